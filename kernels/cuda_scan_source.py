@@ -1,0 +1,466 @@
+"""CUDA C++ sources of the GPU scan kernels, and the launch plan of a scan.
+
+This module is pure Python (no CuPy import), so the sources can be compiled with NVRTC and
+the launch plan can be checked against a NumPy model of the kernel on machines without a
+GPU. ``kernels.cupy_scan`` compiles these sources with CuPy and launches them.
+
+Algorithm
+---------
+Single-pass scan with decoupled look-back (Merrill & Garland, "Single-pass Parallel Prefix
+Scan with Decoupled Look-back", NVIDIA NVR-2016-002), built from CUB's block primitives:
+``cub::BlockExchange`` (striped <-> blocked), ``cub::BlockScan`` (raking warp scans) and
+``cub::TilePrefixCallbackOp`` / ``cub::ScanTileState`` (the look-back over the aggregates and
+inclusive prefixes of the preceding tiles). Each thread block takes one tile of
+``BLOCK * ITEMS`` consecutive elements *in scan order*; its index is drawn from an atomic
+ticket, so every tile's predecessors have already started when it looks back. Data are read
+once and written once (about 2 element sizes per element plus the segment flags).
+
+Segmented scans use Schwartz's (flag, value) pair operator ("Ultracomputers", TOPLAS 1980;
+Blelloch, "Prefix sums and their applications", 1990)::
+
+    (fa, a) . (fb, b) = (fa | fb, b if fb else a op b)
+
+which is associative (not commutative) for every associative ``op``; CUB's scans and
+look-back keep operand order. A segment head is an element whose flag is set or that starts
+a row (scans along an axis are scans of the rows of the array with the axis moved last).
+
+Reverse scans read and write element ``p = n - 1 - q`` for scan position ``q``, so no
+reversed copy is made. The segment flags mark the first element of every segment in index
+order; in reverse the head of a segment in scan order is its last element in index order,
+i.e. scan position ``q`` is a head when ``segments[n - q]`` is set (``q > 0``).
+
+Semantics are those of ``kernels.reference.scan``: exclusive gives ``initial`` (default:
+the identity, 0 for copy) at each head and the combination of the earlier elements of the
+segment elsewhere; inclusive with ``initial`` combines it in front (ignored by copy).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "OPS",
+    "DTYPES",
+    "ScanPlan",
+    "plan_scan",
+    "scan_source",
+    "tuning",
+    "tile_state_bytes",
+    "INIT_KERNEL",
+    "SCAN_KERNEL",
+    "INIT_BLOCK",
+    "all_variants",
+    "scan_fill",
+    "cccl_include_dirs",
+]
+
+OPS = ("add", "max", "min", "and", "or", "xor", "copy")
+DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))
+
+#: Kernel entry points (extern "C", so the names are not mangled).
+INIT_KERNEL = "simd_scan_init"
+SCAN_KERNEL = "simd_scan"
+#: Threads per block of the tile-state initialisation kernel (at least one warp).
+INIT_BLOCK = 128
+
+_CTYPES = {
+    np.dtype(np.int32): "int",
+    np.dtype(np.int64): "long long",
+    np.dtype(np.float32): "float",
+    np.dtype(np.float64): "double",
+}
+
+# Tuning, kept apart from the algorithm (threads per block, items per thread) by element
+# size. Tiles of 2048-2304 elements keep enough loads in flight per SM to saturate HBM, as
+# in CUB's scan policies for sm_90; a GPU session should tune these with bench/primitives.py.
+_TUNING = {4: (128, 16), 8: (128, 12)}
+
+
+def cccl_include_dirs() -> tuple[str, ...]:
+    """Include folders of the CUB / Thrust / libcu++ headers that CuPy bundles.
+
+    Found without importing CuPy (its package folder is located by ``importlib``), so the
+    sources can be compiled with NVRTC on a machine without a GPU. Empty when CuPy is not
+    installed.
+    """
+    spec = importlib.util.find_spec("cupy")
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    root = os.path.join(list(spec.submodule_search_locations)[0], "_core", "include", "cupy")
+    dirs = tuple(os.path.join(root, "_cccl", name) for name in ("cub", "thrust", "libcudacxx"))
+    return dirs if all(os.path.isdir(d) for d in dirs) else ()
+
+
+def tuning(dtype) -> tuple[int, int]:
+    """(threads per block, items per thread) of the scan kernel for ``dtype``."""
+    return _TUNING[np.dtype(dtype).itemsize]
+
+
+def tile_state_bytes(num_tiles: int) -> int:
+    """Bytes of device memory for the look-back tile states of ``num_tiles`` tiles.
+
+    An upper bound of ``cub::ScanTileState<T>::AllocationSize`` for every scan type used
+    here (status word and payloads of at most 16 bytes, 32 padding tiles, three 256-byte
+    aligned arrays, 255 bytes to align the base).
+    """
+    per_array = (num_tiles + 32) * 16
+    per_array = (per_array + 255) // 256 * 256
+    return 3 * per_array + 256
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """How one scan maps onto the kernel.
+
+    The kernel scans ``n`` elements of a C-contiguous buffer as rows of ``row_len``
+    elements (``rows`` is True when there is more than one row, so row starts are heads).
+    ``key`` names the kernel variant (one compiled module per key and device).
+    """
+
+    n: int
+    row_len: int
+    rows: bool
+    segmented: bool
+    num_tiles: int
+    block: int
+    items: int
+    key: tuple
+
+    @property
+    def pairs(self) -> bool:
+        """Whether the kernel scans (flag, value) pairs (heads other than position 0)."""
+        return self.rows or self.segmented
+
+
+def plan_scan(
+    n: int,
+    row_len: int,
+    dtype,
+    op: str,
+    *,
+    exclusive: bool,
+    reverse: bool,
+    segmented: bool,
+    has_initial: bool,
+) -> ScanPlan:
+    """Launch plan of a scan of ``n`` elements in rows of ``row_len`` (``n % row_len == 0``).
+
+    Parameters
+    ----------
+    n, row_len : int
+        Number of elements, and length of the rows scanned independently (the scan axis,
+        moved last; ``n`` for a scan of the whole array).
+    dtype : dtype
+        Element type, one of ``DTYPES``.
+    op : str
+        One of ``OPS``.
+    exclusive, reverse, segmented, has_initial : bool
+        Scan form; ``segmented``: a flag array is given.
+
+    Returns
+    -------
+    ScanPlan
+    """
+    dtype = np.dtype(dtype)
+    if op not in OPS:
+        raise ValueError(f"unknown scan operator {op!r}; expected one of {', '.join(OPS)}")
+    if dtype not in _CTYPES:
+        raise TypeError(f"scan kernels support int32, int64, float32, float64, not {dtype}")
+    if op in ("and", "or", "xor") and dtype.kind == "f":
+        raise TypeError(f"scan operator {op!r} needs an integer dtype, not {dtype}")
+    if n < 0 or row_len < 1 or n % row_len:
+        raise ValueError(f"n={n} is not a whole number of rows of length {row_len}")
+    block, items = tuning(dtype)
+    tile = block * items
+    num_tiles = -(-n // tile)
+    if num_tiles >= 2**31:
+        raise ValueError(f"scan of {n} elements needs more than 2**31 tiles")
+    rows = row_len < n
+    # Exclusive scans always put a value (initial or the identity) at the heads, and copy
+    # ignores an inclusive initial (reference semantics): one variant each.
+    has_initial = bool(has_initial) and not exclusive and op != "copy"
+    key = (op, dtype.str, bool(exclusive), bool(reverse), bool(segmented), rows, has_initial)
+    return ScanPlan(n, row_len, rows, bool(segmented), num_tiles, block, items, key)
+
+
+def scan_fill(op: str, dtype, *, exclusive: bool, initial=None):
+    """The scalar the kernel gets as ``initial``, of ``dtype``.
+
+    Exclusive: the value at every head (``initial``, else the identity of ``op``, 0 for
+    copy). Inclusive: ``initial`` combined in front (0 when there is none: unused).
+    """
+    dtype = np.dtype(dtype)
+    if exclusive and initial is None:
+        from kernels.reference import identity
+
+        return identity(op, dtype)
+    return dtype.type(0 if initial is None else initial)
+
+
+_OP_EXPR = {
+    "add": "a + b",
+    "and": "a & b",
+    "or": "a | b",
+    "xor": "a ^ b",
+    "copy": "a",
+    # NaN propagates as in numpy.maximum/minimum (any NaN operand gives NaN); still
+    # associative. For integers the NaN tests fold away.
+    "max": "(a != a) ? a : ((b != b) ? b : ((b > a) ? b : a))",
+    "min": "(a != a) ? a : ((b != b) ? b : ((b < a) ? b : a))",
+}
+
+_TEMPLATE = r"""
+// simd scan kernel: op=%(op)s dtype=%(ctype)s exclusive=%(exclusive)d reverse=%(reverse)d
+// segmented=%(segmented)d rows=%(rows)d initial=%(has_initial)d
+#include <cub/block/block_exchange.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/agent/single_pass_scan_operators.cuh>
+
+#define BLOCK %(block)d
+#define ITEMS %(items)d
+#define TILE (BLOCK * ITEMS)
+#define EXCLUSIVE %(exclusive)d
+#define REVERSE %(reverse)d
+#define SEGMENTED %(segmented)d
+#define ROWS %(rows)d
+#define PAIRS %(pairs)d
+#define HAS_INITIAL %(has_initial)d
+
+typedef %(ctype)s value_t;
+
+struct ValueOp {
+  __device__ __forceinline__ value_t operator()(const value_t &a, const value_t &b) const {
+    return %(expr)s;
+  }
+};
+
+#if PAIRS
+// Schwartz's segmented operator on (head flag, value) pairs.
+struct scan_t {
+  value_t v;
+  int f;
+};
+struct ScanOp {
+  __device__ __forceinline__ scan_t operator()(const scan_t &a, const scan_t &b) const {
+    scan_t r;
+    r.v = b.f ? b.v : ValueOp()(a.v, b.v);
+    r.f = a.f | b.f;
+    return r;
+  }
+};
+__device__ __forceinline__ value_t value_of(const scan_t &s) { return s.v; }
+__device__ __forceinline__ scan_t make_item(value_t v, int f) { scan_t s; s.v = v; s.f = f; return s; }
+#else
+typedef value_t scan_t;
+typedef ValueOp ScanOp;
+__device__ __forceinline__ value_t value_of(const value_t &s) { return s; }
+__device__ __forceinline__ scan_t make_item(value_t v, int) { return v; }
+#endif
+
+typedef cub::ScanTileState<scan_t> TileState;
+typedef cub::TilePrefixCallbackOp<scan_t, ScanOp, TileState> PrefixOp;
+typedef cub::BlockScan<scan_t, BLOCK, cub::BLOCK_SCAN_WARP_SCANS> BlockScanT;
+typedef cub::BlockExchange<value_t, BLOCK, ITEMS> ExchangeValues;
+typedef cub::BlockExchange<unsigned char, BLOCK, ITEMS> ExchangeFlags;
+
+// Look-back tile states: status INVALID for every tile, OOB for the 32 padding slots, and
+// the tile ticket reset to 0. One thread per tile.
+extern "C" __global__ void __launch_bounds__(%(init_block)d)
+simd_scan_init(void *tile_mem, unsigned long long tile_bytes, int num_tiles,
+               unsigned int *ticket) {
+  TileState state;
+  state.Init(num_tiles, tile_mem, (size_t)tile_bytes);
+  state.InitializeStatus(num_tiles);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    *ticket = 0u;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK)
+simd_scan(const value_t *__restrict__ x, const unsigned char *__restrict__ seg,
+          value_t *__restrict__ out, long long n, long long row_len, value_t initial,
+          void *tile_mem, unsigned long long tile_bytes, int num_tiles,
+          unsigned int *ticket) {
+  __shared__ struct {
+    typename PrefixOp::TempStorage prefix;
+    union {
+      typename ExchangeValues::TempStorage values;
+      typename ExchangeFlags::TempStorage flags;
+      typename BlockScanT::TempStorage scan;
+    } u;
+    int tile;
+  } smem;
+
+  TileState state;
+  state.Init(num_tiles, tile_mem, (size_t)tile_bytes);
+
+  // Tiles are numbered in the order their blocks start, so that a tile only ever waits on
+  // tiles whose blocks are already resident (forward progress of the look-back).
+  if (threadIdx.x == 0) {
+    smem.tile = (int)atomicAdd(ticket, 1u);
+  }
+  __syncthreads();
+  const int tile = smem.tile;
+  const long long base = (long long)tile * TILE;
+
+  // Striped, coalesced loads of the tile in scan order (position q -> element p).
+  value_t v[ITEMS];
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const long long q = base + threadIdx.x + (long long)i * BLOCK;
+    v[i] = value_t(0);
+    if (q < n) {
+      v[i] = x[REVERSE ? n - 1 - q : q];
+    }
+  }
+#if SEGMENTED
+  unsigned char f[ITEMS];
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const long long q = base + threadIdx.x + (long long)i * BLOCK;
+    f[i] = 0;
+    if (q < n) {
+      // In reverse the head of a segment is its last element in index order: the element
+      // just after it (index n - q) starts the next segment.
+      f[i] = REVERSE ? (q > 0 ? seg[n - q] : 1) : seg[q];
+    }
+  }
+#endif
+
+  ExchangeValues(smem.u.values).StripedToBlocked(v, v);
+  __syncthreads();
+#if SEGMENTED
+  ExchangeFlags(smem.u.flags).StripedToBlocked(f, f);
+  __syncthreads();
+#endif
+
+  // Thread t now holds scan positions q0 .. q0 + ITEMS - 1.
+  const long long q0 = base + (long long)threadIdx.x * ITEMS;
+  scan_t items[ITEMS];
+#if ROWS
+  long long r = q0 %% row_len;  // position within the row, advanced incrementally
+#endif
+  int head[ITEMS];
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+#if ROWS
+    head[i] = (r == 0);
+    r += 1;
+    if (r == row_len) r = 0;
+#else
+    head[i] = (q0 + i == 0);
+#endif
+#if SEGMENTED
+    head[i] |= (f[i] != 0);
+#endif
+    items[i] = make_item(v[i], head[i]);
+  }
+
+  ScanOp op;
+  if (tile == 0) {
+    scan_t aggregate;
+#if EXCLUSIVE
+    // Position 0 is a head, so its undefined exclusive value is never used.
+    BlockScanT(smem.u.scan).ExclusiveScan(items, items, op, aggregate);
+#else
+    BlockScanT(smem.u.scan).InclusiveScan(items, items, op, aggregate);
+#endif
+    if (threadIdx.x == 0) {
+      state.SetInclusive(0, aggregate);
+    }
+  } else {
+    PrefixOp prefix(state, smem.prefix, op, tile);
+#if EXCLUSIVE
+    BlockScanT(smem.u.scan).ExclusiveScan(items, items, op, prefix);
+#else
+    BlockScanT(smem.u.scan).InclusiveScan(items, items, op, prefix);
+#endif
+  }
+  __syncthreads();
+
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    value_t s = value_of(items[i]);
+#if EXCLUSIVE
+    v[i] = head[i] ? initial : s;
+#elif HAS_INITIAL
+    v[i] = ValueOp()(initial, s);
+#else
+    v[i] = s;
+#endif
+  }
+  ExchangeValues(smem.u.values).BlockedToStriped(v, v);
+
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const long long q = base + threadIdx.x + (long long)i * BLOCK;
+    if (q < n) {
+      out[REVERSE ? n - 1 - q : q] = v[i];
+    }
+  }
+}
+"""
+
+
+def scan_source(
+    op: str,
+    dtype,
+    *,
+    exclusive: bool,
+    reverse: bool,
+    segmented: bool,
+    rows: bool,
+    has_initial: bool,
+) -> str:
+    """CUDA C++ source of one scan kernel variant (entry points ``INIT_KERNEL``, ``SCAN_KERNEL``).
+
+    Examples
+    --------
+    >>> src = scan_source("max", "float32", exclusive=False, reverse=True, segmented=True,
+    ...                   rows=False, has_initial=False)
+    >>> "simd_scan(" in src and "#define REVERSE 1" in src
+    True
+    """
+    dtype = np.dtype(dtype)
+    if op not in OPS:
+        raise ValueError(f"unknown scan operator {op!r}; expected one of {', '.join(OPS)}")
+    if dtype not in _CTYPES:
+        raise TypeError(f"scan kernels support int32, int64, float32, float64, not {dtype}")
+    if op in ("and", "or", "xor") and dtype.kind == "f":
+        raise TypeError(f"scan operator {op!r} needs an integer dtype, not {dtype}")
+    block, items = tuning(dtype)
+    return _TEMPLATE % {
+        "op": op,
+        "ctype": _CTYPES[dtype],
+        "expr": _OP_EXPR[op],
+        "block": block,
+        "items": items,
+        "exclusive": int(exclusive),
+        "reverse": int(reverse),
+        "segmented": int(segmented),
+        "rows": int(rows),
+        "pairs": int(segmented or rows),
+        "has_initial": int(has_initial),
+        "init_block": INIT_BLOCK,
+    }
+
+
+def all_variants():
+    """Every (op, dtype, exclusive, reverse, segmented, rows, has_initial) kernel variant."""
+    for op in OPS:
+        for dtype in DTYPES:
+            if op in ("and", "or", "xor") and dtype.kind == "f":
+                continue
+            for exclusive in (False, True):
+                for reverse in (False, True):
+                    for segmented in (False, True):
+                        for rows in (False, True):
+                            for has_initial in (False, True):
+                                if has_initial and (exclusive or op == "copy"):
+                                    continue
+                                yield (op, dtype, exclusive, reverse, segmented, rows,
+                                       has_initial)

@@ -1,0 +1,176 @@
+"""CuPy scan kernels: every scan form CuPy lacks, in one kernel family.
+
+Imported only when the CuPy backend is in use (``kernels.registry`` loads it), so it may
+import CuPy at module level. It registers ``scan`` and ``reduce`` for the ``"cupy"`` backend
+and imports ``kernels.cupy_router`` (``send``).
+
+The kernels are the single-pass decoupled look-back scan of Merrill & Garland (NVIDIA
+NVR-2016-002) over CUB block primitives, with Schwartz's (flag, value) pair operator for
+segmented scans and for scans along an axis; see ``kernels.cuda_scan_source`` for the
+algorithm and the source template. One module is compiled per kernel variant (operator,
+dtype, exclusive, reverse, segmented, rows, initial) and device, and memoised, as CuPy does
+for its own kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import cupy
+import numpy as np
+
+from kernels import cuda_scan_source as _src
+from kernels import reference
+from kernels.registry import register
+
+__all__ = ["scan", "reduce"]
+
+
+@functools.cache
+def _module(key: tuple, device_id: int) -> tuple[cupy.RawKernel, cupy.RawKernel]:
+    """Compiled (init, scan) kernels of variant ``key`` on device ``device_id``."""
+    op, dtype, exclusive, reverse, segmented, rows, has_initial = key
+    source = _src.scan_source(
+        op,
+        np.dtype(dtype),
+        exclusive=exclusive,
+        reverse=reverse,
+        segmented=segmented,
+        rows=rows,
+        has_initial=has_initial,
+    )
+    options = ("-std=c++17",) + tuple(f"-I{d}" for d in _src.cccl_include_dirs())
+    module = cupy.RawModule(code=source, options=options)
+    return module.get_function(_src.INIT_KERNEL), module.get_function(_src.SCAN_KERNEL)
+
+
+def _scan_rows(buf, flags, row_len: int, op: str, *, exclusive, reverse, initial):
+    """Scan the C-contiguous 1-D ``buf`` in rows of ``row_len`` (flags: uint8 or None)."""
+    n = buf.size
+    out = cupy.empty_like(buf)
+    if n == 0:
+        return out
+    dtype = buf.dtype
+    plan = _src.plan_scan(
+        n,
+        row_len,
+        dtype,
+        op,
+        exclusive=exclusive,
+        reverse=reverse,
+        segmented=flags is not None,
+        has_initial=initial is not None,
+    )
+    fill = _src.scan_fill(op, dtype, exclusive=exclusive, initial=initial)
+    init_kernel, scan_kernel = _module(plan.key, cupy.cuda.Device().id)
+    tile_bytes = _src.tile_state_bytes(plan.num_tiles)
+    tile_mem = cupy.empty(tile_bytes, dtype=cupy.uint8)
+    ticket = cupy.empty(1, dtype=cupy.uint32)
+    init_blocks = max(1, -(-plan.num_tiles // _src.INIT_BLOCK))
+    init_kernel(
+        (init_blocks,),
+        (_src.INIT_BLOCK,),
+        (tile_mem, np.uint64(tile_bytes), np.int32(plan.num_tiles), ticket),
+    )
+    scan_kernel(
+        (plan.num_tiles,),
+        (plan.block,),
+        (
+            buf,
+            buf if flags is None else flags,  # never read when the scan is not segmented
+            out,
+            np.int64(n),
+            np.int64(row_len),
+            fill,
+            tile_mem,
+            np.uint64(tile_bytes),
+            np.int32(plan.num_tiles),
+            ticket,
+        ),
+    )
+    return out
+
+
+@register("scan", "cupy")
+def scan(
+    xp,
+    x,
+    op: str = "add",
+    *,
+    exclusive: bool = False,
+    reverse: bool = False,
+    segments=None,
+    axis: int | None = None,
+    initial=None,
+):
+    """Scan of ``x`` with ``op`` on the GPU; same contract as ``kernels.reference.scan``.
+
+    Single-pass decoupled look-back scan (Merrill & Garland 2016) with CUB block
+    primitives; segmented by Schwartz's (flag, value) pair operator. dtypes other than
+    int32, int64, float32, float64 go to the reference implementation.
+
+    Examples
+    --------
+    >>> import cupy  # doctest: +SKIP
+    >>> scan(cupy, cupy.arange(5), "max", reverse=True).get()  # doctest: +SKIP
+    array([4, 4, 4, 4, 4])
+    """
+    if xp is not cupy or x.dtype not in _src.DTYPES:
+        return reference.scan(
+            xp,
+            x,
+            op,
+            exclusive=exclusive,
+            reverse=reverse,
+            segments=segments,
+            axis=axis,
+            initial=initial,
+        )
+    shape = x.shape
+    if axis is None or x.ndim <= 1:
+        buf = cupy.ascontiguousarray(x).reshape(-1)
+        row_len = max(buf.size, 1)
+        flags = None
+        if segments is not None:
+            flags = cupy.ascontiguousarray(segments, dtype=cupy.bool_).reshape(-1)
+        moved_shape = None
+    else:
+        axis = axis % x.ndim
+        moved = cupy.ascontiguousarray(cupy.moveaxis(x, axis, -1))
+        moved_shape = moved.shape
+        buf = moved.reshape(-1)
+        row_len = max(shape[axis], 1)
+        flags = None
+        if segments is not None:
+            flags = cupy.ascontiguousarray(
+                cupy.moveaxis(segments.astype(cupy.bool_, copy=False), axis, -1)
+            ).reshape(-1)
+    if flags is not None:
+        flags = flags.view(cupy.uint8)
+    out = _scan_rows(
+        buf, flags, row_len, op, exclusive=exclusive, reverse=reverse, initial=initial
+    )
+    if moved_shape is None:
+        return out.reshape(shape)
+    return cupy.ascontiguousarray(cupy.moveaxis(out.reshape(moved_shape), -1, axis))
+
+
+@register("reduce", "cupy")
+def reduce(xp, x, op: str = "add", *, axis: int | None = None):
+    """Reduction on the GPU; same contract as ``kernels.reference.reduce``.
+
+    add, max and min use CuPy's reductions; the bitwise ones take the last element of an
+    inclusive scan kernel (CuPy has no bitwise reductions).
+    """
+    if xp is not cupy or op in ("add", "max", "min") or x.dtype not in _src.DTYPES:
+        return reference.reduce(xp, x, op, axis=axis)
+    if x.size == 0 or (axis is not None and x.shape[axis] == 0):
+        return reference.reduce(xp, x, op, axis=axis)
+    if axis is None:
+        return scan(xp, x.reshape(-1), op)[-1]
+    total = scan(xp, x, op, axis=axis)
+    return cupy.take(total, -1, axis=axis)
+
+
+# The router kernels register themselves for the CuPy backend too.
+from kernels import cupy_router as _cupy_router  # noqa: E402,F401

@@ -1,0 +1,84 @@
+"""One table from (primitive, backend) to the function that implements it.
+
+The machine looks every instruction up here. The reference implementations (written
+against ``xp``) serve every backend; accelerated ones register themselves for their
+backend with :func:`register` when their module is imported, and the modules of a backend
+are imported the first time that backend asks for anything, never before (so CuPy and
+Numba's CUDA target are only imported when the CuPy backend is in use).
+
+Set the environment variable ``SIMD_FORCE_REFERENCE=1`` to make every lookup return the
+reference implementation, for debugging a kernel against its oracle.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+
+from kernels import reference
+
+__all__ = ["PRIMITIVES", "lookup", "register", "registered"]
+
+#: The primitives that have an implementation per backend.
+PRIMITIVES = ("scan", "reduce", "send", "get", "shift", "halo_exchange")
+
+#: Modules that register accelerated implementations, per backend.
+_PROVIDERS: dict[str, tuple[str, ...]] = {
+    "cupy": ("kernels.cupy_scan", "kernels.numba_shift"),
+}
+
+_table: dict[tuple[str, str], Callable] = {}
+_loaded: set[str] = set()
+_load_errors: dict[str, str] = {}
+
+
+def register(primitive: str, backend: str) -> Callable[[Callable], Callable]:
+    """Decorator that registers ``fn`` as the implementation of ``primitive`` on ``backend``.
+
+    The function takes the same arguments as its counterpart in ``kernels.reference``
+    (the array namespace first).
+    """
+    if primitive not in PRIMITIVES:
+        raise ValueError(f"unknown primitive {primitive!r}; expected one of {PRIMITIVES}")
+
+    def decorate(fn: Callable) -> Callable:
+        _table[(primitive, backend)] = fn
+        return fn
+
+    return decorate
+
+
+def _load_providers(backend: str) -> None:
+    if backend in _loaded:
+        return
+    _loaded.add(backend)
+    for module in _PROVIDERS.get(backend, ()):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:  # a provider not written or its toolkit missing
+            _load_errors[module] = f"{type(exc).__name__}: {exc}"
+
+
+def lookup(primitive: str, backend: str) -> Callable:
+    """The implementation of ``primitive`` for ``backend`` (the reference if none).
+
+    Examples
+    --------
+    >>> lookup("scan", "numpy").__module__
+    'kernels.reference'
+    """
+    if primitive not in PRIMITIVES:
+        raise ValueError(f"unknown primitive {primitive!r}; expected one of {PRIMITIVES}")
+    if os.environ.get("SIMD_FORCE_REFERENCE", "") not in ("", "0"):
+        return getattr(reference, primitive)
+    _load_providers(backend)
+    return _table.get((primitive, backend), getattr(reference, primitive))
+
+
+def registered(backend: str) -> dict[str, str]:
+    """Which module implements each primitive on ``backend``, and provider import errors."""
+    _load_providers(backend)
+    table = {p: lookup(p, backend).__module__ for p in PRIMITIVES}
+    table.update({f"error:{m}": e for m, e in _load_errors.items()})
+    return table

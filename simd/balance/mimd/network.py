@@ -1,0 +1,183 @@
+"""The simulated message-passing (MIMD) machine: topology and cost constants.
+
+The machine of seed 001 (Muniz & Zaluska) is a 4x4 torus of T800 transputers whose links run
+at 20 Mbit/s and whose messages are routed store-and-forward by the Virtual Channel Router;
+the machine of seed 002 (Barker & Chrisochoides) is a cluster of Sun workstations on fast
+ethernet with MPI, where a message costs a start-up plus a per-byte time. Both are described
+here by one linear cost model: a message of ``b`` bytes over ``h`` hops costs
+
+* ``startup + b * per_byte + h * per_hop``             (cut-through / switched network), or
+* ``startup + h * (per_hop + b * per_byte)``           (store-and-forward, ``store_and_forward``).
+
+The sender's CPU pays the start-up; the rest is wire latency.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+__all__ = ["Network", "torus_shape"]
+
+
+def torus_shape(p: int) -> tuple[int, int]:
+    """Most nearly square ``(rows, cols)`` factorisation of ``p`` processors.
+
+    Parameters
+    ----------
+    p : int
+        Number of processors, at least 1.
+
+    Returns
+    -------
+    tuple of int
+        ``(rows, cols)`` with ``rows * cols == p`` and ``rows <= cols``.
+
+    Examples
+    --------
+    >>> torus_shape(16), torus_shape(32), torus_shape(7)
+    ((4, 4), (4, 8), (1, 7))
+    """
+    if not isinstance(p, (int, np.integer)) or isinstance(p, bool) or p < 1:
+        raise ValueError(f"number of processors must be a positive integer, got {p!r}")
+    r = int(math.isqrt(int(p)))
+    while p % r:
+        r -= 1
+    return (r, int(p) // r)
+
+
+@dataclass(frozen=True)
+class Network:
+    """Topology and costs of the simulated MIMD machine (times in seconds).
+
+    Parameters
+    ----------
+    shape : tuple of int
+        ``(rows, cols)`` of the 2-D torus; processor ``p`` sits at ``divmod(p, cols)``.
+    startup : float
+        Software start-up of one message, paid by the sender's CPU.
+    per_byte : float
+        Link time per byte.
+    per_hop : float
+        Routing latency per hop.
+    store_and_forward : bool
+        Each hop retransmits the whole message (transputer links with the VCR).
+    task_bytes, request_bytes : int
+        Size of a migrated task (its data) and of a control message.
+    pack, unpack : float
+        CPU time to uninstall and pack a task on the sender, unpack and install it on the
+        receiver (seed 002 section 4.5; measured quantities there, constants here).
+    tick : float or None
+        Time step of the simulation; ``None`` takes 1/200 of the mean task time.
+    """
+
+    shape: tuple[int, int] = (4, 4)
+    startup: float = 1e-4
+    per_byte: float = 5e-7
+    per_hop: float = 1e-5
+    store_and_forward: bool = False
+    task_bytes: int = 1024
+    request_bytes: int = 16
+    pack: float = 1e-4
+    unpack: float = 1e-4
+    tick: float | None = None
+    _offsets: tuple = field(default=(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        shape = tuple(int(s) for s in self.shape)
+        if len(shape) != 2 or min(shape) < 1:
+            raise ValueError(f"shape must be (rows, cols) of positive integers, got {self.shape!r}")
+        object.__setattr__(self, "shape", shape)
+        for name in ("startup", "per_byte", "per_hop", "pack", "unpack"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if self.tick is not None and not (self.tick > 0 and math.isfinite(self.tick)):
+            raise ValueError(f"tick must be a positive number or None, got {self.tick!r}")
+        if self.task_bytes < 0 or self.request_bytes < 0:
+            raise ValueError("message sizes must be >= 0 bytes")
+
+    # presets -------------------------------------------------------------------------------
+    @classmethod
+    def transputer(cls, shape: tuple[int, int] = (4, 4), **kw) -> Network:
+        """Seed 001's Parsys Supernode: T800 links at 20 Mbit/s, VCR store-and-forward.
+
+        A link moves about 1.7 MB/s (0.6 us per byte); a VCR message start-up is of the
+        order of 100 us; a process (ray-tracing task with its sub-surface) is a few KB.
+        """
+        base = dict(shape=shape, startup=1e-4, per_byte=6e-7, per_hop=2e-5,
+                    store_and_forward=True, task_bytes=4096, request_bytes=16,
+                    pack=2e-3, unpack=2e-3)
+        base.update(kw)
+        return cls(**base)
+
+    @classmethod
+    def cluster(cls, p: int = 64, **kw) -> Network:
+        """Seed 002's cluster: 333 MHz Ultra 5 nodes, 100 Mbit ethernet, LAM MPI.
+
+        About 100 us start-up and 12.5 MB/s (0.08 us per byte); a switched network, so hop
+        count adds nothing; migration packs and unpacks a mobile object (1 ms each).
+        """
+        base = dict(shape=torus_shape(p), startup=1e-4, per_byte=8e-8, per_hop=0.0,
+                    store_and_forward=False, task_bytes=8192, request_bytes=64,
+                    pack=1e-3, unpack=1e-3)
+        base.update(kw)
+        return cls(**base)
+
+    def with_(self, **kw) -> Network:
+        """Copy with some fields changed."""
+        return replace(self, **kw)
+
+    # geometry ------------------------------------------------------------------------------
+    @property
+    def p(self) -> int:
+        """Number of processors."""
+        return self.shape[0] * self.shape[1]
+
+    @property
+    def diameter(self) -> int:
+        """Largest hop distance on the torus."""
+        return self.shape[0] // 2 + self.shape[1] // 2
+
+    def hops(self, a, b, xp=np):
+        """Torus (Manhattan, wrap-around) hop distance between processor ids ``a`` and ``b``."""
+        rows, cols = self.shape
+        ra, ca = a // cols, a % cols
+        rb, cb = b // cols, b % cols
+        dr = xp.abs(ra - rb)
+        dc = xp.abs(ca - cb)
+        return xp.minimum(dr, rows - dr) + xp.minimum(dc, cols - dc)
+
+    def message_time(self, nbytes, hops, xp=np):
+        """Latency of a message of ``nbytes`` over ``hops`` hops (0 hops: local, free)."""
+        hops = xp.asarray(hops)
+        if self.store_and_forward:
+            t = self.startup + hops * (self.per_hop + nbytes * self.per_byte)
+        else:
+            t = self.startup + nbytes * self.per_byte + hops * self.per_hop
+        return xp.where(hops > 0, t, 0.0)
+
+    def offsets(self) -> np.ndarray:
+        """All non-zero torus offsets ``(dr, dc)`` sorted by hop distance (then dr, dc).
+
+        The ``j``-th neighbour of processor ``p`` is ``p`` moved by ``offsets()[j]``; the
+        neighbourhood of size ``k`` is the first ``k``, the evolving neighbourhood of round
+        ``r`` the entries ``r*k .. r*k+k-1`` (wrapping), as in seed 002 section 4.4.
+        """
+        rows, cols = self.shape
+        dr, dc = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+        dr = np.where(dr > rows // 2, dr - rows, dr).ravel()
+        dc = np.where(dc > cols // 2, dc - cols, dc).ravel()
+        d = np.abs(dr) + np.abs(dc)
+        order = np.lexsort((dc, dr, d))
+        order = order[d[order] > 0]
+        return np.stack([dr[order], dc[order]], axis=1)
+
+    def neighbour(self, p, offset, xp=np):
+        """Processor reached from ``p`` by the torus offset ``(dr, dc)`` (arrays allowed)."""
+        rows, cols = self.shape
+        r = (p // cols + offset[..., 0]) % rows
+        c = (p % cols + offset[..., 1]) % cols
+        return r * cols + c

@@ -1,0 +1,626 @@
+"""The emulated SIMD machine: VP sets, the instruction set, the two clocks.
+
+Parallel variables are plain arrays of the backend (``numpy.ndarray`` or
+``cupy.ndarray``) shaped like their VP set; elementwise work is ordinary array code. The
+communication and global instructions are the machine's methods; each call is counted,
+charged to the model clock (``simd.cost``) and accounted to the current phase.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from copy import deepcopy
+from typing import Any
+
+import numpy as np
+
+from kernels import reference
+from kernels.registry import lookup
+from simd.backend import resolve_backend
+from simd.cost import CostModel
+from simd.errors import CollisionError
+from simd.stats import PhaseStats, Stats
+
+__all__ = ["COMBINERS", "Machine", "XNET"]
+
+#: Combiners of ``send``.
+COMBINERS = ("overwrite", "add", "max", "min", "and", "or", "unique")
+
+#: Offsets of ``shift`` that bring each PE the value of its X-Net neighbour in that
+#: compass direction on a 2-D mesh (row 0 is north): ``m.shift(x, XNET["n"])`` gives every
+#: PE the value of the PE north of it.
+XNET = {
+    "n": (1, 0),
+    "ne": (1, -1),
+    "e": (0, -1),
+    "se": (-1, -1),
+    "s": (-1, 0),
+    "sw": (-1, 1),
+    "w": (0, 1),
+    "nw": (1, 1),
+}
+
+_OUTSIDE = "(no phase)"
+
+
+class Machine:
+    """An emulated data-parallel SIMD machine.
+
+    Parameters
+    ----------
+    pes : int or tuple of int
+        The physical PE array being emulated: an int for a linear array (a CM-5 of that
+        many nodes by default) or a shape for a mesh (a MasPar MP-1 by default, e.g.
+        ``(64, 64)``). Its size gives the VP ratio of the cost model; its shape is the
+        mesh that shifts move along.
+    backend : {"auto", "numpy", "cupy"}
+        Array backend. ``"auto"`` picks CuPy when a GPU answers, else NumPy, and the
+        environment variable ``SIMD_BACKEND`` overrides it. ``Machine.backend`` says which.
+    cost : CostModel, {"cm5", "mp1"} or None
+        The model clock's constants; None picks from ``pes`` as described above.
+
+    Examples
+    --------
+    >>> m = Machine(pes=512, backend="numpy")
+    >>> x = m.asarray([3, 1, 4, 1, 5])
+    >>> with m.phase("demo"):
+    ...     m.scan(x, "add", exclusive=True, initial=0)
+    array([0, 3, 4, 8, 9])
+    >>> m.stats["demo"].calls["scan"]
+    1
+    """
+
+    def __init__(
+        self,
+        pes: int | tuple[int, ...] = 512,
+        backend: str = "auto",
+        cost: CostModel | str | None = None,
+    ) -> None:
+        self.pes = _check_pes_shape(pes)
+        self.npes = math.prod(self.pes)
+        self.backend, self.xp = resolve_backend(backend)
+        self.cost = _resolve_cost(cost, self.pes, self.npes)
+        self._phases: dict[str, PhaseStats] = {}
+        self._phase_stack: list[str] = []
+        self._vp_stack: list[int] = []
+        self._clock = 0.0
+
+    def __repr__(self) -> str:
+        shape = "x".join(map(str, self.pes))
+        return f"Machine(pes={shape}, backend={self.backend!r}, cost={self.cost.name!r})"
+
+    # ------------------------------------------------------------------ arrays and clocks
+
+    def asarray(self, a: Any, dtype: Any = None):
+        """``a`` as an array of this machine's backend (copied to the device if needed)."""
+        return self.xp.asarray(a, dtype=dtype)
+
+    def asnumpy(self, a: Any) -> np.ndarray:
+        """``a`` as a NumPy array (copied to the host if needed)."""
+        if self.backend == "cupy":
+            return self.xp.asnumpy(a)
+        return np.asarray(a)
+
+    def sync(self) -> None:
+        """Wait for the device to finish (no-op on NumPy)."""
+        if self.backend == "cupy":
+            self.xp.cuda.get_current_stream().synchronize()
+
+    @property
+    def clock(self) -> float:
+        """Model cycles charged so far."""
+        return self._clock
+
+    @property
+    def stats(self) -> Stats:
+        """A snapshot of the per-phase statistics.
+
+        Nested phases are named by their path, e.g. ``"z-buffer/redistribution"``.
+        Instructions outside any phase are listed under ``"(no phase)"``.
+        """
+        return Stats(
+            phases=deepcopy(self._phases), machine=self.cost.name, clock_hz=self.cost.clock_hz
+        )
+
+    def reset_stats(self) -> None:
+        """Forget all statistics and set the model clock to zero."""
+        self._phases.clear()
+        self._clock = 0.0
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Account the instructions and wall time inside the block to phase ``name``.
+
+        The device is synchronised at the block's boundaries so the wall time is true.
+        """
+        if not isinstance(name, str) or not name or "/" in name:
+            raise ValueError(f"a phase name must be a non-empty string without '/', got {name!r}")
+        self._phase_stack.append(name)
+        path = "/".join(self._phase_stack)
+        entry = self._phases.setdefault(path, PhaseStats())
+        entry.entries += 1
+        self.sync()
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.sync()
+            entry.wall += time.perf_counter() - start
+            self._phase_stack.pop()
+
+    @contextmanager
+    def vp_set(self, n: int) -> Iterator[None]:
+        """Charge every instruction in the block for a VP set of ``n`` elements.
+
+        A SIMD machine steps all the VPs of the current VP set (the CM's ``with shape``),
+        the idle ones masked off. Programs that compute on packed arrays of only the live
+        elements declare the VP set here so that the model clock still charges for all.
+        """
+        n = int(n)
+        if n < 0:
+            raise ValueError(f"a VP set cannot have a negative size, got {n}")
+        self._vp_stack.append(n)
+        try:
+            yield
+        finally:
+            self._vp_stack.pop()
+
+    def charge(self, kind: str, n: int, *, ops: float = 1.0) -> float:
+        """Charge work done outside the instructions to the model clock; returns cycles.
+
+        ``kind`` is "elementwise" or "local" (``ops`` operations on each of ``n`` VPs), or
+        any cost kind of :meth:`CostModel.cycles`. ``n`` is overridden by an enclosing
+        :meth:`vp_set`.
+        """
+        return self._account(kind, int(n), 0, ops=ops, label=kind)
+
+    def _account(self, kind: str, n: int, nbytes: int, *, ops: float = 1.0, label: str,
+                 distance: int = 1) -> float:
+        if self._vp_stack:
+            n = self._vp_stack[-1]
+        cycles = self.cost.cycles(kind, n, ops=ops, distance=distance)
+        path = "/".join(self._phase_stack) if self._phase_stack else _OUTSIDE
+        entry = self._phases.setdefault(path, PhaseStats())
+        entry.calls[label] += 1
+        entry.bytes += int(nbytes)
+        entry.cycles += cycles
+        self._clock += cycles
+        return cycles
+
+    # ----------------------------------------------------------------- instruction set
+
+    def scan(self, x, op: str = "add", *, exclusive: bool = False, reverse: bool = False,
+             segments=None, axis: int | None = None, initial=None, mask=None):
+        """Scan (parallel prefix) of ``x`` with ``op``.
+
+        Parameters
+        ----------
+        x : array
+            int32, int64, float32, float64 or bool values (bool is counted as int64 by
+            ``add`` and kept bool by the logical operators).
+        op : {"add", "max", "min", "and", "or", "xor", "copy"}
+            ``copy`` gives every element its segment's first element in scan direction.
+        exclusive : bool
+            Each element gets the combination of the elements before it in its segment;
+            the first gets ``initial``. The papers' "scan addition variant" is
+            ``exclusive=True, initial=0``.
+        reverse : bool
+            Scan from the last element towards the first.
+        segments : bool array like ``x``, optional
+            True at the first element (in index order) of every segment, whatever the
+            direction. With ``axis``, every line along the axis is a segment anyway.
+        axis : int, optional
+            Scan every line along this axis; None scans the whole array in C order.
+        initial : scalar, optional
+            Combined in at each segment start (default: the identity of ``op``; 0 for an
+            exclusive copy).
+        mask : bool array like ``x``, optional
+            Elements where ``mask`` is False contribute the identity (not with ``copy``).
+
+        Returns
+        -------
+        array
+            Shaped like ``x``.
+
+        Examples
+        --------
+        >>> m = Machine(backend="numpy")
+        >>> m.scan(m.asarray([1, 2, 3, 4]), "add", segments=m.asarray([1, 0, 1, 0], bool))
+        array([1, 3, 3, 7])
+        """
+        x = self._values(x, "x")
+        op = _check_op(op, x.dtype, allow_copy=True)
+        as_bool = x.dtype == np.bool_ and op != "add"
+        if x.dtype == np.bool_:
+            # Counting gives int64; the other operators run on 0/1 ints and give bool back.
+            x = x.astype(np.int64 if op == "add" else np.int32)
+            if as_bool:
+                # Identities of the bool domain (max: False, min/and: True), not of int32.
+                start = reference.identity(op, np.bool_) if initial is None else initial
+                initial = int(bool(start))
+        elif x.dtype.kind in "iu" and x.dtype.itemsize < 4:
+            x = x.astype(np.int64)
+        if x.dtype not in reference.SCAN_DTYPES:
+            raise TypeError(
+                f"scan supports int32, int64, float32, float64 and bool, got {x.dtype}; "
+                "convert with .astype(...) first"
+            )
+        axis = _check_axis(axis, x.ndim)
+        segments = self._flags(segments, x.shape, "segments")
+        if mask is not None:
+            if op == "copy":
+                raise ValueError("a copy-scan takes no mask: mask the result instead")
+            mask = self._flags(mask, x.shape, "mask")
+            x = self.xp.where(mask, x, reference.identity(op, x.dtype))
+        if initial is not None and not np.isscalar(initial):
+            raise TypeError(f"initial must be a scalar, got {type(initial).__name__}")
+        nbytes = x.nbytes * 2 + (0 if segments is None else segments.nbytes)
+        self._account("scan", x.size, nbytes, label="scan")
+        fn = lookup("scan", self.backend)
+        out = fn(self.xp, x, op, exclusive=bool(exclusive), reverse=bool(reverse),
+                 segments=segments, axis=axis, initial=initial)
+        return out.astype(np.bool_) if as_bool else out
+
+    def reduce(self, x, op: str = "add", *, axis: int | None = None, mask=None):
+        """Reduction of ``x`` with ``op`` over ``axis`` (None: all of it).
+
+        Returns a 0-d array for ``axis=None``. Empty input gives the identity of ``op``.
+
+        Examples
+        --------
+        >>> m = Machine(backend="numpy")
+        >>> int(m.reduce(m.asarray([3, 9, 2]), "max"))
+        9
+        """
+        x = self._values(x, "x")
+        op = _check_op(op, x.dtype, allow_copy=False)
+        if x.dtype == np.bool_ and op == "add":
+            x = x.astype(np.int64)
+        axis = _check_axis(axis, x.ndim)
+        if mask is not None:
+            mask = self._flags(mask, x.shape, "mask")
+            x = self.xp.where(mask, x, reference.identity(op, x.dtype))
+        self._account("reduce", x.size, x.nbytes, label="reduce")
+        return lookup("reduce", self.backend)(self.xp, x, op, axis=axis)
+
+    def broadcast(self, value: Any, shape: int | tuple[int, ...], dtype: Any = None):
+        """Send a front-end value to every VP of a VP set of ``shape``."""
+        out = self.xp.full(shape, value, dtype=dtype)
+        self._account("reduce", out.size, out.nbytes, label="broadcast")
+        return out
+
+    def spread(self, x, axis: int, *, index: int = 0):
+        """Copy the slice at ``index`` along ``axis`` to every position of that axis.
+
+        Examples
+        --------
+        >>> m = Machine(backend="numpy")
+        >>> m.spread(m.asarray([[1, 2], [3, 4]]), 0, index=1)
+        array([[3, 4],
+               [3, 4]])
+        """
+        x = self._values(x, "x")
+        axis = _check_axis(axis, x.ndim)
+        if axis is None:
+            raise ValueError("spread needs an axis")
+        n = x.shape[axis]
+        if not -n <= index < n:
+            raise IndexError(f"spread index {index} is out of range for an axis of length {n}")
+        self._account("scan", x.size, x.nbytes * 2, label="spread")
+        piece = self.xp.take(x, [index], axis=axis)
+        return self.xp.ascontiguousarray(self.xp.broadcast_to(piece, x.shape))
+
+    def enumerate(self, mask, *, segments=None):
+        """Rank of every element among the True elements before it (int64).
+
+        Examples
+        --------
+        >>> m = Machine(backend="numpy")
+        >>> m.enumerate(m.asarray([True, False, True, True]))
+        array([0, 1, 1, 2])
+        """
+        mask = self._flags(mask, None, "mask")
+        return self.scan(mask.astype(np.int64), "add", exclusive=True, segments=segments)
+
+    def pack(self, x, mask):
+        """The elements of ``x`` where ``mask`` is True, in index order (1-D).
+
+        Examples
+        --------
+        >>> m = Machine(backend="numpy")
+        >>> m.pack(m.asarray([5, 6, 7]), m.asarray([True, False, True]))
+        array([5, 7])
+        """
+        x = self._values(x, "x")
+        mask = self._flags(mask, x.shape, "mask")
+        self._account("scan", x.size, x.nbytes * 2, label="pack")
+        return x[mask]
+
+    def count(self, mask) -> int:
+        """Number of True elements of ``mask``."""
+        mask = self._flags(mask, None, "mask")
+        self._account("reduce", mask.size, mask.nbytes, label="count")
+        return int(self.xp.count_nonzero(mask))
+
+    def send(self, values, dest, size: int | tuple[int, ...] | None = None, *,
+             combine: str = "overwrite", mask=None, fill: Any = 0, into=None):
+        """Router put: every message ``values[i]`` goes to address ``dest[i]``.
+
+        Parameters
+        ----------
+        values : array or scalar
+            Messages, broadcast to the shape of ``dest``.
+        dest : int array
+            Flat destination address of every message.
+        size : int or tuple, optional
+            Shape of a new destination array filled with ``fill``; addresses that receive
+            messages get their combination.
+        combine : {"overwrite", "add", "max", "min", "and", "or", "unique"}
+            How messages to one address combine. ``overwrite`` keeps the message of the
+            highest sender index; ``unique`` raises :class:`CollisionError` if two
+            messages share an address. With ``into``, the result also combines with the
+            value already there (``overwrite`` and ``unique`` replace it).
+        mask : bool array like ``dest``, optional
+            Only senders where ``mask`` is True send.
+        into : array, optional
+            Existing destination, updated in place and returned (instead of ``size``).
+
+        Examples
+        --------
+        >>> m = Machine(backend="numpy")
+        >>> zbuf = m.asarray([9.0, 9.0, 9.0])
+        >>> m.send(m.asarray([4.0, 2.0, 7.0]), m.asarray([1, 1, 2]), combine="min", into=zbuf)
+        array([9., 2., 7.])
+        """
+        if combine not in COMBINERS:
+            raise ValueError(f"unknown combiner {combine!r}; expected one of {COMBINERS}")
+        dest = self._indices(dest, "dest")
+        values = self.xp.broadcast_to(self.xp.asarray(values), dest.shape)
+        if (size is None) == (into is None):
+            raise ValueError("send needs exactly one of size= (a new array) and into=")
+        if into is None:
+            out = self.xp.full(size, fill, dtype=values.dtype)
+        else:
+            out = self._values(into, "into")
+        if combine in ("and", "or") and out.dtype.kind == "f":
+            raise TypeError(f"combine={combine!r} needs integer or bool values, got {out.dtype}")
+        flat_dest = dest.reshape(-1)
+        flat_values = values.reshape(-1)
+        if mask is not None:
+            mask = self._flags(mask, dest.shape, "mask").reshape(-1)
+            flat_dest = flat_dest[mask]
+            flat_values = flat_values[mask]
+        self._check_range(flat_dest, out.size, "send destination")
+        if combine == "unique" and flat_dest.size > 1:
+            ordered = self.xp.sort(flat_dest)
+            clash = ordered[1:] == ordered[:-1]
+            if bool(clash.any()):
+                first = int(ordered[1:][clash][0])
+                raise CollisionError(
+                    f"send(combine='unique'): {int(clash.sum())} message(s) collided, the "
+                    f"first at address {first}"
+                )
+        self._account("router", dest.size, flat_values.nbytes + flat_dest.nbytes, label="send")
+        fn = lookup("send", self.backend)
+        if into is not None or combine in ("overwrite", "unique"):
+            return fn(self.xp, flat_values, flat_dest, out, combine)
+        # A new array: receivers get the combination of their messages alone, the others
+        # keep `fill`. Combining into the identity gives the former.
+        out[...] = reference.identity(combine, out.dtype)
+        out = fn(self.xp, flat_values, flat_dest, out, combine)
+        received = self.xp.zeros(out.size, dtype=bool)
+        received[flat_dest] = True
+        return self.xp.where(received.reshape(out.shape), out, self.xp.asarray(fill, out.dtype))
+
+    def get(self, source, index, *, mask=None, fill: Any = 0):
+        """Router get: every VP reads ``source.flat[index]`` (``fill`` where masked off).
+
+        Examples
+        --------
+        >>> m = Machine(backend="numpy")
+        >>> m.get(m.asarray([10, 20, 30]), m.asarray([2, 0]))
+        array([30, 10])
+        """
+        source = self._values(source, "source")
+        index = self._indices(index, "index")
+        if mask is not None:
+            mask = self._flags(mask, index.shape, "mask")
+            index = self.xp.where(mask, index, 0)
+        if index.size:
+            self._check_range(index, source.size, "get index")
+        self._account("router", index.size, index.nbytes * 2, label="get")
+        out = lookup("get", self.backend)(self.xp, source, index)
+        if mask is not None:
+            out = self.xp.where(mask, out, self.xp.asarray(fill, dtype=out.dtype))
+        return out
+
+    def shift(self, x, offset: int | tuple[int, ...], axis: int | None = None, *,
+              boundary: str | float = "wrap"):
+        """NEWS / X-Net mesh shift with ``numpy.roll`` semantics: ``out[i] = x[i - offset]``.
+
+        Parameters
+        ----------
+        x : array
+            A parallel variable; its shape is the mesh (VP set) it moves along.
+        offset : int or tuple of int
+            Steps along ``axis``, or one offset per axis (``axis=None``) for diagonal
+            X-Net moves; ``XNET`` names the eight compass directions.
+        boundary : {"wrap", "zero", "edge"} or number
+            What enters at the mesh border: the torus wrap-around, zeros, the border
+            element itself, or a constant.
+
+        Examples
+        --------
+        >>> m = Machine(pes=(2, 2), backend="numpy")
+        >>> m.shift(m.asarray([[1, 2], [3, 4]]), XNET["n"], boundary=0)
+        array([[0, 0],
+               [1, 2]])
+        """
+        x = self._values(x, "x")
+        offsets = _offsets(offset, axis, x.ndim)
+        _check_boundary(boundary)
+        distance = max((abs(k) for k in offsets), default=0)
+        self._account("shift", x.size, x.nbytes * 2, label="shift", distance=distance)
+        if x.dtype == np.bool_:
+            out = lookup("shift", self.backend)(self.xp, x.view(np.uint8), offsets,
+                                                _bool_boundary(boundary))
+            return out.view(np.bool_)
+        return lookup("shift", self.backend)(self.xp, x, offsets, boundary)
+
+    def halo_exchange(self, tiles, heights, widths, *, width: int = 1,
+                      boundary: str | float = "edge"):
+        """Give every PE's tile a halo of its 8 X-Net neighbours' edge points.
+
+        Parameters
+        ----------
+        tiles : array of shape (R, C, BH, BW)
+            Per-PE buffers of an orthogonal decomposition: PE ``(r, c)`` holds
+            ``heights[r] x widths[c]`` grid points at the top-left of its buffer.
+        heights, widths : int sequences of length R and C
+            Rows held by each PE row and columns held by each PE column.
+        width : int
+            Halo width; at most the smallest tile dimension.
+        boundary : {"edge", "zero", "wrap"} or number
+            The grid's extension at the mesh border; "edge" replicates the border (zero
+            flux).
+
+        Returns
+        -------
+        array of shape (R, C, BH + 2 width, BW + 2 width)
+            Each tile at ``[width:width+h, width:width+w]`` with its halo around it.
+        """
+        tiles = self._values(tiles, "tiles")
+        if tiles.ndim != 4:
+            raise ValueError(f"tiles must have shape (R, C, BH, BW), got shape {tiles.shape}")
+        R, C, BH, BW = tiles.shape
+        heights = _extent_vector(heights, R, BH, "heights")
+        widths = _extent_vector(widths, C, BW, "widths")
+        if not isinstance(width, int | np.integer) or width < 1:
+            raise ValueError(f"halo width must be a positive integer, got {width!r}")
+        if R and C and (heights.min() < width or widths.min() < width):
+            raise ValueError(
+                f"halo width {width} exceeds the smallest tile ({heights.min()} x "
+                f"{widths.min()}): a neighbour exchange could not fill it"
+            )
+        _check_boundary(boundary)
+        per_pe = 2 * width * (BH + BW) + 4 * width * width
+        self._account("shift", R * C * per_pe, R * C * per_pe * tiles.itemsize * 2,
+                      label="halo_exchange")
+        fn = lookup("halo_exchange", self.backend)
+        return fn(self.xp, tiles, heights, widths, int(width), boundary)
+
+    # ----------------------------------------------------------------- validation helpers
+
+    def _values(self, x: Any, name: str):
+        if x is None:
+            raise TypeError(f"{name} must be an array, got None")
+        x = self.xp.asarray(x)
+        if x.dtype.kind not in "biuf":
+            raise TypeError(f"{name} must hold numbers or booleans, got dtype {x.dtype}")
+        return x
+
+    def _flags(self, flags: Any, shape: tuple[int, ...] | None, name: str):
+        if flags is None:
+            return None
+        flags = self.xp.asarray(flags)
+        if flags.dtype != np.bool_:
+            raise TypeError(f"{name} must be a bool array, got dtype {flags.dtype}")
+        if shape is not None and flags.shape != tuple(shape):
+            raise ValueError(f"{name} has shape {flags.shape}, expected {tuple(shape)}")
+        return flags
+
+    def _indices(self, index: Any, name: str):
+        index = self.xp.asarray(index)
+        if index.dtype.kind not in "iu":
+            raise TypeError(f"{name} must be an integer array, got dtype {index.dtype}")
+        return index.astype(np.int64, copy=False)
+
+    def _check_range(self, index, size: int, what: str) -> None:
+        if index.size == 0:
+            return
+        low, high = int(index.min()), int(index.max())
+        if low < 0 or high >= size:
+            bad = low if low < 0 else high
+            raise IndexError(f"{what} {bad} is out of range for {size} addresses")
+
+
+def _check_pes_shape(pes: Any) -> tuple[int, ...]:
+    shape = (pes,) if isinstance(pes, int | np.integer) else tuple(pes)
+    if not shape or any(
+        not isinstance(s, int | np.integer) or isinstance(s, bool) or s < 1 for s in shape
+    ):
+        raise ValueError(f"pes must be a positive int or a shape of positive ints, got {pes!r}")
+    return tuple(int(s) for s in shape)
+
+
+def _resolve_cost(cost: Any, pes: tuple[int, ...], npes: int) -> CostModel:
+    if cost is None:
+        cost = "cm5" if len(pes) == 1 else "mp1"
+    if isinstance(cost, CostModel):
+        return cost if cost.pes == npes else cost.with_pes(npes)
+    if cost == "cm5":
+        return CostModel.cm5(npes)
+    if cost == "mp1":
+        return CostModel.mp1(npes)
+    raise ValueError(f"cost must be a CostModel, 'cm5' or 'mp1', got {cost!r}")
+
+
+def _check_op(op: str, dtype: np.dtype, *, allow_copy: bool) -> str:
+    ops = reference.OPS if allow_copy else tuple(o for o in reference.OPS if o != "copy")
+    if op not in ops:
+        raise ValueError(f"unknown operator {op!r}; expected one of {', '.join(ops)}")
+    if op in ("and", "or", "xor") and dtype.kind == "f":
+        raise TypeError(f"op={op!r} needs integer or bool values, got {dtype}")
+    return op
+
+
+def _check_axis(axis: int | None, ndim: int) -> int | None:
+    if axis is None:
+        return None
+    if not isinstance(axis, int | np.integer) or not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis!r} is out of range for an array of {ndim} dimension(s)")
+    return int(axis) % ndim
+
+
+def _offsets(offset: Any, axis: int | None, ndim: int) -> tuple[int, ...]:
+    if axis is not None:
+        axis = _check_axis(axis, ndim)
+        if not isinstance(offset, int | np.integer):
+            raise TypeError(f"with axis={axis}, offset must be an int, got {offset!r}")
+        offsets = [0] * ndim
+        offsets[axis] = int(offset)
+        return tuple(offsets)
+    if isinstance(offset, int | np.integer):
+        if ndim != 1:
+            raise ValueError(f"an int offset needs axis= for a {ndim}-D array")
+        return (int(offset),)
+    offsets = tuple(int(k) for k in offset)
+    if len(offsets) != ndim:
+        raise ValueError(f"{len(offsets)} offsets given for a {ndim}-D array")
+    return offsets
+
+
+def _check_boundary(boundary: Any) -> None:
+    if isinstance(boundary, str):
+        if boundary not in ("wrap", "zero", "edge"):
+            raise ValueError(
+                f"unknown boundary {boundary!r}; expected 'wrap', 'zero', 'edge' or a number"
+            )
+    elif not isinstance(boundary, int | float | np.number) or isinstance(boundary, bool):
+        raise TypeError(f"boundary must be 'wrap', 'zero', 'edge' or a number, got {boundary!r}")
+
+
+def _bool_boundary(boundary: Any) -> Any:
+    return boundary if isinstance(boundary, str) else int(bool(boundary))
+
+
+def _extent_vector(values: Any, count: int, buffer: int, name: str) -> np.ndarray:
+    arr = np.asarray(values.get() if hasattr(values, "get") else values)
+    if arr.shape != (count,) or arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be {count} integers, got {arr!r}")
+    if count and (arr.min() < 0 or arr.max() > buffer):
+        raise ValueError(f"{name} must lie in [0, {buffer}] (the buffer size), got {arr}")
+    return arr.astype(np.int64)
