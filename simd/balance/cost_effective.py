@@ -75,7 +75,7 @@ import os
 import platform
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -372,7 +372,9 @@ def _validate_workload(workload: Any, machine: Any) -> Any:
     if not hasattr(workload, "__array__") and not hasattr(workload, "__cuda_array_interface__"):
         try:
             workload = np.asarray(workload)
-        except (TypeError, ValueError) as exc:
+        except ValueError as exc:
+            raise ValueError(f"workload must be a 1-D integer array: {exc}") from exc
+        except TypeError as exc:
             raise TypeError(f"workload must be a 1-D integer array: {exc}") from exc
     arr = workload
     if arr.dtype == object:
@@ -495,8 +497,9 @@ def gather_information(workload: Any, *, machine: Any) -> Information:
     sum_workload = int(m.reduce(workload, "add", mask=act_mask))
     share = (workload * num_idle) // max(sum_workload, 1) + 1
     assignment = xp.where(act_mask, share, (workload > 0).astype(np.int64))
-    new_workload_values = (workload + assignment - 1) // xp.maximum(assignment, 1)
-    m.charge("elementwise", n, ops=8)  # assignment (5) and the ceiling division (3)
+    new_workload_values = xp.where(
+        assignment > 0, (workload + assignment - 1) // xp.maximum(assignment, 1), 0)
+    m.charge("elementwise", n, ops=9)  # assignment (5) and the ceiling division (4)
     max_workload = int(m.reduce(workload, "max"))
     max_new = int(m.reduce(new_workload_values, "max"))
     return Information(
@@ -556,7 +559,8 @@ def redistribute(
     scanned = m.scan(info.assignment, "add", exclusive=True, initial=0)
     pointers_scan = xp.where(active, scanned, 0)
     pointers = xp.where(active, scanned + 1, 0)
-    total_assigned = int(info.assignment.sum()) if n else 0
+    # The front end reads one element: where the last block ends.
+    total_assigned = int(scanned[-1] + info.assignment[-1]) if n else 0
     m.charge("elementwise", n, ops=2)
     # Step 2: general send to the block heads (no collisions: assignments are >= 1).
     sent_nwv = m.send(info.new_workload_values, pointers_scan, n, mask=active, fill=0)
@@ -1024,8 +1028,8 @@ def _expand(w, call, machine, task_cost, result, advance, chunk: int) -> None:
             # first task in the chunk with its number; an inclusive max-scan then carries
             # each datum's number over its tasks (data are numbered in offset order).
             overlaps = (w > 0) & (offsets < stop) & (ends > start)
-            dest = xp.maximum(offsets - start, 0)
-            m.charge("elementwise", n, ops=5)
+            dest = xp.clip(offsets - start, 0, length - 1)
+            m.charge("elementwise", n, ops=6)
             marks = m.send(datum, dest, length, combine="max", mask=overlaps, fill=-1)
             items = m.scan(marks, "max")
             first = m.get(offsets, items)
@@ -1058,18 +1062,15 @@ class _Overestimate:
         ic, rc, iw, rw = _dry_run_costs(machine, n)
         self.max_info = ic if clock == "model" else iw
         self.max_redis = rc if clock == "model" else rw
-        # On the model clock a solution iteration costs at least what the loop charges.
-        self.min_soln = (
-            machine.cost.cycles("elementwise", n, ops=_BALANCED_OPS + task_cost)
-            if clock == "model" else math.inf
-        )
+        # No decision before one solution iteration has been measured.
+        self.min_soln = math.inf
         self._update()
 
     def _update(self) -> None:
         if self.source != "online":
             return
         if not math.isfinite(self.min_soln) or self.min_soln <= 0:
-            self.value = None  # cannot decide yet (wall clock, before the first iteration)
+            self.value = None  # cannot decide before the first solution iteration
         else:
             cost = (self.max_info + self.max_redis) / self.min_soln
             self.value = _ONLINE_FACTOR * cost + _ONLINE_MARGIN
@@ -1145,7 +1146,6 @@ def _cost_effective(
             parallel_index[live] += 1
             done = int(live.size)
             live = live[w[live] > 0]
-            parallel_index[live[:0]] = 0  # keeps the array writable on every backend
         soln_t._add(t.cycles, t.wall)
         soln_time = t.value(clock)
         result.iterations += 1
@@ -1170,6 +1170,3 @@ def _cost_effective(
     # Processors whose work finished keep a stale parallel index; it is never read.
     result.overestimate = est.value
 
-
-def _as_list(x: Sequence[Any] | Any) -> list[Any]:
-    return list(x)

@@ -1,0 +1,916 @@
+"""Time-stepped, data-parallel simulation of a message-passing machine on the SIMD machine.
+
+The MIMD machine of seeds 001 and 002 is simulated *data-parallel*: all processor state
+lives in arrays of length P (one virtual processor of our SIMD machine per simulated
+processor) and all task state in arrays of length N (one VP per task). Time advances in
+ticks of ``Network.tick`` seconds; ticks in which nothing can happen (no task finishes, no
+message arrives, no status update is due) are skipped, so the cost is proportional to the
+number of *event ticks*, not to the simulated time. Every tick runs the same SIMD program:
+
+1. progress: each processor pays its CPU debt (message start-ups, packing, polling-thread
+   wake-ups) and spends the rest of the tick on its running task (elementwise);
+2. deliveries: migrated work whose message has arrived joins the receiver's queue;
+3. protocol: requests, replies and handshakes that are due are answered; requests travel as
+   router messages (``machine.send`` / ``machine.get``), several requests to one target are
+   ranked with a scan;
+4. status: the Gradient Model's pressures propagate one hop per interval by mesh shifts
+   (``machine.shift`` on the torus);
+5. dispatch: idle processors take the head of their queue (a segmented min by router send).
+
+Random choices (work-stealing victims, poll phases) come from one seeded generator, so a
+run is deterministic for a given seed. Processor and task ids decide every tie.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .network import Network, torus_shape
+from .policies import (
+    Diffusion,
+    ExtendedGradient,
+    Farmer,
+    GradientModel,
+    NoBalancing,
+    Policy,
+    WorkStealing,
+)
+
+__all__ = ["SimResult", "simulate", "initial_placement"]
+
+INF = math.inf
+
+# task states
+QUEUED, RUNNING, TRANSIT, DONE, MEMBER = 0, 1, 2, 3, 4
+
+
+@dataclass
+class SimResult:
+    """Outcome of one simulated run (times in simulated seconds).
+
+    Attributes
+    ----------
+    policy : str
+    processors : int
+    tasks : int
+    makespan : float
+        Time at which the last task finished (seed 001 Table 1 line 1).
+    work : float
+        Sum of task costs (the single-processor time without overheads).
+    processor_seconds : float
+        ``processors * makespan`` (Table 1 line 2).
+    utilisation : float
+        ``work / processor_seconds`` (Table 1 line 3 with the control run's time as work).
+    runs : numpy.ndarray
+        How many times each task was started (1 everywhere in a correct run).
+    finish, start : numpy.ndarray
+        Per task finish and start time; ``runner``: processor that ran it.
+    busy, overhead : numpy.ndarray
+        Per processor time spent on tasks and on balancing (CPU debt paid).
+    migrations : int
+        Number of units of work moved between processors (tasks or bundles).
+    messages : int
+        Control messages (requests, replies, handshakes) sent.
+    ticks : int
+        Event ticks simulated; ``wall``: host seconds the simulation took.
+    """
+
+    policy: str
+    processors: int
+    tasks: int
+    makespan: float
+    work: float
+    processor_seconds: float
+    utilisation: float
+    runs: np.ndarray
+    start: np.ndarray
+    finish: np.ndarray
+    runner: np.ndarray
+    busy: np.ndarray
+    overhead: np.ndarray
+    migrations: int
+    messages: int
+    ticks: int
+    wall: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    def row(self) -> dict:
+        """The Table 1 line of this run as a dict."""
+        return {
+            "policy": self.policy,
+            "processors": self.processors,
+            "tasks": self.tasks,
+            "time": self.makespan,
+            "processor_seconds": self.processor_seconds,
+            "utilisation": self.utilisation,
+            "migrations": self.migrations,
+            "messages": self.messages,
+            "ticks": self.ticks,
+            "wall": self.wall,
+        }
+
+
+def initial_placement(n: int, p: int, how: str = "block") -> np.ndarray:
+    """Processor of each task at time 0.
+
+    Parameters
+    ----------
+    n, p : int
+        Tasks and processors.
+    how : {"block", "cyclic", "root"}
+        ``block``: equal contiguous shares in task order (seed 002 section 4.1, "each of P
+        processors is initially assigned an equal fraction of the N tasks"); ``cyclic``:
+        task ``i`` on processor ``i % p``; ``root``: all on processor 0 (seed 001: the
+        root process spawns every task).
+
+    Examples
+    --------
+    >>> initial_placement(6, 3).tolist(), initial_placement(5, 2, "cyclic").tolist()
+    ([0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0])
+    """
+    if how == "block":
+        return (np.arange(n, dtype=np.int64) * p) // max(n, 1)
+    if how == "cyclic":
+        return np.arange(n, dtype=np.int64) % p
+    if how == "root":
+        return np.zeros(n, dtype=np.int64)
+    raise ValueError(f"placement must be 'block', 'cyclic' or 'root', got {how!r}")
+
+
+def simulate(
+    costs,
+    policy: Policy,
+    *,
+    network: Network | None = None,
+    processors: int | None = None,
+    machine=None,
+    placement: str | None = None,
+    bundle: bool | None = None,
+    seed: int = 0,
+    max_ticks: int = 10_000_000,
+) -> SimResult:
+    """Run ``costs`` (one entry per task, seconds) on the simulated MIMD machine.
+
+    Parameters
+    ----------
+    costs : array_like of float
+        Execution time of each task on one processor (seconds, > 0).
+    policy : Policy
+        :class:`Farmer`, :class:`GradientModel`, :class:`ExtendedGradient`,
+        :class:`Diffusion`, :class:`WorkStealing` or :class:`NoBalancing`.
+    network : Network, optional
+        Topology and costs; default ``Network(shape=torus_shape(processors))``.
+    processors : int, optional
+        Number of processors when ``network`` is not given (default 16).
+    machine : simd.Machine, optional
+        The SIMD machine that runs the simulation; default a NumPy ``Machine`` shaped like
+        the torus.
+    placement : {"block", "cyclic", "root"}, optional
+        Initial placement of the tasks; default the policy's (root for seed 001's policies).
+    bundle : bool, optional
+        With root placement, start from one spawn bundle of all tasks that the gradient
+        policies split in halves as they place it (seed 001's multiple-spawning tree);
+        default True for the gradient policies, False otherwise.
+    seed : int
+        Seed of the random choices (work-stealing victims, polling phases).
+    max_ticks : int
+        Safety limit on simulated event ticks.
+
+    Returns
+    -------
+    SimResult
+
+    Examples
+    --------
+    >>> from simd.balance.mimd import Farmer, simulate
+    >>> r = simulate([1.0] * 8, Farmer(), processors=4)
+    >>> bool(r.runs.tolist() == [1] * 8), round(r.makespan, 1)
+    (True, 2.0)
+    """
+    import time
+
+    if not isinstance(policy, Policy):
+        raise TypeError(f"policy must be a Policy instance, got {type(policy).__name__}")
+    host = np.asarray(costs, dtype=np.float64)
+    if host.ndim != 1 or host.size == 0:
+        raise ValueError(f"costs must be a non-empty 1-D array, got shape {host.shape}")
+    if not np.all(np.isfinite(host)) or np.any(host <= 0):
+        raise ValueError("costs must be finite and > 0 (seconds per task)")
+    if network is None:
+        p = 16 if processors is None else processors
+        network = Network(shape=torus_shape(p))
+    elif processors is not None and processors != network.p:
+        raise ValueError(f"processors={processors} disagrees with network of {network.p}")
+    if not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer, got {type(seed).__name__}")
+    if machine is None:
+        from simd import Machine
+
+        machine = Machine(pes=network.shape, backend="numpy")
+    t0 = time.perf_counter()
+    sim = _Sim(host, policy, network, machine, placement, bundle, int(seed))
+    with machine.phase("mimd-simulation"):
+        sim.run(max_ticks)
+    res = sim.result()
+    res.wall = time.perf_counter() - t0
+    return res
+
+
+class _Sim:
+    """State and SIMD program of one simulation (see the module docstring)."""
+
+    def __init__(self, costs, policy, net, m, placement, bundle, seed):
+        self.m = m
+        xp = self.xp = m.xp
+        self.pol = policy
+        self.net = net
+        self.P = P = net.p
+        self.N = N = costs.size
+        self.rng = np.random.default_rng(seed)
+        mean = float(costs.mean())
+        self.dt = net.tick if net.tick is not None else mean / 200.0
+        self.is_farmer = isinstance(policy, Farmer)
+        self.is_gradient = isinstance(policy, GradientModel)
+        self.is_eg = isinstance(policy, ExtendedGradient)
+        self.is_diff = isinstance(policy, Diffusion) and not isinstance(policy, WorkStealing)
+        self.is_ws = isinstance(policy, WorkStealing)
+        if self.is_farmer and policy.farmer >= P:
+            raise ValueError(f"farmer processor {policy.farmer} not in a machine of {P}")
+        if placement is None:
+            placement = policy.default_placement
+        if self.is_farmer:
+            placement = "root"  # the farmer holds every task by definition
+        if bundle is None:
+            bundle = self.is_gradient and placement == "root"
+        # tasks -------------------------------------------------------------------------
+        self.cost = xp.asarray(costs)
+        own = initial_placement(N, P, placement)
+        if self.is_farmer:
+            own[:] = policy.farmer
+        self.owner = xp.asarray(own)
+        self.state = xp.zeros(N, dtype=np.int8)
+        self.bsize = xp.ones(N, dtype=np.int64)
+        if bundle:
+            # one spawn bundle per processor's contiguous share: head = first task
+            heads = np.ones(N, dtype=bool)
+            heads[1:] = own[1:] != own[:-1]
+            idx = np.flatnonzero(heads)
+            sizes = np.diff(np.append(idx, N))
+            b = np.zeros(N, dtype=np.int64)
+            b[idx] = sizes
+            st = np.full(N, MEMBER, dtype=np.int8)
+            st[idx] = QUEUED
+            self.bsize = xp.asarray(b)
+            self.state = xp.asarray(st)
+        self.qkey = xp.arange(N, dtype=np.int64)  # queue order: smaller runs first
+        self.seq = N
+        self.dest = xp.zeros(N, dtype=np.int64)
+        self.arrive = xp.full(N, INF)
+        self.runs = xp.zeros(N, dtype=np.int64)
+        self.start = xp.full(N, np.nan)
+        self.finish = xp.full(N, np.nan)
+        self.runner = xp.full(N, -1, dtype=np.int64)
+        # processors --------------------------------------------------------------------
+        self.pid = xp.arange(P, dtype=np.int64)
+        self.cur = xp.full(P, -1, dtype=np.int64)
+        self.rem = xp.zeros(P)
+        self.debt = xp.zeros(P)
+        self.busy = xp.zeros(P)
+        self.over = xp.zeros(P)
+        self.qcount = xp.asarray(np.bincount(own, minlength=P).astype(np.int64))
+        self.transit_count = 0
+        self.done = 0
+        self.migrations = 0
+        self.messages = 0
+        self.t = 0  # ticks
+        self.ticks = 0
+        self.makespan_tick = 0
+        self.work = float(costs.sum())
+        # policy state ------------------------------------------------------------------
+        if isinstance(policy, Diffusion):
+            q = policy.quantum
+            self.phase_off = xp.asarray(self.rng.uniform(0.0, q, P))
+            self.lb_phase = xp.zeros(P, dtype=np.int8)
+            self.lb_due = xp.full(P, INF)
+            self.lb_target = xp.zeros(P, dtype=np.int64)
+            self.round = xp.zeros(P, dtype=np.int64)
+            self.offsets = xp.asarray(net.offsets())
+            k = min(policy.neighbours, P - 1) if P > 1 else 1
+            self.k = k
+            if self.is_diff:
+                self.q_due = xp.full((P, k), INF)
+                self.q_reply = xp.full((P, k), INF)
+                self.q_count = xp.zeros((P, k), dtype=np.int64)
+                self.q_target = xp.zeros((P, k), dtype=np.int64)
+        if self.is_farmer:
+            self.order_ptr = 0  # next task of the farmer's pool (task order)
+            self.pool = N
+            self.req_due = xp.full(P, INF)  # arrival of a worker's request at the farmer
+            self.req_out = xp.zeros(P, dtype=bool)
+            self.finished_worker = xp.zeros(P, dtype=bool)
+            self.farmer_free = 0.0
+        if self.is_gradient:
+            self.next_status = 0
+            self.pmax = net.diameter + 1
+            self.pressure = xp.full(P, self.pmax, dtype=np.int64)
+            self.light_id = xp.full(P, -1, dtype=np.int64)
+            self.reserved = xp.zeros(P, dtype=bool)
+            self.hs_state = xp.zeros(P, dtype=np.int8)  # EG: 0 none, 1 asked, 2 answered
+            self.hs_target = xp.full(P, -1, dtype=np.int64)
+            self.hs_due = xp.full(P, INF)
+            self.hs_ok = xp.zeros(P, dtype=bool)
+
+    # helpers -----------------------------------------------------------------------------
+    def now(self) -> float:
+        return self.t * self.dt
+
+    def to_tick(self, x):
+        """Tick at or after time ``x`` (arrays allowed)."""
+        return self.xp.ceil(self.xp.asarray(x) / self.dt - 1e-9)
+
+    def next_poll(self, p, x):
+        """Time of processor ``p``'s first polling-thread wake-up at or after time ``x``."""
+        xp = self.xp
+        q = self.pol.quantum
+        ph = self.phase_off[p]
+        return ph + xp.ceil((x - ph) / q - 1e-12) * q
+
+    def rank(self, target, mask):
+        """Rank of each masked sender among senders to the same target (by sender id).
+
+        A segmented enumerate over the senders sorted by target: rank 0 is served first.
+        """
+        xp = self.xp
+        r = xp.full(target.shape, -1, dtype=np.int64)
+        idx = xp.flatnonzero(mask)
+        if idx.size == 0:
+            return r
+        order = idx[xp.argsort(target[idx], kind="stable")]
+        tg = target[order]
+        first = xp.ones(order.size, dtype=bool)
+        first[1:] = tg[1:] != tg[:-1]
+        pos = xp.arange(order.size)
+        start = self.m.scan(xp.where(first, pos, 0), op="max")
+        r[order] = pos - start
+        return r
+
+    # run ---------------------------------------------------------------------------------
+    def run(self, max_ticks):
+        self.dispatch()
+        self.protocol()
+        self.dispatch()
+        while self.done < self.N:
+            if self.ticks >= max_ticks:
+                raise RuntimeError(
+                    f"simulation did not finish in {max_ticks} event ticks "
+                    f"({self.done}/{self.N} tasks done at t={self.now():.4g} s)"
+                )
+            nxt = self.next_event()
+            if not math.isfinite(nxt):
+                raise RuntimeError(
+                    f"simulation deadlocked at t={self.now():.4g} s with "
+                    f"{self.N - self.done} tasks left (policy {self.pol.name})"
+                )
+            step = max(1, int(nxt) - self.t)
+            self.advance(step)
+            self.deliver()
+            self.protocol()
+            self.dispatch()
+            self.protocol_after_dispatch()
+            self.ticks += 1
+
+    def next_event(self) -> float:
+        xp = self.xp
+        t = self.t
+        cands = [INF]
+        running = self.cur >= 0
+        if bool(running.any()):
+            fin = self.to_tick(t * self.dt + self.debt[running] + self.rem[running])
+            cands.append(float(fin.min()))
+        if self.transit_count:
+            cands.append(float(self.to_tick(self.arrive.min())))
+        if self.is_farmer:
+            cands.append(float(self.to_tick(self.req_due.min())))
+        if isinstance(self.pol, Diffusion):
+            cands.append(float(self.to_tick(self.lb_due.min())))
+            if self.is_diff:
+                cands.append(float(self.to_tick(self.q_due.min())))
+        if self.is_gradient:
+            cands.append(float(self.to_tick(self.hs_due.min())))
+            # a status update matters only while some work waits in a queue
+            if bool((self.qcount > 0).any()) or self.transit_count:
+                cands.append(float(self.next_status))
+        c = min(cands)
+        return max(c, t + 1) if math.isfinite(c) else c
+
+    def advance(self, step):
+        """Progress all processors by ``step`` ticks: pay CPU debt, then run the task."""
+        xp = self.xp
+        t0 = self.t * self.dt
+        self.t += step
+        t1 = self.t * self.dt
+        span = t1 - t0
+        if isinstance(self.pol, Diffusion):
+            # polling-thread wake-ups in (t0, t1]: fixed overhead per quantum (seed 002 4.2)
+            q = self.pol.quantum
+            n = xp.floor((t1 - self.phase_off) / q) - xp.floor((t0 - self.phase_off) / q)
+            self.charge(self.pid, n * self.pol.poll_overhead)
+        owed = self.debt
+        avail = xp.maximum(span - owed, 0.0)
+        self.over += xp.minimum(owed, span)
+        self.debt = xp.maximum(owed - span, 0.0)
+        running = self.cur >= 0
+        use = xp.where(running, xp.minimum(avail, self.rem), 0.0)
+        self.busy += use
+        self.rem = self.rem - use
+        fin = running & (self.rem <= 1e-12)
+        nf = self.m.count(fin)
+        if nf:
+            tasks = self.cur[fin]
+            # finish time inside the step: after the debt and the remaining work
+            ft = t0 + xp.minimum(owed[fin], span) + use[fin]
+            self.finish[tasks] = xp.minimum(ft, t1)
+            self.state[tasks] = DONE
+            self.cur = xp.where(fin, -1, self.cur)
+            self.rem = xp.where(fin, 0.0, self.rem)
+            self.done += nf
+            self.makespan_tick = self.t
+
+    def charge(self, procs, amount):
+        """Add CPU debt (balancing overhead) to processors ``procs`` (router add)."""
+        xp = self.xp
+        amount = xp.broadcast_to(xp.asarray(amount, dtype=np.float64), procs.shape)
+        self.debt = self.m.send(amount, procs, into=self.debt, combine="add")
+
+    # migration ---------------------------------------------------------------------------
+    def give(self, donors, dests, depart, hops, which="tail"):
+        """Each donor sends one unit of work (a task, or half its largest bundle) to dest.
+
+        donors, dests, depart, hops: equal-length arrays over the donating processors (each
+        donor at most once). Donors pay uninstall+pack and the start-up; the work is in
+        transit until ``depart + message time``. Returns a mask of donors that had work.
+        """
+        xp, m, N = self.xp, self.m, self.N
+        if donors.size == 0:
+            return xp.zeros(0, dtype=bool)
+        is_donor = xp.zeros(self.P, dtype=bool)
+        is_donor[donors] = True
+        queued = (self.state == QUEUED) & is_donor[self.owner]
+        tid = xp.arange(N, dtype=np.int64)
+        if which == "tail":
+            # the last queued unit (largest qkey); bundles first since they hold more work
+            key = (self.bsize > 1) * (4 * N * N) + self.qkey * N + tid
+            best = m.send(key, self.owner, size=self.P, combine="max", mask=queued, fill=-1)
+        else:
+            key = self.qkey * N + tid
+            best = m.send(key, self.owner, size=self.P, combine="min", mask=queued,
+                          fill=np.iinfo(np.int64).max)
+        pick = best[donors]
+        ok = (pick >= 0) & (pick < np.iinfo(np.int64).max)
+        if not bool(ok.any()):
+            return ok
+        h = pick[ok] % N
+        d, dep, hp, src = dests[ok], depart[ok], hops[ok], donors[ok]
+        s = self.bsize[h]
+        half = s // 2
+        split = s > 1
+        # a bundle of s tasks keeps ceil(s/2), the upper floor(s/2) travel (spawn tree)
+        g = xp.where(split, h + (s - half), h)
+        size = xp.where(split, half, 1)
+        self.bsize[h] = xp.where(split, s - half, self.bsize[h])
+        self.bsize[g] = size
+        self.state[g] = TRANSIT
+        self.dest[g] = d
+        lat = self.net.message_time(self.net.task_bytes * size, hp, xp)
+        if self.is_farmer:
+            lat = lat * self.pol.routing_factor
+        self.arrive[g] = dep + self.net.pack + lat
+        self.qcount = m.send(-size, src, into=self.qcount, combine="add")
+        self.charge(src, self.net.pack + self.net.startup)
+        self.transit_count += int(size.size)
+        self.migrations += int(size.size)
+        return ok
+
+    def deliver(self):
+        """Work whose message has arrived joins the tail of the receiver's queue."""
+        if not self.transit_count:
+            return
+        xp, m = self.xp, self.m
+        now = self.now() + 1e-12
+        arr = (self.state == TRANSIT) & (self.arrive <= now)
+        n = m.count(arr)
+        if not n:
+            return
+        g = xp.flatnonzero(arr)
+        d = self.dest[g]
+        self.owner[g] = d
+        self.state[g] = QUEUED
+        self.arrive[g] = INF
+        self.qkey[g] = self.seq + xp.arange(n)
+        self.seq += n
+        self.qcount = m.send(self.bsize[g], d, into=self.qcount, combine="add")
+        self.charge(d, self.net.unpack)
+        self.transit_count -= n
+        if self.is_gradient:
+            self.reserved[d] = False
+        if isinstance(self.pol, Diffusion):
+            # a requester that got work stops asking
+            self.lb_phase[d] = 0
+            self.lb_due[d] = INF
+
+    # dispatch ----------------------------------------------------------------------------
+    def dispatch(self):
+        """Idle processors take the head of their queue (splitting a bundle if needed)."""
+        xp, m, N = self.xp, self.m, self.N
+        if self.is_farmer:
+            self.farmer_self_dispatch()
+        need = (self.cur < 0) & (self.qcount > 0)
+        if self.is_farmer:
+            need &= self.pid != self.pol.farmer
+        if not bool(need.any()):
+            return
+        queued = (self.state == QUEUED) & need[self.owner]
+        tid = xp.arange(N, dtype=np.int64)
+        big = np.iinfo(np.int64).max
+        best = m.send(self.qkey * N + tid, self.owner, size=self.P, combine="min",
+                      mask=queued, fill=big)
+        procs = xp.flatnonzero(need)
+        h = best[procs] % N
+        s = self.bsize[h]
+        split = s > 1
+        if bool(split.any()):
+            hs, ss = h[split], s[split]
+            self.bsize[hs + 1] = ss - 1
+            self.state[hs + 1] = QUEUED
+            self.qkey[hs + 1] = self.qkey[hs]
+            self.owner[hs + 1] = self.owner[hs]
+        self.bsize[h] = 1
+        self.start_tasks(procs, h)
+
+    def start_tasks(self, procs, h):
+        self.state[h] = RUNNING
+        self.runs = self.m.send(self.xp.ones(h.size, dtype=np.int64), h, into=self.runs,
+                                combine="add")
+        self.start[h] = self.now()
+        self.runner[h] = procs
+        self.cur[procs] = h
+        self.rem[procs] = self.cost[h]
+        self.qcount[procs] -= 1
+
+    def farmer_self_dispatch(self):
+        f = self.pol.farmer
+        if (not self.pol.farmer_works and self.P > 1) or self.pool == 0 or int(self.cur[f]) >= 0:
+            return
+        h = self.xp.asarray([self.order_ptr])
+        self.order_ptr += 1
+        self.pool -= 1
+        self.start_tasks(self.xp.asarray([f]), h)
+
+    # protocols ---------------------------------------------------------------------------
+    def protocol(self):
+        if self.is_farmer:
+            self.farmer_serve()
+        elif self.is_eg:
+            self.eg_handshakes()
+            self.gradient_status()
+        elif self.is_gradient:
+            self.gradient_status()
+        elif self.is_diff:
+            self.diffusion_queries()
+            self.migration_requests()
+        elif self.is_ws:
+            self.migration_requests()
+
+    def protocol_after_dispatch(self):
+        if self.is_farmer:
+            self.farmer_requests()
+        elif isinstance(self.pol, Diffusion):
+            self.start_requests()
+
+    # farmer ------------------------------------------------------------------------------
+    def farmer_requests(self):
+        """Workers that ran dry ask the farmer for a task (seed 001 section 4.3)."""
+        xp = self.xp
+        f = self.pol.farmer
+        want = ((self.cur < 0) & (self.qcount == 0) & ~self.req_out & ~self.finished_worker
+                & (self.pid != f))
+        n = self.m.count(want)
+        if not n:
+            return
+        procs = xp.flatnonzero(want)
+        hops = self.net.hops(procs, f, xp)
+        lat = self.net.message_time(self.net.request_bytes, hops, xp) * self.pol.routing_factor
+        self.req_due[procs] = self.now() + self.debt[procs] + self.net.startup + lat
+        self.req_out[procs] = True
+        self.charge(procs, self.net.startup)
+        self.messages += n
+
+    def farmer_serve(self):
+        """The farmer answers arrived requests one at a time, in arrival order."""
+        xp, m = self.xp, self.m
+        now = self.now() + 1e-12
+        arrived = self.req_out & (self.req_due <= now)
+        n = m.count(arrived)
+        if not n:
+            return
+        procs = xp.flatnonzero(arrived)
+        procs = procs[xp.lexsort((procs, self.req_due[procs]))]
+        self.req_out[procs] = False
+        self.req_due[procs] = INF
+        f = self.pol.farmer
+        served = min(n, self.pool)
+        # serial service: departure of the i-th = start + (i+1) * serve (an add-scan)
+        begin = max(self.farmer_free, self.now())
+        dep = begin + m.scan(xp.full(n, self.pol.serve), op="add")
+        self.farmer_free = float(dep[-1])
+        self.charge(xp.asarray([f]), n * self.pol.serve)
+        self.messages += n
+        if served < n:
+            self.finished_worker[procs[served:]] = True
+        if served == 0:
+            return
+        procs = procs[:served]
+        h = xp.arange(self.order_ptr, self.order_ptr + served, dtype=np.int64)
+        self.order_ptr += served
+        self.pool -= served
+        hops = self.net.hops(procs, f, xp)
+        lat = self.net.message_time(self.net.task_bytes, hops, xp) * self.pol.routing_factor
+        self.state[h] = TRANSIT
+        self.dest[h] = procs
+        self.bsize[h] = 1
+        self.arrive[h] = dep[:served] + lat
+        self.qcount[f] -= served
+        self.transit_count += served
+        self.migrations += served
+
+    # gradient model / extended gradient ---------------------------------------------------
+    def gradient_status(self):
+        """Periodic status update: classify, propagate pressure one hop, move work."""
+        if self.t < self.next_status:
+            return
+        pol = self.pol
+        self.next_status = self.t + max(1, int(round(pol.interval / self.dt)))
+        xp, m = self.xp, self.m
+        rows, cols = self.net.shape
+        load = (self.cur >= 0) + self.qcount
+        light = (load <= pol.low) & ~self.reserved
+        heavy = (load >= pol.high) & (self.qcount > 0)
+        # pressure = distance to the nearest light processor, one hop per update, by NEWS
+        # shifts on the torus; the id of that processor travels with it (for EG)
+        pr = self.pressure.reshape(rows, cols)
+        lid = self.light_id.reshape(rows, cols)
+        best_p = xp.full((rows, cols), self.pmax, dtype=np.int64)
+        best_id = xp.full((rows, cols), -1, dtype=np.int64)
+        best_dir = xp.full((rows, cols), -1, dtype=np.int64)
+        dirs = ((1, 0), (-1, 0), (1, 1), (-1, 1))  # (offset, axis): from N, S, W, E
+        nb_p = []
+        for k, (off, ax) in enumerate(dirs):
+            sp = m.shift(pr, off, ax, boundary="wrap")
+            si = m.shift(lid, off, ax, boundary="wrap")
+            nb_p.append(sp)
+            better = (sp < best_p) | ((sp == best_p) & (si < best_id) & (si >= 0))
+            best_p = xp.where(better, sp, best_p)
+            best_id = xp.where(better, si, best_id)
+            best_dir = xp.where(better, k, best_dir)
+        new_p = xp.where(light.reshape(rows, cols), 0, xp.minimum(best_p + 1, self.pmax))
+        new_id = xp.where(light.reshape(rows, cols), self.pid.reshape(rows, cols),
+                          xp.where(new_p < self.pmax, best_id, -1))
+        self.pressure = new_p.reshape(-1)
+        self.light_id = new_id.reshape(-1)
+        if self.is_eg:
+            self.eg_ask(heavy)
+            return
+        # GM: heavy processors send one unit down the gradient to the least-pressure
+        # neighbour, if that is lower than their own pressure
+        nbp = best_p.reshape(-1)
+        go = heavy & (nbp < self.pressure) & (nbp < self.pmax) & (self.pid >= 0)
+        if not bool(go.any()):
+            return
+        donors = xp.flatnonzero(go)
+        dvec = xp.asarray([(-1, 0), (1, 0), (0, -1), (0, 1)], dtype=np.int64)
+        # the neighbour that the winning shift came from: shift by +1 along rows brings
+        # the northern neighbour (row - 1)
+        d = best_dir.reshape(-1)[donors]
+        dests = self.net.neighbour(donors, dvec[d], xp)
+        depart = self.now() + self.debt[donors]
+        self.give(donors, dests, depart, xp.ones(donors.size, dtype=np.int64), "tail")
+
+    def eg_ask(self, heavy):
+        """EG: heavy processors ask the nearest light processor to check and reserve."""
+        xp = self.xp
+        ask = heavy & (self.hs_state == 0) & (self.light_id >= 0) & (self.light_id != self.pid)
+        n = self.m.count(ask)
+        if not n:
+            return
+        procs = xp.flatnonzero(ask)
+        tg = self.light_id[procs]
+        hops = self.net.hops(procs, tg, xp)
+        self.hs_target[procs] = tg
+        self.hs_due[procs] = (self.now() + self.debt[procs] + self.net.startup
+                              + self.net.message_time(self.net.request_bytes, hops, xp))
+        self.hs_state[procs] = 1
+        self.charge(procs, self.net.startup)
+        self.messages += n
+
+    def eg_handshakes(self):
+        """EG: targets answer check-and-reserve requests; sources act on the answers."""
+        xp, m = self.xp, self.m
+        now = self.now() + 1e-12
+        # 1. requests arriving at their target: still light and not reserved? reserve.
+        arr = (self.hs_state == 1) & (self.hs_due <= now)
+        if bool(arr.any()):
+            procs = xp.flatnonzero(arr)
+            tg = self.hs_target[procs]
+            load = (self.cur >= 0) + self.qcount
+            free = (load <= self.pol.low) & ~self.reserved
+            r = self.rank(self.hs_target, arr)[procs]
+            ok = free[tg] & (r == 0)
+            self.reserved[tg[ok]] = True
+            self.charge(tg, self.pol.process + self.net.startup)
+            hops = self.net.hops(procs, tg, xp)
+            self.hs_ok[procs] = ok
+            self.hs_due[procs] = (self.hs_due[procs] + self.pol.process
+                                  + self.net.startup
+                                  + self.net.message_time(self.net.request_bytes, hops, xp))
+            self.hs_state[procs] = 2
+            self.messages += int(procs.size)
+        # 2. answers arriving at the source: on yes send the work straight to the target
+        ans = (self.hs_state == 2) & (self.hs_due <= now)
+        if bool(ans.any()):
+            procs = xp.flatnonzero(ans)
+            self.hs_state[procs] = 0
+            self.hs_due[procs] = INF
+            yes = procs[self.hs_ok[procs]]
+            if yes.size:
+                tg = self.hs_target[yes]
+                hops = self.net.hops(yes, tg, xp)
+                ok = self.give(yes, tg, self.now() + self.debt[yes], hops, "tail")
+                # a reserved target that gets nothing (source ran dry) is released
+                self.reserved[tg[~ok]] = False
+
+    # diffusion / work stealing -------------------------------------------------------------
+    def start_requests(self):
+        """Processors with an empty pool start asking for work (seed 002 section 2)."""
+        xp = self.xp
+        if self.P == 1:
+            return
+        want = (self.cur < 0) & (self.qcount == 0) & (self.lb_phase == 0)
+        n = self.m.count(want)
+        if not n:
+            return
+        procs = xp.flatnonzero(want)
+        now = self.now()
+        pol = self.pol
+        if self.is_ws:
+            # one victim at random among the k nearest
+            j = xp.asarray(self.rng.integers(0, self.k, n))
+            tg = self.net.neighbour(procs, self.offsets[j], xp)
+            self.send_migration_request(procs, tg, now + self.debt[procs])
+            return
+        k = self.k
+        L = self.offsets.shape[0]
+        j = (self.round[procs][:, None] * k + xp.arange(k)[None, :]) % L
+        tg = self.net.neighbour(procs[:, None], self.offsets[j], xp)
+        hops = self.net.hops(procs[:, None], tg, xp)
+        # the k queries leave one after the other from the requester's CPU
+        leave = now + self.debt[procs][:, None] + self.net.startup * (1 + xp.arange(k))[None, :]
+        arrive = leave + self.net.message_time(self.net.request_bytes, hops, xp)
+        self.q_target[procs] = tg
+        self.q_due[procs] = self.next_poll(tg, arrive)
+        self.q_reply[procs] = INF
+        self.q_count[procs] = 0
+        self.lb_phase[procs] = 1
+        self.charge(procs, k * self.net.startup)
+        self.messages += n * k
+
+    def diffusion_queries(self):
+        """Answer due queries (at the target's poll) and decide when all replies are in."""
+        xp, m = self.xp, self.m
+        pol = self.pol
+        now = self.now() + 1e-12
+        due = self.q_due <= now
+        if bool(due.any()):
+            src, col = xp.nonzero(due)
+            tg = self.q_target[src, col]
+            spare = xp.maximum(self.qcount - pol.keep, 0)
+            self.q_count[src, col] = m.get(spare, tg)
+            hops = self.net.hops(src, tg, xp)
+            self.q_reply[src, col] = (self.q_due[src, col] + pol.process + self.net.startup
+                                      + self.net.message_time(self.net.request_bytes, hops, xp))
+            self.q_due[src, col] = INF
+            self.charge(tg, pol.process + self.net.startup)
+            self.messages += int(src.size)
+        # all replies in: decide
+        waiting = self.lb_phase == 1
+        if not bool(waiting.any()):
+            return
+        last = self.q_reply.max(axis=1)
+        ready = waiting & (last <= now)
+        if not bool(ready.any()):
+            return
+        procs = xp.flatnonzero(ready)
+        cnt = self.q_count[procs]
+        col = xp.argmax(cnt, axis=1)
+        best = cnt[xp.arange(procs.size), col]
+        t_dec = last[procs] + self.k * pol.process_reply + pol.decision
+        self.charge(procs, self.k * pol.process_reply + pol.decision)
+        has = best > 0
+        if bool(has.any()):
+            pr = procs[has]
+            tg = self.q_target[pr, col[has]]
+            self.send_migration_request(pr, tg, t_dec[has])
+        if bool((~has).any()):
+            # no one had spare work: evolve the neighbourhood and ask again
+            pr = procs[~has]
+            self.round[pr] += 1
+            self.lb_phase[pr] = 0
+        self.q_reply[procs] = INF
+
+    def send_migration_request(self, procs, tg, when):
+        xp = self.xp
+        hops = self.net.hops(procs, tg, xp)
+        arrive = when + self.net.startup + self.net.message_time(self.net.request_bytes, hops, xp)
+        self.lb_target[procs] = tg
+        self.lb_due[procs] = self.next_poll(tg, arrive)
+        self.lb_phase[procs] = 2
+        self.charge(procs, self.net.startup)
+        self.messages += int(procs.size)
+
+    def migration_requests(self):
+        """Targets answer due migration requests at their poll: give a task or refuse."""
+        xp, m = self.xp, self.m
+        pol = self.pol
+        now = self.now() + 1e-12
+        # refusals that have come back: the requester may ask again
+        back = (self.lb_phase == 3) & (self.lb_due <= now)
+        if bool(back.any()):
+            pr = xp.flatnonzero(back)
+            self.lb_phase[pr] = 0
+            self.lb_due[pr] = INF
+            self.charge(pr, pol.process_reply)
+            if self.is_diff:
+                self.round[pr] += 1
+        due = (self.lb_phase == 2) & (self.lb_due <= now)
+        if not bool(due.any()):
+            return
+        r = self.rank(self.lb_target, due)
+        procs = xp.flatnonzero(due)
+        rk = r[procs]
+        tg = self.lb_target[procs]
+        self.charge(tg, pol.process)
+        self.messages += int(procs.size)
+        granted = xp.zeros(procs.size, dtype=bool)
+        # serve requests to one target in rank order while it has spare unstarted tasks
+        for level in range(int(rk.max()) + 1):
+            sel = rk == level
+            spare = self.qcount[tg[sel]] - pol.keep
+            can = spare > 0
+            if not bool(can.any()):
+                continue
+            idx = xp.flatnonzero(sel)[can]
+            donors = tg[idx]
+            hops = self.net.hops(donors, procs[idx], xp)
+            depart = self.lb_due[procs[idx]] + pol.process
+            ok = self.give(donors, procs[idx], depart, hops, "tail")
+            granted[idx[ok]] = True
+        gp = procs[granted]
+        self.lb_phase[gp] = 4  # task on its way; deliver() resets
+        self.lb_due[gp] = INF
+        refused = procs[~granted]
+        if refused.size:
+            hops = self.net.hops(refused, self.lb_target[refused], xp)
+            self.lb_due[refused] = (self.lb_due[refused] + pol.process + self.net.startup
+                                    + self.net.message_time(self.net.request_bytes, hops, xp))
+            self.lb_phase[refused] = 3
+            self.charge(self.lb_target[refused], self.net.startup)
+            self.messages += int(refused.size)
+
+    # result ------------------------------------------------------------------------------
+    def result(self) -> SimResult:
+        m = self.m
+        finish = m.asnumpy(self.finish)
+        makespan = float(np.nanmax(finish)) if finish.size else 0.0
+        P = self.P
+        ps = P * makespan
+        return SimResult(
+            policy=self.pol.name,
+            processors=P,
+            tasks=self.N,
+            makespan=makespan,
+            work=self.work,
+            processor_seconds=ps,
+            utilisation=self.work / ps if ps > 0 else 1.0,
+            runs=m.asnumpy(self.runs),
+            start=m.asnumpy(self.start),
+            finish=finish,
+            runner=m.asnumpy(self.runner),
+            busy=m.asnumpy(self.busy),
+            overhead=m.asnumpy(self.over),
+            migrations=self.migrations,
+            messages=self.messages,
+            ticks=self.ticks,
+            extra={"tick": self.dt},
+        )

@@ -1,0 +1,64 @@
+"""What this installation runs on: backend, device, versions (for ``simd-emu info``
+and the JSON of every benchmark)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import sys
+
+from simd.backend import cupy_status
+
+__all__ = ["environment"]
+
+_PACKAGES = ("simd-emu", "numpy", "numba", "numba-cuda", "cupy-cuda13x", "scikit-image",
+             "trimesh", "moderngl")
+
+
+def _version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def environment() -> dict:
+    """Machine, backend and package versions as plain data.
+
+    Examples
+    --------
+    >>> env = environment()
+    >>> sorted(env)[:3]
+    ['backend', 'cpu', 'cpu_count']
+    """
+    gpu_ok, gpu_detail = cupy_status()
+    from simd.backend import resolve_backend
+
+    try:
+        backend = resolve_backend("auto")[0]
+    except Exception as exc:  # a bad SIMD_BACKEND: report it rather than fail
+        backend = f"error: {exc}"
+    return {
+        "backend": backend,
+        "cpu": _cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "gpu": gpu_detail if gpu_ok else None,
+        "gpu_unavailable_reason": None if gpu_ok else gpu_detail,
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "versions": {name: _version(name) for name in _PACKAGES},
+        "hostname": platform.node(),
+        "SIMD_BACKEND": os.environ.get("SIMD_BACKEND"),
+    }

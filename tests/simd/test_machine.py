@@ -1,0 +1,129 @@
+"""The machine as a whole: backends, phases and statistics, the model clock, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from simd import BackendUnavailableError, CostModel, Machine
+from simd.backend import cupy_status, resolve_backend
+from simd.cli import main
+
+
+def test_numpy_backend_and_repr():
+    m = Machine(pes=(4, 4), backend="numpy")
+    assert m.backend == "numpy" and m.xp is np
+    assert m.pes == (4, 4) and m.npes == 16
+    assert m.cost.name == "MP-1/16"
+    assert "4x4" in repr(m)
+
+
+def test_auto_falls_back_to_numpy_without_a_gpu(monkeypatch):
+    monkeypatch.delenv("SIMD_BACKEND", raising=False)
+    ok, _ = cupy_status()
+    assert Machine(backend="auto").backend == ("cupy" if ok else "numpy")
+
+
+def test_simd_backend_variable_overrides_auto(monkeypatch):
+    monkeypatch.setenv("SIMD_BACKEND", "numpy")
+    assert Machine(backend="auto").backend == "numpy"
+    monkeypatch.setenv("SIMD_BACKEND", "fortran")
+    with pytest.raises(ValueError, match="SIMD_BACKEND"):
+        Machine(backend="auto")
+
+
+def test_cupy_without_gpu_raises_a_clear_error():
+    ok, reason = cupy_status()
+    if ok:
+        pytest.skip("a GPU is present")
+    with pytest.raises(BackendUnavailableError, match="'cupy' was asked for but is unavailable"):
+        resolve_backend("cupy")
+
+
+@pytest.mark.parametrize("pes", [0, -3, (4, 0), "many", (2.5,)])
+def test_bad_machine_shapes(pes):
+    with pytest.raises(ValueError, match="pes"):
+        Machine(pes=pes, backend="numpy")
+
+
+def test_phases_count_calls_bytes_cycles_and_wall():
+    m = Machine(pes=4, backend="numpy")
+    x = np.arange(16, dtype=np.int64)
+    with m.phase("gather"):
+        m.scan(x)
+        m.scan(x, "max")
+        with m.phase("inner"):
+            m.send(x, x, 16)
+    m.reduce(x)
+    stats = m.stats
+    gather = stats["gather"]
+    assert gather.calls == {"scan": 2}
+    assert gather.bytes == 2 * 2 * x.nbytes
+    assert stats["gather/inner"].calls == {"send": 1}
+    assert stats["(no phase)"].calls == {"reduce": 1}
+    assert gather.wall >= stats["gather/inner"].wall >= 0
+    assert stats.total.cycles == pytest.approx(m.clock)
+    assert m.clock == pytest.approx(sum(p.cycles for p in stats.phases.values()))
+    table = str(stats)
+    assert "gather/inner" in table and "model cycles" in table and "total" in table
+    assert json.dumps(stats.to_dict())
+    m.reset_stats()
+    assert m.clock == 0 and not m.stats.phases
+
+
+def test_phase_names_are_checked():
+    m = Machine(backend="numpy")
+    with pytest.raises(ValueError, match="phase name"):
+        with m.phase("a/b"):
+            pass
+
+
+def test_model_clock_follows_vp_ratio_and_network_height():
+    cm5 = CostModel.cm5(32)
+    assert cm5.vp_ratio(1) == 1 and cm5.vp_ratio(33) == 2
+    assert cm5.cycles("elementwise", 64, ops=3) == 2 * 3 * cm5.elementwise
+    # A scan pays a log2(P) network term on top of its local pass.
+    assert cm5.cycles("scan", 32) == cm5.scan_per_vp + 5 * cm5.network_per_level
+    big = CostModel.cm5(512)
+    assert big.cycles("scan", 512) > cm5.cycles("scan", 32)
+    # The router costs more than a mesh shift, which costs more than arithmetic.
+    for model in (cm5, CostModel.mp1()):
+        n = 100_000
+        assert (model.cycles("router", n) > model.cycles("shift", n)
+                > model.cycles("elementwise", n))
+    mp1 = CostModel.mp1()
+    assert mp1.router_per_vp == pytest.approx(18 * mp1.shift_per_vp)
+    with pytest.raises(ValueError, match="cost kind"):
+        cm5.cycles("teleport", 1)
+
+
+def test_vp_set_charges_the_declared_set():
+    m = Machine(pes=8, backend="numpy")
+    packed = np.arange(3)
+    with m.vp_set(800):
+        m.scan(packed)
+    assert m.clock == m.cost.cycles("scan", 800)
+    before = m.clock
+    assert m.charge("elementwise", 80, ops=2) == 10 * 2 * m.cost.elementwise
+    assert m.clock == before + 20
+
+
+def test_machine_presets_by_shape_and_name():
+    assert Machine(pes=32, backend="numpy").cost.name == "CM-5/32"
+    assert Machine(pes=(64, 64), backend="numpy").cost.name == "MP-1/4096"
+    assert Machine(pes=64, backend="numpy", cost="mp1").cost.name == "MP-1/64"
+    m = Machine(pes=128, backend="numpy", cost=CostModel.cm5(32))
+    assert m.cost.pes == 128
+    with pytest.raises(ValueError, match="cost"):
+        Machine(backend="numpy", cost="cray")
+
+
+def test_cli_info(capsys):
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "backend" in out and "numpy" in out
+    assert main(["info", "--json"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert env["versions"]["numpy"] == np.__version__

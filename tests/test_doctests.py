@@ -1,0 +1,24 @@
+"""The docstring examples of the public modules run as doctests."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "kernels.reference",
+    "kernels.registry",
+    "simd.cost",
+    "simd.info",
+    "simd.machine",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0, f"{name} has no examples"
+    assert result.failed == 0
