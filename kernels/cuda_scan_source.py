@@ -29,9 +29,11 @@ reversed copy is made. The segment flags mark the first element of every segment
 order; in reverse the head of a segment in scan order is its last element in index order,
 i.e. scan position ``q`` is a head when ``segments[n - q]`` is set (``q > 0``).
 
-Semantics are those of ``kernels.reference.scan``: exclusive gives ``initial`` (default:
-the identity, 0 for copy) at each head and the combination of the earlier elements of the
-segment elsewhere; inclusive with ``initial`` combines it in front (ignored by copy).
+Semantics are those of ``kernels.reference.scan`` (C++ ``inclusive_scan`` /
+``exclusive_scan`` with an initial value, per segment): ``initial`` is combined in front of
+every element's prefix; an exclusive scan gives ``initial`` (default: the identity, 0 for
+copy) at each head. A copy scan never combines ``initial`` in (an exclusive copy puts it at
+the heads only).
 """
 
 from __future__ import annotations
@@ -180,9 +182,9 @@ def plan_scan(
     if num_tiles >= 2**31:
         raise ValueError(f"scan of {n} elements needs more than 2**31 tiles")
     rows = row_len < n
-    # Exclusive scans always put a value (initial or the identity) at the heads, and copy
-    # ignores an inclusive initial (reference semantics): one variant each.
-    has_initial = bool(has_initial) and not exclusive and op != "copy"
+    # copy never combines initial in (an exclusive copy only puts it at the heads), so it
+    # needs no variant with one.
+    has_initial = bool(has_initial) and op != "copy"
     key = (op, dtype.str, bool(exclusive), bool(reverse), bool(segmented), rows, has_initial)
     return ScanPlan(n, row_len, rows, bool(segmented), num_tiles, block, items, key)
 
@@ -190,8 +192,9 @@ def plan_scan(
 def scan_fill(op: str, dtype, *, exclusive: bool, initial=None):
     """The scalar the kernel gets as ``initial``, of ``dtype``.
 
-    Exclusive: the value at every head (``initial``, else the identity of ``op``, 0 for
-    copy). Inclusive: ``initial`` combined in front (0 when there is none: unused).
+    ``initial`` when given (combined in front of every prefix, and put at the heads of an
+    exclusive scan); else the identity of ``op`` for an exclusive scan (0 for copy), and an
+    unused 0 for an inclusive one.
     """
     dtype = np.dtype(dtype)
     if exclusive and initial is None:
@@ -385,10 +388,11 @@ simd_scan(const value_t *__restrict__ x, const unsigned char *__restrict__ seg,
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
     value_t s = value_of(items[i]);
+#if HAS_INITIAL
+    s = ValueOp()(initial, s);
+#endif
 #if EXCLUSIVE
     v[i] = head[i] ? initial : s;
-#elif HAS_INITIAL
-    v[i] = ValueOp()(initial, s);
 #else
     v[i] = s;
 #endif
@@ -460,7 +464,7 @@ def all_variants():
                     for segmented in (False, True):
                         for rows in (False, True):
                             for has_initial in (False, True):
-                                if has_initial and (exclusive or op == "copy"):
+                                if has_initial and op == "copy":
                                     continue
                                 yield (op, dtype, exclusive, reverse, segmented, rows,
                                        has_initial)

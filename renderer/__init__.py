@@ -1,1 +1,30 @@
+"""Data-parallel polygon renderer on the emulated SIMD machine.
 
+The renderer of Ortega, Hansen & Ahrens (Supercomputing '93) with the cost-effective load
+balancing of Ahrens & Hansen (seed 000): transform, clip, scan conversion (one task per scan
+line of a polygon), z-buffer (one task per pixel of a span) and shading, following OpenGL's
+rasterisation rules so images compare pixel for pixel with Mesa.
+
+>>> import renderer
+>>> frame = renderer.render(mesh, view=(45, 45), size=(512, 512))   # doctest: +SKIP
+>>> frame.save("frame.png")                                         # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from renderer.camera import Camera, default_camera
+from renderer.image import save_image
+from renderer.mesh import Mesh, as_mesh, load_mesh
+from renderer.pipeline import LOOP_FORMS, Frame, render
+
+__all__ = [
+    "Camera",
+    "Frame",
+    "LOOP_FORMS",
+    "Mesh",
+    "as_mesh",
+    "default_camera",
+    "load_mesh",
+    "render",
+    "save_image",
+]
