@@ -20,9 +20,10 @@ References
    mesh moves data between the 8 nearest neighbours of a 2D PE array, all PEs at once.
 .. [2] W. D. Hillis, "The Connection Machine", MIT Press, 1985: NEWS grid communication,
    shifts of a parallel variable along one axis of its VP set.
-.. [3] E. S. Biagioni and J. F. Prins, "Scan directed load balancing for highly parallel
-   mesh-connected parallel computers" (seed 003): tiles of an orthogonal decomposition
-   exchange their border points with their mesh neighbours before each stencil step.
+.. [3] E. S. Biagioni and J. F. Prins, "Scan Directed Load Balancing for Highly-Parallel
+   Mesh-Connected Computers", UNC Chapel Hill, 1991 (seed 003), section 6: the image is
+   divided into tiles of an orthogonal decomposition and each PE copies the edge pixels of
+   its 8 X-Net neighbours before every diffusion step.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import numpy as np
 
 from kernels import registry
 
-__all__ = ["halo_exchange", "kernel_functions", "shift"]
+__all__ = ["compile_ptx", "halo_exchange", "kernel_functions", "ptx_signatures", "shift"]
 
 # Boundary modes as the kernels see them.
 _WRAP, _FILL, _EDGE = 0, 1, 2
@@ -62,6 +63,9 @@ _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 def _shift3_body(src, dst, inner, d_c, mid, d_r, mode, fill):
     """Shift a C-contiguous ``(outer, rows, L)`` view along ``rows`` and along ``L``.
 
+    Algorithm: the NEWS / X-Net mesh shift of the Connection Machine (Hillis 1985) and the
+    MasPar MP-1 (Blank 1990; seed 003 section 6), done as a gather: every output element
+    reads its source ``i - offset``, one thread per element, grid-stride loops.
     ``L = n_c * inner`` is a shifted axis of extent ``n_c`` with everything after it
     flattened in (``inner`` elements per step), so a shift by ``d_c`` steps is a shift of
     the flattened row by ``d_c * inner`` elements: interior points need no division.
@@ -130,6 +134,9 @@ def _shift3_body(src, dst, inner, d_c, mid, d_r, mode, fill):
 def _halo_body(tiles, heights, widths, out, width, mode, fill):
     """One thread per output point of ``out[r, c, y, x]`` (grid z: PE, y: row, x: column).
 
+    Algorithm: the tile-edge exchange of the MP-1 diffusion program of Biagioni and Prins
+    (seed 003, section 6: "copying the pixels from the edges of each of the 8 neighboring
+    processors" over the X-Net), as a gather from the neighbours' tile buffers.
     The point sits ``(y - width, x - width)`` from the tile's top-left. Along each axis it
     falls in the own tile, in the previous or next PE's tile (that PE's last or first
     ``width`` points; every tile has at least ``width`` of them), past the mesh border
@@ -260,6 +267,54 @@ def _bind(fn, cuda_module):
     return bound
 
 
+def ptx_signatures() -> dict[tuple[str, str], tuple]:
+    """Every (kernel, element view) the dispatchers compile, with its Numba signature.
+
+    The element views are ``uint8``, ``uint16``, ``uint32`` and ``uint64``: every supported
+    dtype runs through one of them (bool, int8, uint8 through ``uint8``; int32, float32
+    through ``uint32``; int64, float64 through ``uint64``; ...). The argument types are
+    those a launch from :func:`shift` or :func:`halo_exchange` produces.
+    """
+    from numba import types
+
+    sigs = {}
+    i64 = types.int64
+    sizes = types.Array(types.int64, 1, "C")
+    for name in ("uint8", "uint16", "uint32", "uint64"):
+        t = getattr(types, name)
+        a3 = types.Array(t, 3, "C")
+        a4 = types.Array(t, 4, "C")
+        sigs[("shift3", name)] = (a3, a3, i64, i64, i64, i64, i64, t)
+        sigs[("halo", name)] = (a4, sizes, sizes, a4, i64, i64, t)
+    return sigs
+
+
+def compile_ptx(cc: tuple[int, int] = (9, 0)) -> dict[tuple[str, str], str]:
+    """PTX of every kernel specialisation for compute capability ``cc``, without a GPU.
+
+    Uses ``numba.cuda.compile_ptx`` (NVVM from the CUDA toolkit wheels); it cannot run in
+    the CUDA simulator.
+
+    Parameters
+    ----------
+    cc : tuple of int
+        Target compute capability, e.g. ``(9, 0)`` for an H100 (``sm_90``).
+
+    Returns
+    -------
+    dict
+        ``{(kernel, element view): ptx source}``.
+    """
+    from numba import config, cuda
+
+    if config.ENABLE_CUDASIM:
+        raise RuntimeError("compile_ptx needs the real numba.cuda, not the CUDA simulator")
+    fns = kernel_functions()
+    return {
+        key: cuda.compile_ptx(fns[key[0]], sig, cc=cc)[0] for key, sig in ptx_signatures().items()
+    }
+
+
 @functools.cache
 def _kernels() -> dict[str, Any]:
     """``cuda.jit`` dispatchers, built once; each compiles per argument signature."""
@@ -330,6 +385,12 @@ class _Device:
         if isinstance(a, np.ndarray):
             return self.cuda.to_device(np.ascontiguousarray(a), stream=self.stream)
         return a
+
+    def asarray(self, a: np.ndarray) -> Any:
+        """Host data on the device (CuPy's stream-ordered pool for CuPy callers)."""
+        if self.kind == "cupy":
+            return self.cupy.asarray(a)
+        return self.cuda.to_device(a, stream=self.stream)
 
     def copy(self, x: Any) -> Any:
         """A new C-contiguous array equal to ``x``, same array type."""
@@ -404,34 +465,36 @@ def _grid(extents: tuple[int, int, int], threads: int) -> tuple[tuple, tuple]:
 
 
 def _normalise_offsets(ndim: int, offset: Any, axis: Any) -> list[int]:
+    """One int offset per axis from the (offset, axis) forms of :func:`shift`."""
+
+    def as_ints(values: Any, what: str) -> tuple[int, ...]:
+        values = (values,) if isinstance(values, (int, np.integer)) else tuple(values)
+        for v in values:
+            if not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{what} must be integers, not {type(v).__name__} {v!r}")
+        return tuple(int(v) for v in values)
+
     if axis is None:
-        if isinstance(offset, (int, np.integer)):
-            if ndim != 1:
-                raise ValueError(
-                    "an int offset needs an axis on a multi-dimensional array; "
-                    "pass axis=... or a tuple of per-axis offsets"
-                )
-            offset = (offset,)
-        offsets = tuple(offset)
-        if len(offsets) != ndim:
+        if isinstance(offset, (int, np.integer)) and ndim != 1:
             raise ValueError(
-                f"a tuple of offsets needs one entry per axis ({ndim}), got {len(offsets)}"
+                "an int offset needs an axis on a multi-dimensional array; "
+                "pass axis=... or a tuple of per-axis offsets"
             )
-        per_axis = [int(k) for k in offsets]
-    else:
-        axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-        offs = (offset,) if isinstance(offset, (int, np.integer)) else tuple(offset)
-        if len(axes) != len(offs):
-            raise ValueError(f"{len(offs)} offsets for {len(axes)} axes")
-        per_axis = [0] * ndim
-        for a, k in zip(axes, offs, strict=True):
-            a = int(a)
-            if not -ndim <= a < ndim:
-                raise ValueError(f"axis {a} is out of range for a {ndim}-D array")
-            per_axis[a % ndim] += int(k)  # repeated axes add up, as in numpy.roll
-    for k in per_axis:
-        if not isinstance(k, int):
-            raise TypeError(f"offsets must be integers, not {type(k).__name__}")
+        per_axis = list(as_ints(offset, "offsets"))
+        if len(per_axis) != ndim:
+            raise ValueError(
+                f"a tuple of offsets needs one entry per axis ({ndim}), got {len(per_axis)}"
+            )
+        return per_axis
+    axes = as_ints(axis, "axes")
+    offs = as_ints(offset, "offsets")
+    if len(axes) != len(offs):
+        raise ValueError(f"{len(offs)} offsets for {len(axes)} axes")
+    per_axis = [0] * ndim
+    for a, k in zip(axes, offs, strict=True):
+        if not -ndim <= a < ndim:
+            raise ValueError(f"axis {a} is out of range for a {ndim}-D array")
+        per_axis[a % ndim] += k  # repeated axes add up, as in numpy.roll
     return per_axis
 
 
@@ -602,9 +665,8 @@ def halo_exchange(
     out = dev.empty(shape, src.dtype)
     if n_r * n_c == 0:
         return dev.result(out, dtype)
-    cuda = dev.cuda
-    d_h = cuda.to_device(h_np, stream=dev.stream)
-    d_w = cuda.to_device(w_np, stream=dev.stream)
+    d_h = dev.to_kernel(dev.asarray(h_np))
+    d_w = dev.to_kernel(dev.asarray(w_np))
     dst = dev.to_kernel(out)
     grid, block = _grid((shape[3], shape[2], n_r * n_c), _threads())
     _launch(

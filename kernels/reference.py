@@ -180,26 +180,16 @@ def scan(
     >>> scan(np, np.array([3, 1, 4, 1, 5]), "max", segments=flags, reverse=True)
     array([3, 1, 5, 5, 5])
     """
-    shape = x.shape
     if x.size == 0:
         return x.copy()
-    if axis is None:
-        rows = x.reshape(1, -1)
-        starts = None if segments is None else segments.reshape(1, -1)
-    else:
-        rows = xp.moveaxis(x, axis, -1)
-        moved_shape = rows.shape
-        rows = rows.reshape(-1, moved_shape[-1])
-        starts = None
-        if segments is not None:
-            starts = xp.moveaxis(segments, axis, -1).reshape(rows.shape)
+    rows, starts, restore = to_rows(xp, x, segments, axis)
     n = rows.shape[-1]
-    if starts is not None and n > 0:
+    if starts is not None:
         starts = starts.copy()
         starts[:, 0] = True
     if reverse:
         rows = rows[:, ::-1]
-        if starts is not None and n > 0:
+        if starts is not None:
             # A segment's start in reverse direction is its last element in index order.
             last = xp.zeros_like(starts)
             last[:, :-1] = starts[:, 1:]
@@ -218,10 +208,36 @@ def scan(
         out = shifted
     if reverse:
         out = out[:, ::-1]
+    return restore(out)
+
+
+def to_rows(xp, x, segments, axis):
+    """``x`` (and ``segments``) as C-contiguous 2-D rows to scan, and the way back.
+
+    With ``axis=None`` the whole array is one row in C order; otherwise every line along
+    ``axis`` is a row. Returns ``(rows, starts, restore)`` where ``restore(out_rows)`` gives
+    an array shaped like ``x``.
+    """
+    shape = x.shape
     if axis is None:
-        return xp.ascontiguousarray(out).reshape(shape)
-    out = out.reshape(moved_shape)
-    return xp.ascontiguousarray(xp.moveaxis(out, -1, axis))
+        rows = x.reshape(1, -1)
+        starts = None if segments is None else segments.reshape(1, -1)
+
+        def restore(out):
+            return xp.ascontiguousarray(out).reshape(shape)
+
+        return xp.ascontiguousarray(rows), starts, restore
+    moved = xp.moveaxis(x, axis, -1)
+    moved_shape = moved.shape
+    rows = xp.ascontiguousarray(moved).reshape(-1, moved_shape[-1])
+    starts = None
+    if segments is not None:
+        starts = xp.ascontiguousarray(xp.moveaxis(segments, axis, -1)).reshape(rows.shape)
+
+    def restore(out):
+        return xp.ascontiguousarray(xp.moveaxis(out.reshape(moved_shape), -1, axis))
+
+    return rows, starts, restore
 
 
 def reduce(xp, x, op: str = "add", *, axis: int | None = None):

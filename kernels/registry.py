@@ -25,6 +25,7 @@ PRIMITIVES = ("scan", "reduce", "send", "get", "shift", "halo_exchange")
 
 #: Modules that register accelerated implementations, per backend.
 _PROVIDERS: dict[str, tuple[str, ...]] = {
+    "numpy": ("kernels.numba_cpu",),
     "cupy": ("kernels.cupy_scan", "kernels.numba_shift"),
 }
 
@@ -65,7 +66,7 @@ def lookup(primitive: str, backend: str) -> Callable:
 
     Examples
     --------
-    >>> lookup("scan", "numpy").__module__
+    >>> lookup("get", "numpy").__module__
     'kernels.reference'
     """
     if primitive not in PRIMITIVES:

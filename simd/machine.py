@@ -405,7 +405,13 @@ class Machine:
                 )
         self._account("router", dest.size, flat_values.nbytes + flat_dest.nbytes, label="send")
         fn = lookup("send", self.backend)
-        if into is not None or combine in ("overwrite", "unique"):
+        if into is not None:
+            if not out.flags.c_contiguous:  # the kernels address it flat, so give them a copy
+                out[...] = fn(self.xp, flat_values, flat_dest, self.xp.ascontiguousarray(out),
+                              combine)
+                return out
+            return fn(self.xp, flat_values, flat_dest, out, combine)
+        if combine in ("overwrite", "unique"):
             return fn(self.xp, flat_values, flat_dest, out, combine)
         # A new array: receivers get the combination of their messages alone, the others
         # keep `fill`. Combining into the identity gives the former.

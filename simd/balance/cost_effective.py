@@ -52,6 +52,12 @@ underestimated. ``overestimate`` is resolved in this order:
 A :class:`CostOverestimateWarning` is issued when the measured cost of an iteration that
 redistributed exceeds the overestimate in use (the paper's warning, section 4.1).
 
+Until the first redistribution every processor works on the same task index, so the
+cost-effective loop runs (and is charged) as Figure 1 with a front-end index; the arrays
+``workload`` and ``parallel_index`` of Figure 2 are materialised at the first
+redistribution. A loop that never balances thus costs the original loop plus its
+information gathering.
+
 One refinement over the paper, on by default (``prune=True``): the savings of a
 redistribution are at most ``MAX(workload) - 1``, and the front end knows
 ``MAX(workload)`` (it falls by exactly one per iteration without redistribution), so once
@@ -129,6 +135,9 @@ _BALANCED_OPS = 3
 #: Online estimate: factor and constant added to the measured cost in iterations.
 _ONLINE_FACTOR = 1.5
 _ONLINE_MARGIN = 2.0
+
+#: Workloads and task indices below this travel as one two-word message.
+_PACK_LIMIT = 1 << 31
 
 #: Default chunk of the expand form (tasks per step).
 _DEFAULT_CHUNK = 1 << 22
@@ -380,8 +389,9 @@ def _validate_workload(workload: Any, machine: Any) -> Any:
     if arr.dtype == object:
         raise TypeError("workload must be a 1-D integer array, got an object array")
     if arr.ndim != 1:
-        raise ValueError(f"workload must be 1-D (one entry per problem datum), got shape "
-                         f"{tuple(arr.shape)}")
+        raise ValueError(
+            f"workload must be 1-D (one entry per problem datum), got shape {tuple(arr.shape)}"
+        )
     kind = np.dtype(arr.dtype).kind
     if kind == "b":
         raise TypeError("workload must hold integers (task counts), got booleans")
@@ -448,7 +458,9 @@ def decide(savings: int, overestimate: float) -> bool:
 # --------------------------------------------------------------------------------------
 
 
-def gather_information(workload: Any, *, machine: Any) -> Information:
+def gather_information(
+    workload: Any, *, machine: Any, max_workload: int | None = None
+) -> Information:
     """Information gathering phase of seed 000, section 2.3: the trial workload.
 
     Steps, for ``n`` processors (one per element of ``workload``):
@@ -468,6 +480,8 @@ def gather_information(workload: Any, *, machine: Any) -> Information:
     workload : 1-D int64 backend array
         Tasks left per processor.
     machine : simd.Machine
+    max_workload : int, optional
+        ``MAX(workload)`` when the front end already knows it (the reduction is skipped).
 
     Returns
     -------
@@ -498,9 +512,11 @@ def gather_information(workload: Any, *, machine: Any) -> Information:
     share = (workload * num_idle) // max(sum_workload, 1) + 1
     assignment = xp.where(act_mask, share, (workload > 0).astype(np.int64))
     new_workload_values = xp.where(
-        assignment > 0, (workload + assignment - 1) // xp.maximum(assignment, 1), 0)
+        assignment > 0, (workload + assignment - 1) // xp.maximum(assignment, 1), 0
+    )
     m.charge("elementwise", n, ops=9)  # assignment (5) and the ceiling division (4)
-    max_workload = int(m.reduce(workload, "max"))
+    if max_workload is None:
+        max_workload = int(m.reduce(workload, "max"))
     max_new = int(m.reduce(new_workload_values, "max"))
     return Information(
         num_idle=num_idle,
@@ -526,9 +542,11 @@ def redistribute(
     """Redistribution phase of seed 000, section 2.3.1.
 
     1. ``pointers``: exclusive add-scan of ``info.assignment`` (block heads).
-    2. A send of ``new_workload_values``, ``parallel_index`` and ``problem_data`` (and the
-       block's remaining ``workload``, needed to give the last processor of a block its
-       exact share when the division is not exact) to the block heads.
+    2. A send of ``new_workload_values``, ``parallel_index`` and ``problem_data`` to the
+       block heads. The block's remaining ``workload`` travels too, in one two-word
+       message with ``parallel_index`` (so there are three sends, as in the paper): it
+       gives the last processor of a block its exact share when the division is not
+       exact.
     3. Segmented copy-scans spread them over every block.
     4. A segmented exclusive add-scan of ``new_workload`` added to ``parallel_index``
        renumbers the task indices.
@@ -564,8 +582,16 @@ def redistribute(
     m.charge("elementwise", n, ops=2)
     # Step 2: general send to the block heads (no collisions: assignments are >= 1).
     sent_nwv = m.send(info.new_workload_values, pointers_scan, n, mask=active, fill=0)
-    sent_w = m.send(workload, pointers_scan, n, mask=active, fill=0)
-    sent_pi = m.send(parallel_index, pointers_scan, n, mask=active, fill=0)
+    if n and int(xp.max(workload)) < _PACK_LIMIT and int(xp.max(parallel_index)) < _PACK_LIMIT:
+        # One two-word message (as a CM program sends a struct): workload and index.
+        packed = workload * _PACK_LIMIT + parallel_index
+        m.charge("elementwise", n, ops=2)
+        sent = m.send(packed, pointers_scan, n, mask=active, fill=0)
+        sent_w, sent_pi = sent // _PACK_LIMIT, sent % _PACK_LIMIT
+        m.charge("elementwise", n, ops=2)
+    else:
+        sent_w = m.send(workload, pointers_scan, n, mask=active, fill=0)
+        sent_pi = m.send(parallel_index, pointers_scan, n, mask=active, fill=0)
     sent_pd = m.send(problem_data, pointers_scan, n, mask=active, fill=0)
     # Segments: every block head, plus the first unassigned processor so that the
     # processors after the last block stay idle (processor 7 of the paper's example).
@@ -693,8 +719,9 @@ def store_overestimate(
 
     Returns the file written (default: :func:`user_store_path`).
     """
-    if not (isinstance(overestimate, (int, float)) and math.isfinite(overestimate)
-            and overestimate >= 0):
+    if not (
+        isinstance(overestimate, (int, float)) and math.isfinite(overestimate) and overestimate >= 0
+    ):
         raise ValueError(f"overestimate must be a finite number >= 0, got {overestimate!r}")
     p = Path(path) if path is not None else user_store_path()
     data = _read_store(p)
@@ -773,8 +800,16 @@ def calibrate(
     min_vpr: int | None = None
     for workload in workloads:
         res = run_loop(
-            workload, body, machine=machine, form="cost-effective", overestimate=0.0,
-            clock=clock, name=name, task_cost=task_cost, prune=False, warn=False,
+            workload,
+            body,
+            machine=machine,
+            form="cost-effective",
+            overestimate=0.0,
+            clock=clock,
+            name=name,
+            task_cost=task_cost,
+            prune=False,
+            warn=False,
         )
         cost = res.cost_in_iterations(clock)
         costs.append(cost)
@@ -792,9 +827,17 @@ def calibrate(
     stored = None
     if store:
         stored = store_overestimate(
-            machine, over, name=name, clock=clock, min_vp_ratio=min_vpr or 1, path=path,
-            extra={"max_cost": float(max(measured)), "margin": float(margin),
-                   "datasets": len(costs)},
+            machine,
+            over,
+            name=name,
+            clock=clock,
+            min_vp_ratio=min_vpr or 1,
+            path=path,
+            extra={
+                "max_cost": float(max(measured)),
+                "margin": float(margin),
+                "datasets": len(costs),
+            },
         )
     return Calibration(over, costs, float(margin), clock, key, min_vpr or 1, stored)
 
@@ -937,8 +980,7 @@ def run_loop(
             raise ValueError(f"overestimate must be a finite number >= 0, got {overestimate}")
     if not (isinstance(task_cost, (int, float)) and math.isfinite(task_cost) and task_cost >= 0):
         raise ValueError(f"task_cost must be a finite number >= 0, got {task_cost!r}")
-    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int)
-                              or chunk < 1):
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
 
     w = _validate_workload(workload, machine)
@@ -950,19 +992,28 @@ def run_loop(
     advance, close = _progress_callback(progress, total_tasks)
 
     result = LoopResult(
-        form=form, name=name, iterations=0, max_workload=max_w, mean_workload=mean_w,
-        total_tasks=total_tasks, decisions=0, stats={}, cycles=0.0, wall=0.0, clock=clock,
+        form=form,
+        name=name,
+        iterations=0,
+        max_workload=max_w,
+        mean_workload=mean_w,
+        total_tasks=total_tasks,
+        decisions=0,
+        stats={},
+        cycles=0.0,
+        wall=0.0,
+        clock=clock,
     )
     try:
         with _Timer(machine) as whole, machine.phase(name):
             if form == "original":
                 _original(w, call, machine, task_cost, result, advance)
             elif form == "expand":
-                _expand(w, call, machine, task_cost, result, advance,
-                        chunk or _DEFAULT_CHUNK)
+                _expand(w, call, machine, task_cost, result, advance, chunk or _DEFAULT_CHUNK)
             else:
-                _cost_effective(w, call, machine, task_cost, result, advance,
-                                overestimate, clock, prune, warn)
+                _cost_effective(
+                    w, call, machine, task_cost, result, advance, overestimate, clock, prune, warn
+                )
     finally:
         close()
     result.cycles = whole.cycles
@@ -1108,20 +1159,40 @@ def _cost_effective(
     problem_data = xp.arange(n, dtype=np.int64)  # the datum held by each processor
     live = xp.nonzero(w > 0)[0]
     remaining: int | None = None  # MAX(workload), known to the front end
+    # Until the first redistribution every processor works on the same task index, so the
+    # loop runs as Figure 1 with a front-end index: `workload` and `parallel_index` are
+    # implicit (W - index, index + 1) and materialised at the first redistribution.
+    redistributed = False
     while remaining is None or remaining > 0:
-        hopeless = (
-            prune and remaining is not None and est.value is not None
-            and remaining - 1 <= est.value
-        )
+        info_cycles = info_wall = 0.0
+        ran_info = False
         info_time = redis_time = None
         balanced = False
         info = None
-        if not hopeless:
+        if prune and remaining is None:
+            # The first step of the gathering alone, MAX(workload) (the loop bound of
+            # Figure 1), tells whether any decision can be positive.
             with _Timer(m) as t, m.phase(PHASE_INFORMATION):
-                info = gather_information(w, machine=m)
-            info_t._add(t.cycles, t.wall)
-            info_time = t.value(clock)
+                remaining = int(m.reduce(w, "max"))
+            info_cycles, info_wall, ran_info = t.cycles, t.wall, True
+            if remaining == 0:
+                info_t._add(info_cycles, info_wall)
+                break
+        # Savings are at most MAX(workload) - 1: gather only while that beats the cost.
+        gather = not prune or (est.value is not None and remaining - 1 > est.value)
+        if gather:
+            with _Timer(m) as t, m.phase(PHASE_INFORMATION):
+                if not redistributed and result.iterations:
+                    m.charge("elementwise", n, ops=1)  # workload = W - index
+                info = gather_information(w, machine=m, max_workload=remaining)
+            info_cycles += t.cycles
+            info_wall += t.wall
+            ran_info = True
             remaining = info.max_workload
+        if ran_info:
+            info_t._add(info_cycles, info_wall)
+            info_time = info_cycles if clock == "model" else info_wall
+        if info is not None:
             if remaining == 0:
                 break
             with _Timer(m) as t, m.phase(PHASE_DECISION):
@@ -1130,9 +1201,15 @@ def _cost_effective(
             dec_t._add(t.cycles, t.wall)
             if balanced:
                 with _Timer(m) as t, m.phase(PHASE_REDISTRIBUTION):
+                    if not redistributed:
+                        m.charge("elementwise", n, ops=2)  # materialise parallel_index
+                    redistributed = True
                     red = redistribute(w, parallel_index, problem_data, info, machine=m)
                     w, parallel_index, problem_data = (
-                        red.workload, red.parallel_index, red.problem_data)
+                        red.workload,
+                        red.parallel_index,
+                        red.problem_data,
+                    )
                     live = xp.nonzero(w > 0)[0]
                 red_t._add(t.cycles, t.wall)
                 redis_time = t.value(clock)
@@ -1141,7 +1218,8 @@ def _cost_effective(
         with _Timer(m) as t, m.phase(PHASE_SOLUTION):
             items = problem_data[live]
             tasks = parallel_index[live] - 1
-            _solution_step(m, call, items, tasks, n, task_cost, _BALANCED_OPS)
+            ops = _BALANCED_OPS if redistributed else _ORIGINAL_OPS
+            _solution_step(m, call, items, tasks, n, task_cost, ops)
             w[live] -= 1
             parallel_index[live] += 1
             done = int(live.size)
@@ -1153,10 +1231,16 @@ def _cost_effective(
         remaining -= 1
         if balanced:
             measured = (info_time + redis_time) / soln_time if soln_time > 0 else math.inf
-            result.events.append(BalanceEvent(
-                iteration=result.iterations, savings=info.savings, overestimate=threshold,
-                measured_cost=measured, max_before=before, max_after=info.max_new_workload,
-            ))
+            result.events.append(
+                BalanceEvent(
+                    iteration=result.iterations,
+                    savings=info.savings,
+                    overestimate=threshold,
+                    measured_cost=measured,
+                    max_before=before,
+                    max_after=info.max_new_workload,
+                )
+            )
             if warn and measured > threshold:
                 warnings.warn(
                     f"{result.name}: measured balancing cost {measured:.2f} iterations "
@@ -1169,4 +1253,3 @@ def _cost_effective(
         est.observe(info_time, redis_time, soln_time)
     # Processors whose work finished keep a stale parallel index; it is never read.
     result.overestimate = est.value
-

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simd import XNET, CollisionError, Machine
@@ -12,6 +14,18 @@ from tests.simd import oracle
 
 DTYPES = [np.int32, np.int64, np.float32, np.float64]
 OPS = ["add", "max", "min", "and", "or", "xor", "copy"]
+
+
+@pytest.fixture(autouse=True, scope="module", params=["compiled", "reference"])
+def implementation(request):
+    """Run every test twice: the NumPy backend's Numba kernels, then the xp reference."""
+    saved = os.environ.get("SIMD_FORCE_REFERENCE")
+    os.environ["SIMD_FORCE_REFERENCE"] = "1" if request.param == "reference" else "0"
+    yield request.param
+    if saved is None:
+        del os.environ["SIMD_FORCE_REFERENCE"]
+    else:
+        os.environ["SIMD_FORCE_REFERENCE"] = saved
 
 
 def machine(pes=8):
@@ -58,6 +72,7 @@ def expected_line(values, op, flags, exclusive, reverse, initial):
     return np.array(out).astype(dtype)
 
 
+@settings(max_examples=300)
 @given(scan_cases())
 def test_scan_1d_matches_serial_oracle(case):
     m = machine(case["pes"])

@@ -79,29 +79,37 @@ class Farmer(Policy):
 class GradientModel(Policy):
     """Gradient Model of Lin & Keller (1986) as described in seed 001 section 4.1.
 
-    Every ``interval`` seconds each processor samples its load (running plus queued tasks)
-    and classifies itself with two thresholds: lightly loaded when ``load <= low``, heavily
-    loaded when ``load >= high``. Its pressure is 0 when light, else one more than the
+    Each processor measures its busyness as the fraction of time spent on tasks, averaged
+    over ``window`` seconds (seed 001 section 5: the idle count, averaged over a period of
+    the order of a migration, after Barak & Shiloh). Every ``interval`` seconds it
+    classifies itself with two thresholds: lightly loaded when busyness ``< low`` and its
+    queue is empty, over-loaded when busyness ``> high`` and it has queued work. Its pressure is 0 when light, else one more than the
     smallest pressure of its four torus neighbours (capped at the diameter + 1), so the
     distance to the nearest light processor propagates one hop per interval (mesh shifts).
     A heavily loaded processor sends one unit of work per interval to its neighbour of
     least pressure when that is below its own: work flows down the gradient hop by hop,
-    with no check that the target is still light (the overflow effect).
+    with no check that the target is still light (the overflow effect). Spawning is not
+    rate-limited: a busy processor holding a spawn bundle places half of it at once
+    (``spawn`` seconds of its CPU per placement), down its current gradient.
 
     A unit of work is a task, or half of a spawn bundle (seed 001 section 6.1: processes are
     spawned recursively by splitting the descriptor array).
     """
 
-    interval: float = 0.5
-    low: int = 0
-    high: int = 2
+    interval: float = 1.0
+    low: float = 0.25
+    high: float = 0.75
+    window: float = 2.0
+    spawn: float = 5e-3
     name = "gradient"
     default_placement = "root"
 
     def __post_init__(self) -> None:
-        _check_nonneg(self, "interval", "low", "high")
-        if self.interval <= 0:
-            raise ValueError("GradientModel.interval must be > 0")
+        _check_nonneg(self, "interval", "low", "high", "spawn", "window")
+        if self.interval <= 0 or self.window <= 0:
+            raise ValueError("GradientModel.interval and window must be > 0")
+        if self.high > 1:
+            raise ValueError(f"busyness thresholds lie in [0, 1], got high={self.high}")
         if self.high <= self.low:
             raise ValueError(f"thresholds need low < high, got low={self.low}, high={self.high}")
 

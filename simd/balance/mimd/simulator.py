@@ -315,8 +315,14 @@ class _Sim:
         if self.is_gradient:
             self.next_status = 0
             self.pmax = net.diameter + 1
-            self.pressure = xp.full(P, self.pmax, dtype=np.int64)
-            self.light_id = xp.full(P, -1, dtype=np.int64)
+            # at time 0 every processor is idle: the gradient is flat at 0
+            self.pressure = xp.zeros(P, dtype=np.int64)
+            self.light_id = self.pid.copy()
+            self.nb_p = xp.zeros(P, dtype=np.int64)
+            self.nb_dir = xp.zeros(P, dtype=np.int64)
+            self.hs_wait = xp.zeros(P, dtype=bool)
+            self.spawn_pending = False
+            self.busyness = xp.zeros(P)
             self.reserved = xp.zeros(P, dtype=bool)
             self.hs_state = xp.zeros(P, dtype=np.int8)  # EG: 0 none, 1 asked, 2 answered
             self.hs_target = xp.full(P, -1, dtype=np.int64)
@@ -359,9 +365,9 @@ class _Sim:
 
     # run ---------------------------------------------------------------------------------
     def run(self, max_ticks):
-        self.dispatch()
         self.protocol()
         self.dispatch()
+        self.protocol_after_dispatch()
         while self.done < self.N:
             if self.ticks >= max_ticks:
                 raise RuntimeError(
@@ -400,6 +406,8 @@ class _Sim:
                 cands.append(float(self.to_tick(self.q_due.min())))
         if self.is_gradient:
             cands.append(float(self.to_tick(self.hs_due.min())))
+            if self.spawn_pending:
+                cands.append(t + 1)
             # a status update matters only while some work waits in a queue
             if bool((self.qcount > 0).any()) or self.transit_count:
                 cands.append(float(self.next_status))
@@ -426,6 +434,10 @@ class _Sim:
         use = xp.where(running, xp.minimum(avail, self.rem), 0.0)
         self.busy += use
         self.rem = self.rem - use
+        if self.is_gradient:
+            # busyness averaged over a window (Barak & Shiloh), as an idle-count measure
+            a = math.exp(-span / self.pol.window)
+            self.busyness = a * self.busyness + (1 - a) * (use / span)
         fin = running & (self.rem <= 1e-12)
         nf = self.m.count(fin)
         if nf:
@@ -462,7 +474,7 @@ class _Sim:
         tid = xp.arange(N, dtype=np.int64)
         if which == "tail":
             # the last queued unit (largest qkey); bundles first since they hold more work
-            key = (self.bsize > 1) * (4 * N * N) + self.qkey * N + tid
+            key = (self.bsize > 1) * (1 << 60) + self.qkey * N + tid
             best = m.send(key, self.owner, size=self.P, combine="max", mask=queued, fill=-1)
         else:
             key = self.qkey * N + tid
@@ -516,6 +528,8 @@ class _Sim:
         self.transit_count -= n
         if self.is_gradient:
             self.reserved[d] = False
+        if self.is_farmer:
+            self.req_out[d] = False
         if isinstance(self.pol, Diffusion):
             # a requester that got work stops asking
             self.lb_phase[d] = 0
@@ -587,6 +601,8 @@ class _Sim:
     def protocol_after_dispatch(self):
         if self.is_farmer:
             self.farmer_requests()
+        elif self.is_gradient:
+            self.gradient_spawn()
         elif isinstance(self.pol, Diffusion):
             self.start_requests()
 
@@ -618,8 +634,7 @@ class _Sim:
             return
         procs = xp.flatnonzero(arrived)
         procs = procs[xp.lexsort((procs, self.req_due[procs]))]
-        self.req_out[procs] = False
-        self.req_due[procs] = INF
+        self.req_due[procs] = INF  # req_out stays set until the task is delivered
         f = self.pol.farmer
         served = min(n, self.pool)
         # serial service: departure of the i-th = start + (i+1) * serve (an add-scan)
@@ -648,16 +663,16 @@ class _Sim:
 
     # gradient model / extended gradient ---------------------------------------------------
     def gradient_status(self):
-        """Periodic status update: classify, propagate pressure one hop, move work."""
+        """Periodic status update: classify, propagate pressure one hop, move queued work."""
         if self.t < self.next_status:
             return
         pol = self.pol
         self.next_status = self.t + max(1, int(round(pol.interval / self.dt)))
         xp, m = self.xp, self.m
         rows, cols = self.net.shape
-        load = (self.cur >= 0) + self.qcount
-        light = (load <= pol.low) & ~self.reserved
-        heavy = (load >= pol.high) & (self.qcount > 0)
+        # two-threshold classification of the smoothed busyness (seed 001 section 5)
+        light = (self.busyness < pol.low) & ~self.reserved & (self.qcount == 0)
+        heavy = (self.busyness > pol.high) & (self.qcount > 0)
         # pressure = distance to the nearest light processor, one hop per update, by NEWS
         # shifts on the torus; the id of that processor travels with it (for EG)
         pr = self.pressure.reshape(rows, cols)
@@ -666,12 +681,11 @@ class _Sim:
         best_id = xp.full((rows, cols), -1, dtype=np.int64)
         best_dir = xp.full((rows, cols), -1, dtype=np.int64)
         dirs = ((1, 0), (-1, 0), (1, 1), (-1, 1))  # (offset, axis): from N, S, W, E
-        nb_p = []
         for k, (off, ax) in enumerate(dirs):
             sp = m.shift(pr, off, ax, boundary="wrap")
             si = m.shift(lid, off, ax, boundary="wrap")
-            nb_p.append(sp)
-            better = (sp < best_p) | ((sp == best_p) & (si < best_id) & (si >= 0))
+            better = (sp < best_p) | ((sp == best_p) & (si >= 0) & ((si < best_id)
+                                                                   | (best_id < 0)))
             best_p = xp.where(better, sp, best_p)
             best_id = xp.where(better, si, best_id)
             best_dir = xp.where(better, k, best_dir)
@@ -680,29 +694,57 @@ class _Sim:
                           xp.where(new_p < self.pmax, best_id, -1))
         self.pressure = new_p.reshape(-1)
         self.light_id = new_id.reshape(-1)
+        self.nb_p = best_p.reshape(-1)
+        self.nb_dir = best_dir.reshape(-1)
+        self.hs_wait[:] = False  # fresh information: refused EG sources may ask again
         if self.is_eg:
-            self.eg_ask(heavy)
             return
         # GM: heavy processors send one unit down the gradient to the least-pressure
         # neighbour, if that is lower than their own pressure
-        nbp = best_p.reshape(-1)
-        go = heavy & (nbp < self.pressure) & (nbp < self.pmax) & (self.pid >= 0)
+        go = heavy & (self.nb_p < self.pressure) & (self.nb_p < self.pmax)
+        self.gm_send(go)
+
+    _DVEC = ((-1, 0), (1, 0), (0, -1), (0, 1))  # neighbour reached by winning direction
+
+    def gm_send(self, go):
+        """GM: move one unit of work from each ``go`` processor to its downhill neighbour."""
+        xp = self.xp
         if not bool(go.any()):
             return
         donors = xp.flatnonzero(go)
-        dvec = xp.asarray([(-1, 0), (1, 0), (0, -1), (0, 1)], dtype=np.int64)
-        # the neighbour that the winning shift came from: shift by +1 along rows brings
-        # the northern neighbour (row - 1)
-        d = best_dir.reshape(-1)[donors]
-        dests = self.net.neighbour(donors, dvec[d], xp)
+        dvec = xp.asarray(self._DVEC, dtype=np.int64)
+        dests = self.net.neighbour(donors, dvec[self.nb_dir[donors]], xp)
+        self.charge(donors, self.pol.spawn)
         depart = self.now() + self.debt[donors]
         self.give(donors, dests, depart, xp.ones(donors.size, dtype=np.int64), "tail")
 
-    def eg_ask(self, heavy):
-        """EG: heavy processors ask the nearest light processor to check and reserve."""
+    def gradient_spawn(self):
+        """Spawn-tree placement, every tick (seed 001 section 6.1).
+
+        A busy processor holding a spawn bundle splits it and places the upper half at once:
+        GM sends it to the downhill neighbour of its (possibly stale) gradient, with no
+        check, so every spawn of one interval follows the same gradient (overflow); EG
+        first asks the nearest light processor to check and reserve (:meth:`eg_ask`).
+        """
+        has_bundle = self.m.send(self.bsize > 1, self.owner, size=self.P, combine="or",
+                                 mask=self.state == QUEUED, fill=False)
+        busy = self.cur >= 0
+        if self.is_eg:
+            # EG also places queued single tasks, but only when over-loaded
+            heavy = (self.busyness > self.pol.high) & (self.qcount > 0)
+            self.eg_ask(busy & (has_bundle | heavy))
+            return
+        go = busy & has_bundle & (self.nb_p < self.pmax)
+        self.spawn_pending = bool(go.any())
+        self.gm_send(go)
+
+    def eg_ask(self, want):
+        """EG: sources ask the nearest light processor to check and reserve itself."""
         xp = self.xp
-        ask = heavy & (self.hs_state == 0) & (self.light_id >= 0) & (self.light_id != self.pid)
+        ask = (want & (self.hs_state == 0) & ~self.hs_wait & (self.light_id >= 0)
+               & (self.light_id != self.pid))
         n = self.m.count(ask)
+        self.spawn_pending = n > 0
         if not n:
             return
         procs = xp.flatnonzero(ask)
@@ -724,8 +766,8 @@ class _Sim:
         if bool(arr.any()):
             procs = xp.flatnonzero(arr)
             tg = self.hs_target[procs]
-            load = (self.cur >= 0) + self.qcount
-            free = (load <= self.pol.low) & ~self.reserved
+            # the check is of the target's instantaneous state: idle, nothing queued
+            free = (self.cur < 0) & (self.qcount == 0) & ~self.reserved
             r = self.rank(self.hs_target, arr)[procs]
             ok = free[tg] & (r == 0)
             self.reserved[tg[ok]] = True
@@ -743,6 +785,7 @@ class _Sim:
             procs = xp.flatnonzero(ans)
             self.hs_state[procs] = 0
             self.hs_due[procs] = INF
+            self.hs_wait[procs[~self.hs_ok[procs]]] = True
             yes = procs[self.hs_ok[procs]]
             if yes.size:
                 tg = self.hs_target[yes]

@@ -1,0 +1,70 @@
+"""CuPy router kernels: ``send`` with atomic combining, registered for the CuPy backend.
+
+Imported by ``kernels.cupy_scan`` (only when the CuPy backend is in use). The sources and
+the algorithm are in ``kernels.cuda_router_source``. Cases the kernels do not cover
+(float ``add``, which must combine in sender order to be deterministic; bool or other
+dtypes; a non-contiguous ``out``) go to the reference implementation, which runs on CuPy
+too (a stable sort by destination and a segmented scan).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import cupy
+import numpy as np
+
+from kernels import cuda_router_source as _src
+from kernels import reference
+from kernels.registry import register
+
+__all__ = ["send"]
+
+
+@functools.cache
+def _module(combine: str, dtype: str, device_id: int) -> cupy.RawModule:
+    return cupy.RawModule(code=_src.router_source(combine, np.dtype(dtype)))
+
+
+def _grid(n: int) -> tuple[int]:
+    # Grid-stride loops: enough blocks to fill any current GPU, capped.
+    return (max(1, min(-(-n // _src.BLOCK), 65536)),)
+
+
+@register("send", "cupy")
+def send(xp, values, dest, out, combine: str):
+    """Router put on the GPU; same contract as ``kernels.reference.send``.
+
+    One thread per message with an atomic combine at the destination (the CM router's
+    combining send, Hillis 1985); overwrite takes the highest sender index per address
+    with an atomic maximum, then writes that sender's value.
+    """
+    dtype = out.dtype
+    if (
+        xp is not cupy
+        or dtype not in _src.DTYPES
+        or not out.flags.c_contiguous
+        or (combine == "add" and dtype.kind == "f")
+    ):
+        return reference.send(xp, values, dest, out, combine)
+    n = dest.size
+    if n == 0:
+        return out
+    if combine == "unique":  # collisions were checked by the caller
+        combine = "overwrite"
+    if combine != "overwrite" and combine not in _src.ATOMIC_COMBINES[dtype.kind]:
+        return reference.send(xp, values, dest, out, combine)
+    flat = out.reshape(-1)
+    values = cupy.ascontiguousarray(values.reshape(-1), dtype=dtype)
+    dest = cupy.ascontiguousarray(dest.reshape(-1), dtype=cupy.int64)
+    module = _module(combine, dtype.str, cupy.cuda.Device().id)
+    grid, block = _grid(n), (_src.BLOCK,)
+    if combine == "overwrite":
+        winner = cupy.full(flat.size, -1, dtype=cupy.int64)
+        module.get_function(_src.WINNER_KERNEL)(grid, block, (dest, winner, np.int64(n)))
+        module.get_function(_src.WRITE_KERNEL)(
+            grid, block, (values, dest, winner, flat, np.int64(n))
+        )
+    else:
+        module.get_function(_src.SEND_KERNEL)(grid, block, (values, dest, flat, np.int64(n)))
+    return out

@@ -1,0 +1,132 @@
+"""Numba-compiled CPU kernels for the NumPy backend: one-pass scans and router sends.
+
+The reference scans (``kernels.reference``) are exact but use the Hillis-Steele doubling
+scan for segmented and non-additive forms, ``log2(n)`` passes over the data, and the
+reference send sorts its messages. A CPU runs the plain serial algorithms much faster:
+one left-to-right (or right-to-left) pass per row for every scan form (Blelloch's
+sequential definition of the scan, 1990, with segment flags), and one pass over the
+messages for a combining send (sender order, so ``overwrite`` keeps the highest sender and
+float sums are deterministic). Numba is a core dependency, so these serve every NumPy
+installation; ``SIMD_FORCE_REFERENCE=1`` switches them off.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+from kernels import reference
+from kernels.registry import register
+
+__all__ = ["scan", "send"]
+
+_OP_CODES = {"add": 0, "max": 1, "min": 2, "and": 3, "or": 4, "xor": 5, "copy": 6}
+_COMBINE_CODES = {"overwrite": 7, "unique": 7, "add": 0, "max": 1, "min": 2, "and": 3, "or": 4}
+
+
+def _apply(code, a, b):
+    """``a op b`` for an operator code; compiled per element type by the overload below."""
+
+
+@overload(_apply)
+def _apply_typed(code, a, b):
+    # Bitwise operators exist for integers and bools only, so floats get their own body.
+    if isinstance(a, types.Float):
+
+        def arithmetic(code, a, b):
+            if code == 0:
+                return a + b
+            if code == 1:
+                return a if a >= b else b
+            if code == 2:
+                return a if a <= b else b
+            return b  # overwrite
+
+        return arithmetic
+
+    def integral(code, a, b):
+        if code == 0:
+            return a + b
+        if code == 1:
+            return a if a >= b else b
+        if code == 2:
+            return a if a <= b else b
+        if code == 3:
+            return a & b
+        if code == 4:
+            return a | b
+        if code == 5:
+            return a ^ b
+        return b  # overwrite
+
+    return integral
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_rows(rows, starts, has_starts, code, exclusive, reverse, has_initial, initial,
+               fill, out):
+    """Serial segmented scan of every row; ``starts`` are index-order segment starts."""
+    n_rows, n = rows.shape
+    for r in range(n_rows):
+        acc = fill
+        for k in range(n):
+            i = n - 1 - k if reverse else k
+            if reverse:
+                start = i == n - 1 or (has_starts and starts[r, i + 1])
+            else:
+                start = i == 0 or (has_starts and starts[r, i])
+            v = rows[r, i]
+            if code == 6:  # copy: the segment's first element in scan direction
+                if start:
+                    acc = v
+                    out[r, i] = fill if exclusive else v
+                else:
+                    out[r, i] = acc
+                continue
+            if start:
+                before = fill
+                acc = _apply(code, initial, v) if has_initial else v
+            else:
+                before = acc
+                acc = _apply(code, acc, v)
+            out[r, i] = before if exclusive else acc
+
+
+@register("scan", "numpy")
+def scan(xp, x, op="add", *, exclusive=False, reverse=False, segments=None, axis=None,
+         initial=None):
+    """One-pass serial scan of every row; same contract as ``kernels.reference.scan``."""
+    if x.size == 0:
+        return x.copy()
+    rows, starts, restore = reference.to_rows(np, x, segments, axis)
+    has_starts = starts is not None
+    if not has_starts:
+        starts = np.zeros((1, 1), dtype=np.bool_)
+    dtype = x.dtype.type
+    ident = reference.identity(op, x.dtype)
+    fill = ident if initial is None else dtype(initial)
+    out = np.empty_like(rows)
+    _scan_rows(rows, np.ascontiguousarray(starts), has_starts, _OP_CODES[op], bool(exclusive),
+               bool(reverse), initial is not None and op != "copy",
+               ident if initial is None else dtype(initial), fill, out)
+    return restore(out)
+
+
+@numba.njit(cache=True, nogil=True)
+def _send_serial(values, dest, flat, code):
+    for i in range(dest.shape[0]):
+        d = dest[i]
+        flat[d] = _apply(code, flat[d], values[i])
+
+
+@register("send", "numpy")
+def send(xp, values, dest, out, combine):
+    """Router put in sender order; same contract as ``kernels.reference.send``."""
+    if dest.size == 0:
+        return out
+    flat = out.reshape(-1)  # a view: the machine passes a C-contiguous destination
+    _send_serial(np.ascontiguousarray(values, dtype=out.dtype), np.ascontiguousarray(dest),
+                 flat, _COMBINE_CODES[combine])
+    return out

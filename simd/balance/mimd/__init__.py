@@ -1,0 +1,51 @@
+"""MIMD load-balancing baselines (seeds 001 and 002) simulated on the SIMD machine.
+
+* :mod:`.network` -- the message-passing machine: torus topology, linear message costs;
+* :mod:`.policies` -- farmer, Gradient Model, Extended Gradient, Diffusion, work stealing;
+* :mod:`.simulator` -- the time-stepped data-parallel simulation (:func:`simulate`);
+* :mod:`.workloads` -- seed 002's synthetic task sets and seed 001's height-field ray tracer;
+* :mod:`.model` -- seed 002's bi-modal approximation and runtime model (equations 1-6);
+* :mod:`.bench` -- the tables and plots of ``simd-emu bench mimd``.
+"""
+
+from __future__ import annotations
+
+from .model import BiModal, ModelParams, Prediction, bimodal_fit, predict
+from .network import Network, torus_shape
+from .policies import (
+    POLICIES,
+    Diffusion,
+    ExtendedGradient,
+    Farmer,
+    GradientModel,
+    NoBalancing,
+    Policy,
+    WorkStealing,
+)
+from .simulator import SimResult, initial_placement, simulate
+from .workloads import bimodal, linear, step, workload
+
+__all__ = [
+    "BiModal",
+    "Diffusion",
+    "ExtendedGradient",
+    "Farmer",
+    "GradientModel",
+    "ModelParams",
+    "Network",
+    "NoBalancing",
+    "POLICIES",
+    "Policy",
+    "Prediction",
+    "SimResult",
+    "WorkStealing",
+    "bimodal",
+    "bimodal_fit",
+    "initial_placement",
+    "linear",
+    "predict",
+    "simulate",
+    "step",
+    "torus_shape",
+    "workload",
+]

@@ -1,0 +1,2 @@
+"""placeholder"""
+BiModal = ModelParams = Prediction = bimodal_fit = predict = None
