@@ -603,7 +603,10 @@ def _offsets(offset: Any, axis: int | None, ndim: int) -> tuple[int, ...]:
         if ndim != 1:
             raise ValueError(f"an int offset needs axis= for a {ndim}-D array")
         return (int(offset),)
-    offsets = tuple(int(k) for k in offset)
+    offsets = tuple(offset)
+    if not all(isinstance(k, int | np.integer) and not isinstance(k, bool) for k in offsets):
+        raise TypeError(f"shift offsets must be integers, got {offset!r}")
+    offsets = tuple(int(k) for k in offsets)
     if len(offsets) != ndim:
         raise ValueError(f"{len(offsets)} offsets given for a {ndim}-D array")
     return offsets

@@ -30,9 +30,9 @@ def _require_gpu() -> bool:
     return os.environ.get("REQUIRE_GPU", "") not in ("", "0")
 
 
-def pytest_collection_modifyitems(config, items):
-    gpu_items = [item for item in items if "gpu" in item.keywords]
-    if not gpu_items:
+def pytest_runtest_setup(item):
+    """Skip ``gpu`` tests without a GPU, or fail them when ``REQUIRE_GPU=1``."""
+    if "gpu" not in item.keywords:
         return
     from simd.backend import cupy_status
 
@@ -40,20 +40,8 @@ def pytest_collection_modifyitems(config, items):
     if ok:
         return
     if _require_gpu():
-        fail = pytest.mark.usefixtures("_gpu_required_but_absent")
-        for item in gpu_items:
-            item.add_marker(fail)
-        return
-    skip = pytest.mark.skip(reason=f"no GPU: {reason} (REQUIRE_GPU=1 makes this a failure)")
-    for item in gpu_items:
-        item.add_marker(skip)
-
-
-@pytest.fixture
-def _gpu_required_but_absent():
-    from simd.backend import cupy_status
-
-    pytest.fail(f"REQUIRE_GPU=1 but no GPU is usable: {cupy_status()[1]}")
+        pytest.fail(f"REQUIRE_GPU=1 but no GPU is usable: {reason}")
+    pytest.skip(f"no GPU: {reason} (REQUIRE_GPU=1 makes this a failure)")
 
 
 @pytest.fixture
