@@ -1,0 +1,171 @@
+"""Triangle meshes: validation, vertex normals and loading from files.
+
+The renderer accepts anything with ``vertices`` (N, 3) and ``faces`` (M, 3) arrays (a
+:class:`Mesh`, a ``trimesh.Trimesh``, ...) or a ``(vertices, faces)`` pair; :func:`as_mesh`
+turns all of them into a validated :class:`Mesh` with float64 vertices and int64 faces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from os import PathLike
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Mesh", "as_mesh", "load_mesh", "vertex_normals", "face_normals"]
+
+
+@dataclass(frozen=True)
+class Mesh:
+    """A triangle mesh.
+
+    Parameters
+    ----------
+    vertices : (N, 3) float64 array
+        Vertex positions (model space).
+    faces : (M, 3) int64 array
+        Vertex indices of each triangle, counter-clockwise seen from the outside.
+    normals : (N, 3) float64 array, optional
+        Unit per-vertex normals; computed from the faces when absent.
+    name : str
+        A label for tables and file names.
+    """
+
+    vertices: np.ndarray
+    faces: np.ndarray
+    normals: np.ndarray | None = None
+    name: str = "mesh"
+
+    @property
+    def n_faces(self) -> int:
+        """Number of triangles."""
+        return int(self.faces.shape[0])
+
+    def bounds(self) -> np.ndarray:
+        """(2, 3) array of the minimum and maximum corner of the bounding box."""
+        return np.stack([self.vertices.min(axis=0), self.vertices.max(axis=0)])
+
+
+def as_mesh(mesh: Any, *, name: str | None = None) -> Mesh:
+    """Validate ``mesh`` and return it as a :class:`Mesh`.
+
+    Parameters
+    ----------
+    mesh : Mesh, object with ``vertices`` and ``faces``, or ``(vertices, faces)`` pair
+
+    Returns
+    -------
+    Mesh
+
+    Raises
+    ------
+    ValueError
+        Empty mesh, wrong shapes, NaN or infinite vertices, face indices out of range.
+    TypeError
+        ``mesh`` is none of the accepted kinds.
+    """
+    if isinstance(mesh, Mesh):
+        vertices, faces, normals = mesh.vertices, mesh.faces, mesh.normals
+        name = name or mesh.name
+    elif hasattr(mesh, "vertices") and hasattr(mesh, "faces"):
+        vertices, faces, normals = mesh.vertices, mesh.faces, None
+    elif isinstance(mesh, tuple | list) and len(mesh) == 2:
+        vertices, faces = mesh
+        normals = None
+    else:
+        raise TypeError(
+            "mesh must have 'vertices' and 'faces' attributes or be a (vertices, faces) pair, "
+            f"got {type(mesh).__name__}"
+        )
+    vertices = np.asarray(_host(vertices))
+    faces = np.asarray(_host(faces))
+    if vertices.ndim != 2 or vertices.shape[1] != 3:
+        raise ValueError(f"mesh vertices must have shape (N, 3), got {vertices.shape}")
+    if faces.ndim != 2 or faces.shape[1] != 3:
+        raise ValueError(f"mesh faces must have shape (M, 3) (triangles), got {faces.shape}")
+    if vertices.shape[0] == 0 or faces.shape[0] == 0:
+        raise ValueError(
+            f"mesh is empty ({vertices.shape[0]} vertices, {faces.shape[0]} faces): "
+            "nothing to render"
+        )
+    if not np.issubdtype(vertices.dtype, np.number) or np.iscomplexobj(vertices):
+        raise ValueError(f"mesh vertices must be real numbers, got dtype {vertices.dtype}")
+    if not np.issubdtype(faces.dtype, np.integer):
+        if np.issubdtype(faces.dtype, np.floating) and np.all(np.mod(faces, 1) == 0):
+            faces = faces.astype(np.int64)
+        else:
+            raise ValueError(f"mesh faces must be integer indices, got dtype {faces.dtype}")
+    vertices = vertices.astype(np.float64)
+    faces = faces.astype(np.int64)
+    bad = ~np.isfinite(vertices).all(axis=1)
+    if bad.any():
+        raise ValueError(
+            f"mesh has {int(bad.sum())} vertices with NaN or infinite coordinates "
+            f"(first at index {int(np.argmax(bad))})"
+        )
+    if faces.min() < 0 or faces.max() >= vertices.shape[0]:
+        raise ValueError(
+            f"mesh face indices out of range: found {int(faces.min())}..{int(faces.max())}, "
+            f"valid 0..{vertices.shape[0] - 1}"
+        )
+    if normals is not None:
+        normals = np.asarray(_host(normals), dtype=np.float64)
+        if normals.shape != vertices.shape or not np.isfinite(normals).all():
+            normals = None
+    return Mesh(vertices, faces, normals, name or "mesh")
+
+
+def _host(a: Any) -> Any:
+    """Bring a CuPy array (or anything with ``.get()``) to the host."""
+    if (
+        hasattr(a, "get")
+        and not isinstance(a, np.ndarray)
+        and hasattr(a, "__cuda_array_interface__")
+    ):
+        return a.get()
+    return a
+
+
+def face_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Area-weighted face normals (cross product of two edges), not normalised."""
+    v0, v1, v2 = (vertices[faces[:, k]] for k in range(3))
+    return np.cross(v1 - v0, v2 - v0)
+
+
+def vertex_normals(mesh: Mesh) -> np.ndarray:
+    """Unit per-vertex normals: the sum of the area-weighted normals of the adjacent faces.
+
+    Computed on the host in float64 with a fixed summation order so every backend shades
+    with bit-identical normals. Vertices of degenerate neighbourhoods get (0, 0, 1).
+    """
+    if mesh.normals is not None:
+        return mesh.normals
+    fn = face_normals(mesh.vertices, mesh.faces)
+    acc = np.zeros_like(mesh.vertices)
+    for k in range(3):
+        np.add.at(acc, mesh.faces[:, k], fn)
+    length = np.linalg.norm(acc, axis=1)
+    ok = length > 0
+    acc[ok] /= length[ok, None]
+    acc[~ok] = (0.0, 0.0, 1.0)
+    return acc
+
+
+def load_mesh(path: str | PathLike[str]) -> Mesh:
+    """Load a triangle mesh file (PLY, OBJ, STL, OFF, GLB/GLTF, ... anything trimesh reads).
+
+    Scenes are flattened into one mesh; polygons are triangulated by trimesh.
+
+    Raises
+    ------
+    ValueError
+        The file holds no triangles.
+    """
+    import trimesh
+
+    loaded = trimesh.load(path, force="mesh", process=False)
+    name = str(path).replace("\\", "/").rsplit("/", 1)[-1]
+    if not hasattr(loaded, "faces") or len(loaded.faces) == 0:
+        raise ValueError(f"{path}: no triangles found in the file")
+    return as_mesh((np.asarray(loaded.vertices), np.asarray(loaded.faces)), name=name)

@@ -1,0 +1,76 @@
+"""Camera and views: OpenGL matrices, the default camera fits the bounding sphere."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from renderer.camera import Camera, default_camera, look_at, perspective, viewport_matrix
+from renderer.mesh import as_mesh
+
+
+def test_perspective_matches_glu_formula():
+    p = perspective(90.0, 2.0, 1.0, 3.0)
+    expected = np.array([[0.5, 0, 0, 0], [0, 1, 0, 0], [0, 0, -2, -3], [0, 0, -1, 0]])
+    np.testing.assert_allclose(p, expected, atol=1e-15)
+    # near and far planes land on NDC -1 and +1
+    for z, ndc in ((-1.0, -1.0), (-3.0, 1.0)):
+        c = p @ [0, 0, z, 1]
+        assert c[2] / c[3] == pytest.approx(ndc)
+
+
+def test_look_at_is_a_rigid_motion_to_minus_z():
+    v = look_at((1, 2, 3), (1, 2, 0), (0, 1, 0))
+    np.testing.assert_allclose(v @ [1, 2, 0, 1], [0, 0, -3, 1], atol=1e-12)
+    np.testing.assert_allclose(v[:3, :3] @ v[:3, :3].T, np.eye(3), atol=1e-12)
+
+
+def test_look_at_rejects_bad_input():
+    with pytest.raises(ValueError, match="coincide"):
+        look_at((0, 0, 0), (0, 0, 0), (0, 1, 0))
+    with pytest.raises(ValueError, match="parallel"):
+        look_at((0, 0, 0), (0, 1, 0), (0, 1, 0))
+
+
+@pytest.mark.parametrize("view", [(0, 0), (45, 45), (90, 0), (0, 90), (200, -90), (10, -30)])
+@pytest.mark.parametrize("aspect", [1.0, 2.0, 0.5])
+def test_default_camera_fits_bounding_sphere(view, aspect):
+    rng = np.random.default_rng(1)
+    mesh = as_mesh(
+        (rng.normal(size=(200, 3)) * [3, 1, 2] + [5, -2, 1], np.arange(198).reshape(66, 3))
+    )
+    cam = default_camera(mesh, view, aspect=aspect)
+    clip = np.c_[mesh.vertices, np.ones(200)] @ cam.mvp(aspect).T
+    ndc = clip[:, :3] / clip[:, 3:]
+    assert (clip[:, 3] > 0).all()
+    assert (np.abs(ndc) <= 1.0).all()
+    # the sphere touches the frame in the narrower direction: the mesh is not tiny
+    assert np.abs(ndc[:, :2]).max() > 0.3
+    # looking at the bounding-box centre
+    centre = mesh.bounds().mean(axis=0)
+    c = cam.mvp(aspect) @ np.r_[centre, 1]
+    np.testing.assert_allclose(c[:2] / c[3], 0, atol=1e-12)
+
+
+def test_view_0_0_looks_down_minus_z_and_magnification_narrows():
+    mesh = as_mesh((np.array([[-1.0, -1, -1], [1, 1, 1], [0, 1, 0]]), np.array([[0, 1, 2]])))
+    cam = default_camera(mesh, (0, 0))
+    assert cam.eye[2] > 0 and cam.eye[0] == pytest.approx(0) and cam.eye[1] == pytest.approx(0)
+    cam2 = default_camera(mesh, (0, 0), 2.0)
+    assert math.tan(math.radians(cam2.fovy) / 2) == pytest.approx(
+        math.tan(math.radians(cam.fovy) / 2) / 2
+    )
+    assert cam2.eye == cam.eye
+
+
+def test_viewport_matrix_maps_ndc_corners_to_pixel_edges():
+    vp = viewport_matrix(640, 480)
+    np.testing.assert_allclose(vp @ [-1, -1, -1, 1], [0, 0, 0, 1])
+    np.testing.assert_allclose(vp @ [1, 1, 1, 1], [640, 480, 1, 1])
+
+
+def test_camera_light_is_unit():
+    cam = Camera(eye=(0, 0, 5), target=(0, 0, 0))
+    assert np.linalg.norm(cam.light_direction()) == pytest.approx(1.0)
