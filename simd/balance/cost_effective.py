@@ -45,9 +45,10 @@ underestimated. ``overestimate`` is resolved in this order:
    VP ratio it was calibrated at and is only used at that VP ratio or above, because the
    cost in iterations falls as the VP ratio grows (the network terms of scans and sends
    are amortised over more VPs);
-3. otherwise an *online* estimate: ``1.5 * (longest information gathering seen + longest
-   redistribution seen) / shortest solution seen + 2``, where the redistribution time
-   before the first one is measured by a dry run on a scratch machine of the same kind.
+3. otherwise an *online* estimate: ``f * (longest information gathering seen + longest
+   redistribution seen) / shortest solution seen + 2`` with ``f`` 1.5 on the model clock
+   and 2 on the (noisier) wall clock, where the redistribution time before the first one
+   is measured by a dry run on a scratch machine of the same kind.
 
 A :class:`CostOverestimateWarning` is issued when the measured cost of an iteration that
 redistributed exceeds the overestimate in use (the paper's warning, section 4.1).
@@ -55,16 +56,22 @@ redistributed exceeds the overestimate in use (the paper's warning, section 4.1)
 Until the first redistribution every processor works on the same task index, so the
 cost-effective loop runs (and is charged) as Figure 1 with a front-end index; the arrays
 ``workload`` and ``parallel_index`` of Figure 2 are materialised at the first
-redistribution. A loop that never balances thus costs the original loop plus its
-information gathering.
+redistribution.
 
-One refinement over the paper, on by default (``prune=True``): the savings of a
-redistribution are at most ``MAX(workload) - 1``, and the front end knows
-``MAX(workload)`` (it falls by exactly one per iteration without redistribution), so once
-``MAX(workload) - 1 <= overestimate`` no decision can ever be positive and the information
-gathering phase is skipped for the rest of the loop. The decisions taken are exactly those
-of the paper's loop; only the useless gathering is saved. ``prune=False`` runs the loop of
-Figure 2 literally.
+Refinements over the paper, on by default (``prune=True``), that never change a decision:
+
+* the savings of a redistribution are at most ``MAX(workload) - 1``, and the front end
+  knows ``MAX(workload)`` (the first gathering computes it, and without redistribution it
+  falls by exactly one per iteration), so while ``MAX(workload) - 1 <= overestimate`` the
+  gathering is skipped (for the rest of the loop, as MAX only falls);
+* the gathering stops after step 1, 2 or 3 of section 2.3 as soon as a lower bound of
+  ``MAX(new_workload)`` computed from the scalars gathered so far shows that the savings
+  cannot exceed the overestimate (:func:`gather_information`).
+
+On balanced data the cost-effective loop thus costs the original loop plus one or two
+cheap reductions per iteration at most. ``prune=False`` runs the loop of Figure 2
+literally: all five steps of the gathering and a decision in every iteration. With the
+online estimate no decision is taken before one solution iteration has been measured.
 
 References
 ----------
@@ -132,8 +139,9 @@ _ORIGINAL_OPS = 1
 #: Figure 2: the WHERE test, ``workload - 1`` and ``parallel_index + 1``.
 _BALANCED_OPS = 3
 
-#: Online estimate: factor and constant added to the measured cost in iterations.
-_ONLINE_FACTOR = 1.5
+#: Online estimate: factor (per clock; wall times are noisier) and constant added to the
+#: measured cost in iterations.
+_ONLINE_FACTOR = {"model": 1.5, "wall": 2.0}
 _ONLINE_MARGIN = 2.0
 
 #: Workloads and task indices below this travel as one two-word message.
@@ -245,6 +253,8 @@ class LoopResult:
         "given", "stored" or "online".
     events : list of BalanceEvent
         The redistributions.
+    vps : int
+        Size of the VP set, ``len(workload)``.
     """
 
     form: str
@@ -261,6 +271,7 @@ class LoopResult:
     overestimate: float | None = None
     overestimate_source: str | None = None
     events: list[BalanceEvent] = field(default_factory=list)
+    vps: int = 0
 
     def time(self, clock: str = "model") -> float:
         """Total time of the loop on ``clock`` (cycles or seconds)."""
@@ -282,6 +293,39 @@ class LoopResult:
         if smin <= 0:
             return math.inf
         return (info_max + redis.summary(clock)["max"]) / smin
+
+    def table(self, clock: str = "model") -> str:
+        """Per-phase minimum, maximum and average time per execution, as Table 4 of seed 000.
+
+        Examples
+        --------
+        >>> from simd import Machine
+        >>> res = run_loop([9, 0, 0, 0], None, machine=Machine(pes=4, backend="numpy"),
+        ...                overestimate=2.0, task_cost=2000)
+        >>> print(res.table())
+        scan-conversion (cost-effective): 3 iterations, 1 balancing decision(s), model cycles
+        phase                        calls          min          max      average
+        information gathering            1          661          661          661
+        decision                         1            0            0            0
+        redistribution                   1         1084         1084         1084
+        solution                         3         2003         2003         2003
+        """
+        _check_clock(clock)
+        unit = "model cycles" if clock == "model" else "wall seconds"
+        lines = [
+            f"{self.name} ({self.form}): {self.iterations} iterations, {self.decisions} "
+            f"balancing decision(s), {unit}",
+            f"{'phase':<24s} {'calls':>9s} {'min':>12s} {'max':>12s} {'average':>12s}",
+        ]
+        for name, t in self.stats.items():
+            if not t.calls:
+                continue
+            sm = t.summary(clock)
+            lines.append(
+                f"{name:<24s} {t.calls:>9d} {sm['min']:>12.6g} {sm['max']:>12.6g} "
+                f"{sm['mean']:>12.6g}"
+            )
+        return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
@@ -309,6 +353,7 @@ class LoopResult:
                 for name, t in self.stats.items()
             },
             "events": [e.__dict__ for e in self.events],
+            "vps": self.vps,
         }
 
 
@@ -316,7 +361,9 @@ class LoopResult:
 class Information:
     """The information gathering phase of seed 000, section 2.3 (steps 1 to 5).
 
-    Arrays are backend arrays over the VP set; names follow the paper.
+    Arrays are backend arrays over the VP set; names follow the paper. ``complete`` is
+    False when the gathering stopped early because balancing could not pay (see
+    :func:`gather_information`); the arrays are None then.
     """
 
     num_idle: int
@@ -328,10 +375,14 @@ class Information:
     new_workload_values: Any
     max_workload: int
     max_new_workload: int
+    complete: bool = True
 
     @property
     def savings(self) -> int:
-        """Savings in iterations: ``MAX(workload) - MAX(new_workload_values)``."""
+        """Savings in iterations: ``MAX(workload) - MAX(new_workload_values)``.
+
+        An upper bound when the gathering stopped early (``complete`` False).
+        """
         return self.max_workload - self.max_new_workload
 
 
@@ -459,7 +510,11 @@ def decide(savings: int, overestimate: float) -> bool:
 
 
 def gather_information(
-    workload: Any, *, machine: Any, max_workload: int | None = None
+    workload: Any,
+    *,
+    machine: Any,
+    max_workload: int | None = None,
+    threshold: float | None = None,
 ) -> Information:
     """Information gathering phase of seed 000, section 2.3: the trial workload.
 
@@ -475,6 +530,15 @@ def gather_information(
     5. ``new_workload_values = ceil(workload / assignment)`` (ceil so that no task is lost
        when the division is not exact; the paper's example divides evenly).
 
+    With ``threshold`` (the overestimate of the decision phase) the gathering stops as soon
+    as the savings provably cannot exceed it: after step 1, because the heaviest processor
+    gets at most ``num_idle`` helpers, ``MAX(new_workload) >= ceil(MAX(workload) /
+    (num_idle + 1))``; after step 2, ``MAX(new_workload) >= ceil(sum / n)``; after step 3,
+    the heaviest processor's own new workload, computed from the scalars. The record is
+    then incomplete (``complete`` False, arrays None) and ``max_new_workload`` holds that
+    lower bound, so ``savings`` is an upper bound that the decision rejects: the decisions
+    are the paper's, at a fraction of the cost when balancing cannot pay.
+
     Parameters
     ----------
     workload : 1-D int64 backend array
@@ -482,6 +546,8 @@ def gather_information(
     machine : simd.Machine
     max_workload : int, optional
         ``MAX(workload)`` when the front end already knows it (the reduction is skipped).
+    threshold : float, optional
+        Stop early when the savings cannot exceed this.
 
     Returns
     -------
@@ -490,11 +556,11 @@ def gather_information(
 
     Examples
     --------
-    >>> from simd import Machine                                   # doctest: +SKIP
-    >>> info = gather_information(np.array([100, 19, 0, 0, 0, 0, 0]),
-    ...                           machine=Machine(pes=7))           # doctest: +SKIP
-    >>> info.assignment, info.savings                              # doctest: +SKIP
-    (array([5, 1, 0, 0, 0, 0, 0]), 80)
+    >>> from simd import Machine
+    >>> m = Machine(pes=7, backend="numpy")
+    >>> info = gather_information(m.asarray([100, 19, 0, 0, 0, 0, 0]), machine=m)
+    >>> info.assignment.tolist(), info.new_workload_values.tolist(), info.savings
+    ([5, 1, 0, 0, 0, 0, 0], [20, 19, 0, 0, 0, 0, 0], 80)
     """
     m = machine
     xp = m.xp
@@ -502,21 +568,47 @@ def gather_information(
     if n == 0:
         empty = xp.zeros(0, dtype=np.int64)
         return Information(0, 0, 0, xp.zeros(0, dtype=bool), 0, empty, empty, 0, 0)
+    if max_workload is None:
+        max_workload = int(m.reduce(workload, "max"))
+
+    def stop(bound: int, num_idle: int, total: int = -1) -> Information | None:
+        if threshold is None or max_workload - bound > threshold:
+            return None
+        avg = total // n if total >= 0 else -1
+        return Information(
+            num_idle, total, avg, None, -1, None, None, max_workload, bound, complete=False
+        )
+
+    # Step 1.
     idle = workload == 0
+    m.charge("elementwise", n, ops=1)
     num_idle = m.count(idle)
+    early = stop(-(-max_workload // (num_idle + 1)), num_idle)
+    if early is not None:
+        return early
+    # Step 2.
     total = int(m.reduce(workload, "add"))
     avg = total // n
+    early = stop(max(-(-max_workload // (num_idle + 1)), -(-total // n)), num_idle, total)
+    if early is not None:
+        return early
     act_mask = workload > avg
-    m.charge("elementwise", n, ops=2)  # the two comparisons
+    m.charge("elementwise", n, ops=1)
+    # Step 3.
     sum_workload = int(m.reduce(workload, "add", mask=act_mask))
+    # The heaviest processor's own share, computed on the front end from the scalars.
+    if max_workload > avg:
+        helpers = (max_workload * num_idle) // max(sum_workload, 1)
+        early = stop(-(-max_workload // (helpers + 1)), num_idle, total)
+        if early is not None:
+            return early
+    # Steps 4 and 5.
     share = (workload * num_idle) // max(sum_workload, 1) + 1
     assignment = xp.where(act_mask, share, (workload > 0).astype(np.int64))
     new_workload_values = xp.where(
         assignment > 0, (workload + assignment - 1) // xp.maximum(assignment, 1), 0
     )
     m.charge("elementwise", n, ops=9)  # assignment (5) and the ceiling division (4)
-    if max_workload is None:
-        max_workload = int(m.reduce(workload, "max"))
     max_new = int(m.reduce(new_workload_values, "max"))
     return Information(
         num_idle=num_idle,
@@ -647,9 +739,8 @@ def overestimate_key(machine: Any, *, name: str, clock: str = "model") -> str:
 
     Examples
     --------
-    >>> from simd.cost import CostModel
-    >>> class M: cost = CostModel.cm5(512); backend = "numpy"
-    >>> overestimate_key(M(), name="z-buffer")
+    >>> from simd import Machine
+    >>> overestimate_key(Machine(pes=512, backend="numpy"), name="z-buffer")
     'z-buffer|model|CM-5/512'
     """
     _check_clock(clock)
@@ -961,11 +1052,11 @@ def run_loop(
 
     Examples
     --------
-    >>> from simd import Machine                                      # doctest: +SKIP
+    >>> from simd import Machine
     >>> seen = []
     >>> res = run_loop([3, 0, 1], lambda i, t: seen.extend(zip(i.tolist(), t.tolist())),
-    ...                machine=Machine(pes=4), form="original")          # doctest: +SKIP
-    >>> sorted(seen), res.iterations                                  # doctest: +SKIP
+    ...                machine=Machine(pes=4, backend="numpy"), form="original")
+    >>> sorted(seen), res.iterations
     ([(0, 0), (0, 1), (0, 2), (2, 0)], 3)
     """
     if form not in FORMS:
@@ -1003,6 +1094,7 @@ def run_loop(
         cycles=0.0,
         wall=0.0,
         clock=clock,
+        vps=n,
     )
     try:
         with _Timer(machine) as whole, machine.phase(name):
@@ -1124,7 +1216,7 @@ class _Overestimate:
             self.value = None  # cannot decide before the first solution iteration
         else:
             cost = (self.max_info + self.max_redis) / self.min_soln
-            self.value = _ONLINE_FACTOR * cost + _ONLINE_MARGIN
+            self.value = _ONLINE_FACTOR[self.clock] * cost + _ONLINE_MARGIN
 
     def observe(self, info: float | None, redis: float | None, soln: float | None) -> None:
         if self.source != "online":
@@ -1184,7 +1276,9 @@ def _cost_effective(
             with _Timer(m) as t, m.phase(PHASE_INFORMATION):
                 if not redistributed and result.iterations:
                     m.charge("elementwise", n, ops=1)  # workload = W - index
-                info = gather_information(w, machine=m, max_workload=remaining)
+                info = gather_information(
+                    w, machine=m, max_workload=remaining, threshold=est.value if prune else None
+                )
             info_cycles += t.cycles
             info_wall += t.wall
             ran_info = True
@@ -1197,7 +1291,9 @@ def _cost_effective(
                 break
             with _Timer(m) as t, m.phase(PHASE_DECISION):
                 threshold = est.value
-                balanced = threshold is not None and decide(info.savings, threshold)
+                balanced = (
+                    threshold is not None and info.complete and decide(info.savings, threshold)
+                )
             dec_t._add(t.cycles, t.wall)
             if balanced:
                 with _Timer(m) as t, m.phase(PHASE_REDISTRIBUTION):
