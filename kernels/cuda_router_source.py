@@ -26,8 +26,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ATOMIC_COMBINES", "DTYPES", "BLOCK", "router_source", "all_variants",
-           "SEND_KERNEL", "WINNER_KERNEL", "WRITE_KERNEL"]
+__all__ = [
+    "ATOMIC_COMBINES",
+    "DTYPES",
+    "BLOCK",
+    "router_source",
+    "all_variants",
+    "SEND_KERNEL",
+    "WINNER_KERNEL",
+    "WRITE_KERNEL",
+]
 
 DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))
 #: Combines done with atomics per dtype kind ("i": integers, "f": floats).
@@ -52,9 +60,7 @@ _INT_ATOMIC = {
     ("and", "int"): "atomicAnd(a, v);",
     ("or", "int"): "atomicOr(a, v);",
     # Two's-complement addition, and, or are the same on unsigned words.
-    ("add", "long long"): (
-        "atomicAdd((unsigned long long *)a, (unsigned long long)v);"
-    ),
+    ("add", "long long"): ("atomicAdd((unsigned long long *)a, (unsigned long long)v);"),
     ("max", "long long"): "atomicMax(a, v);",
     ("min", "long long"): "atomicMin(a, v);",
     ("and", "long long"): "atomicAnd((unsigned long long *)a, (unsigned long long)v);",
@@ -79,8 +85,11 @@ _FLOAT_CAS = r"""
 
 _FLOAT_WORDS = {
     "float": ("unsigned int", "__uint_as_float", "__float_as_uint"),
-    "double": ("unsigned long long", "__longlong_as_double",
-               "(unsigned long long)__double_as_longlong"),
+    "double": (
+        "unsigned long long",
+        "__longlong_as_double",
+        "(unsigned long long)__double_as_longlong",
+    ),
 }
 
 _TEMPLATE = r"""
@@ -143,8 +152,12 @@ def router_source(combine: str, dtype) -> str:
             atomic = _INT_ATOMIC[(combine, ctype)]
         else:
             word, from_word, to_word = _FLOAT_WORDS[ctype]
-            atomic = _FLOAT_CAS % {"word": word, "from_word": from_word, "to_word": to_word,
-                                   "cmp": ">" if combine == "max" else "<"}
+            atomic = _FLOAT_CAS % {
+                "word": word,
+                "from_word": from_word,
+                "to_word": to_word,
+                "cmp": ">" if combine == "max" else "<",
+            }
     else:
         raise ValueError(f"no atomic send kernel for combine {combine!r} on {dtype}")
     return _TEMPLATE % {

@@ -29,6 +29,17 @@ reversed copy is made. The segment flags mark the first element of every segment
 order; in reverse the head of a segment in scan order is its last element in index order,
 i.e. scan position ``q`` is a head when ``segments[n - q]`` is set (``q > 0``).
 
+One kernel is compiled per (operator, dtype, pairs): 44 variants. Exclusive, reverse,
+segmented and initial are a runtime argument (branches uniform over the grid, free in a
+memory-bound kernel), so a program pays the NVRTC compile (about 2 s, CUB's headers) once
+per operator and dtype, not once per form.
+
+Floating-point sums are combined in a tree order, not serially: they differ from NumPy's
+``cumsum`` in the last bits, and (as in CUB's own scan) may differ between runs, because
+the look-back combines a predecessor's inclusive prefix or its aggregates depending on
+timing. Integer, max, min, bitwise and copy scans are exact and deterministic. CuPy
+compiles with ``-ftz=true``, so float32 denormals are flushed to zero.
+
 Semantics are those of ``kernels.reference.scan`` (C++ ``inclusive_scan`` /
 ``exclusive_scan`` with an initial value, per segment): ``initial`` is combined in front of
 every element's prefix; an exclusive scan gives ``initial`` (default: the identity, 0 for
@@ -58,6 +69,10 @@ __all__ = [
     "all_variants",
     "scan_fill",
     "cccl_include_dirs",
+    "FORM_EXCLUSIVE",
+    "FORM_REVERSE",
+    "FORM_SEGMENTED",
+    "FORM_INITIAL",
 ]
 
 OPS = ("add", "max", "min", "and", "or", "xor", "copy")
@@ -77,9 +92,13 @@ _CTYPES = {
 }
 
 # Tuning, kept apart from the algorithm (threads per block, items per thread) by element
-# size. Tiles of 2048-2304 elements keep enough loads in flight per SM to saturate HBM, as
+# size. Tiles of 1536-2048 elements keep enough loads in flight per SM to saturate HBM, as
 # in CUB's scan policies for sm_90; a GPU session should tune these with bench/primitives.py.
 _TUNING = {4: (128, 16), 8: (128, 12)}
+# Resident blocks per SM asked of ptxas (__launch_bounds__' second argument): it caps the
+# registers (65536 / (128 * 8) = 64 for 4-byte values, 85 for 8-byte ones) so that enough
+# tiles are in flight; without it ptxas chose 32 registers and spilled for one variant.
+_MIN_BLOCKS = {4: 8, 8: 6}
 
 
 def cccl_include_dirs() -> tuple[str, ...]:
@@ -114,28 +133,36 @@ def tile_state_bytes(num_tiles: int) -> int:
     return 3 * per_array + 256
 
 
+#: Bits of the kernel's runtime ``form`` argument.
+FORM_EXCLUSIVE = 1
+FORM_REVERSE = 2
+FORM_SEGMENTED = 4
+FORM_INITIAL = 8
+
+
 @dataclass(frozen=True)
 class ScanPlan:
     """How one scan maps onto the kernel.
 
     The kernel scans ``n`` elements of a C-contiguous buffer as rows of ``row_len``
-    elements (``rows`` is True when there is more than one row, so row starts are heads).
-    ``key`` names the kernel variant (one compiled module per key and device).
+    elements. ``key`` names the compiled variant, (operator, dtype, pairs): one module per
+    key and device. ``form`` is the runtime argument that selects exclusive, reverse,
+    segmented and initial (uniform branches, so they cost next to nothing in a
+    memory-bound kernel and need no compilation of their own).
     """
 
     n: int
     row_len: int
-    rows: bool
-    segmented: bool
     num_tiles: int
     block: int
     items: int
+    form: int
     key: tuple
 
     @property
     def pairs(self) -> bool:
         """Whether the kernel scans (flag, value) pairs (heads other than position 0)."""
-        return self.rows or self.segmented
+        return self.key[2]
 
 
 def plan_scan(
@@ -166,14 +193,16 @@ def plan_scan(
     Returns
     -------
     ScanPlan
+
+    Examples
+    --------
+    >>> plan = plan_scan(10, 5, "int32", "add", exclusive=True, reverse=False,
+    ...                  segmented=False, has_initial=False)
+    >>> plan.key, plan.form == FORM_EXCLUSIVE
+    (('add', '<i4', True), True)
     """
     dtype = np.dtype(dtype)
-    if op not in OPS:
-        raise ValueError(f"unknown scan operator {op!r}; expected one of {', '.join(OPS)}")
-    if dtype not in _CTYPES:
-        raise TypeError(f"scan kernels support int32, int64, float32, float64, not {dtype}")
-    if op in ("and", "or", "xor") and dtype.kind == "f":
-        raise TypeError(f"scan operator {op!r} needs an integer dtype, not {dtype}")
+    _check(op, dtype)
     if n < 0 or row_len < 1 or n % row_len:
         raise ValueError(f"n={n} is not a whole number of rows of length {row_len}")
     block, items = tuning(dtype)
@@ -181,12 +210,26 @@ def plan_scan(
     num_tiles = -(-n // tile)
     if num_tiles >= 2**31:
         raise ValueError(f"scan of {n} elements needs more than 2**31 tiles")
-    rows = row_len < n
-    # copy never combines initial in (an exclusive copy only puts it at the heads), so it
-    # needs no variant with one.
+    # Pairs are needed when heads other than position 0 exist: flags, or several rows.
+    pairs = bool(segmented) or row_len < n
+    # copy never combines initial in (an exclusive copy only puts it at the heads).
     has_initial = bool(has_initial) and op != "copy"
-    key = (op, dtype.str, bool(exclusive), bool(reverse), bool(segmented), rows, has_initial)
-    return ScanPlan(n, row_len, rows, bool(segmented), num_tiles, block, items, key)
+    form = (
+        FORM_EXCLUSIVE * bool(exclusive)
+        + FORM_REVERSE * bool(reverse)
+        + FORM_SEGMENTED * bool(segmented)
+        + FORM_INITIAL * has_initial
+    )
+    return ScanPlan(n, row_len, num_tiles, block, items, form, (op, dtype.str, pairs))
+
+
+def _check(op: str, dtype: np.dtype) -> None:
+    if op not in OPS:
+        raise ValueError(f"unknown scan operator {op!r}; expected one of {', '.join(OPS)}")
+    if dtype not in _CTYPES:
+        raise TypeError(f"scan kernels support int32, int64, float32, float64, not {dtype}")
+    if op in ("and", "or", "xor") and dtype.kind == "f":
+        raise TypeError(f"scan operator {op!r} needs an integer dtype, not {dtype}")
 
 
 def scan_fill(op: str, dtype, *, exclusive: bool, initial=None):
@@ -200,7 +243,9 @@ def scan_fill(op: str, dtype, *, exclusive: bool, initial=None):
     if exclusive and initial is None:
         from kernels.reference import identity
 
-        return identity(op, dtype)
+        # A NumPy scalar of exactly the kernel's value type: CuPy passes a Python int as
+        # a 64-bit value, which would misalign the arguments of an int32 kernel.
+        return dtype.type(identity(op, dtype))
     return dtype.type(0 if initial is None else initial)
 
 
@@ -217,8 +262,7 @@ _OP_EXPR = {
 }
 
 _TEMPLATE = r"""
-// simd scan kernel: op=%(op)s dtype=%(ctype)s exclusive=%(exclusive)d reverse=%(reverse)d
-// segmented=%(segmented)d rows=%(rows)d initial=%(has_initial)d
+// simd scan kernel: op=%(op)s dtype=%(ctype)s pairs=%(pairs)d
 #include <cub/block/block_exchange.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/agent/single_pass_scan_operators.cuh>
@@ -226,12 +270,12 @@ _TEMPLATE = r"""
 #define BLOCK %(block)d
 #define ITEMS %(items)d
 #define TILE (BLOCK * ITEMS)
-#define EXCLUSIVE %(exclusive)d
-#define REVERSE %(reverse)d
-#define SEGMENTED %(segmented)d
-#define ROWS %(rows)d
+#define MIN_BLOCKS %(min_blocks)d
 #define PAIRS %(pairs)d
-#define HAS_INITIAL %(has_initial)d
+#define FORM_EXCLUSIVE %(form_exclusive)d
+#define FORM_REVERSE %(form_reverse)d
+#define FORM_SEGMENTED %(form_segmented)d
+#define FORM_INITIAL %(form_initial)d
 
 typedef %(ctype)s value_t;
 
@@ -256,7 +300,12 @@ struct ScanOp {
   }
 };
 __device__ __forceinline__ value_t value_of(const scan_t &s) { return s.v; }
-__device__ __forceinline__ scan_t make_item(value_t v, int f) { scan_t s; s.v = v; s.f = f; return s; }
+__device__ __forceinline__ scan_t make_item(value_t v, int f) {
+  scan_t s;
+  s.v = v;
+  s.f = f;
+  return s;
+}
 #else
 typedef value_t scan_t;
 typedef ValueOp ScanOp;
@@ -283,10 +332,11 @@ simd_scan_init(void *tile_mem, unsigned long long tile_bytes, int num_tiles,
   }
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK)
+// form: FORM_* bits (exclusive, reverse, segmented, initial), the same for every thread.
+extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 simd_scan(const value_t *__restrict__ x, const unsigned char *__restrict__ seg,
           value_t *__restrict__ out, long long n, long long row_len, value_t initial,
-          void *tile_mem, unsigned long long tile_bytes, int num_tiles,
+          int form, void *tile_mem, unsigned long long tile_bytes, int num_tiles,
           unsigned int *ticket) {
   __shared__ struct {
     typename PrefixOp::TempStorage prefix;
@@ -297,6 +347,13 @@ simd_scan(const value_t *__restrict__ x, const unsigned char *__restrict__ seg,
     } u;
     int tile;
   } smem;
+
+  const bool exclusive = (form & FORM_EXCLUSIVE) != 0;
+  const bool reverse = (form & FORM_REVERSE) != 0;
+  const bool has_initial = (form & FORM_INITIAL) != 0;
+#if PAIRS
+  const bool segmented = (form & FORM_SEGMENTED) != 0;
+#endif
 
   TileState state;
   state.Init(num_tiles, tile_mem, (size_t)tile_bytes);
@@ -317,48 +374,48 @@ simd_scan(const value_t *__restrict__ x, const unsigned char *__restrict__ seg,
     const long long q = base + threadIdx.x + (long long)i * BLOCK;
     v[i] = value_t(0);
     if (q < n) {
-      v[i] = x[REVERSE ? n - 1 - q : q];
+      v[i] = x[reverse ? n - 1 - q : q];
     }
   }
-#if SEGMENTED
+  ExchangeValues(smem.u.values).StripedToBlocked(v, v);
+  __syncthreads();
+
+#if PAIRS
   unsigned char f[ITEMS];
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
-    const long long q = base + threadIdx.x + (long long)i * BLOCK;
     f[i] = 0;
-    if (q < n) {
-      // In reverse the head of a segment is its last element in index order: the element
-      // just after it (index n - q) starts the next segment.
-      f[i] = REVERSE ? (q > 0 ? seg[n - q] : 1) : seg[q];
-    }
   }
-#endif
-
-  ExchangeValues(smem.u.values).StripedToBlocked(v, v);
-  __syncthreads();
-#if SEGMENTED
-  ExchangeFlags(smem.u.flags).StripedToBlocked(f, f);
-  __syncthreads();
+  if (segmented) {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      const long long q = base + threadIdx.x + (long long)i * BLOCK;
+      if (q < n) {
+        // In reverse the head of a segment is its last element in index order: the
+        // element just after it (index n - q) starts the next segment.
+        f[i] = reverse ? (q > 0 ? seg[n - q] : (unsigned char)1) : seg[q];
+      }
+    }
+    ExchangeFlags(smem.u.flags).StripedToBlocked(f, f);
+    __syncthreads();
+  }
 #endif
 
   // Thread t now holds scan positions q0 .. q0 + ITEMS - 1.
   const long long q0 = base + (long long)threadIdx.x * ITEMS;
   scan_t items[ITEMS];
-#if ROWS
-  long long r = q0 %% row_len;  // position within the row, advanced incrementally
-#endif
   int head[ITEMS];
+#if PAIRS
+  long long r = q0 %% row_len;  // position within the row, advanced item by item
+#endif
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
-#if ROWS
-    head[i] = (r == 0);
+#if PAIRS
+    head[i] = (r == 0) | (f[i] != 0);
     r += 1;
     if (r == row_len) r = 0;
 #else
     head[i] = (q0 + i == 0);
-#endif
-#if SEGMENTED
-    head[i] |= (f[i] != 0);
 #endif
     items[i] = make_item(v[i], head[i]);
   }
@@ -366,36 +423,32 @@ simd_scan(const value_t *__restrict__ x, const unsigned char *__restrict__ seg,
   ScanOp op;
   if (tile == 0) {
     scan_t aggregate;
-#if EXCLUSIVE
-    // Position 0 is a head, so its undefined exclusive value is never used.
-    BlockScanT(smem.u.scan).ExclusiveScan(items, items, op, aggregate);
-#else
-    BlockScanT(smem.u.scan).InclusiveScan(items, items, op, aggregate);
-#endif
+    if (exclusive) {
+      // Position 0 is a head, so its undefined exclusive value is never used.
+      BlockScanT(smem.u.scan).ExclusiveScan(items, items, op, aggregate);
+    } else {
+      BlockScanT(smem.u.scan).InclusiveScan(items, items, op, aggregate);
+    }
     if (threadIdx.x == 0) {
       state.SetInclusive(0, aggregate);
     }
   } else {
     PrefixOp prefix(state, smem.prefix, op, tile);
-#if EXCLUSIVE
-    BlockScanT(smem.u.scan).ExclusiveScan(items, items, op, prefix);
-#else
-    BlockScanT(smem.u.scan).InclusiveScan(items, items, op, prefix);
-#endif
+    if (exclusive) {
+      BlockScanT(smem.u.scan).ExclusiveScan(items, items, op, prefix);
+    } else {
+      BlockScanT(smem.u.scan).InclusiveScan(items, items, op, prefix);
+    }
   }
   __syncthreads();
 
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
     value_t s = value_of(items[i]);
-#if HAS_INITIAL
-    s = ValueOp()(initial, s);
-#endif
-#if EXCLUSIVE
-    v[i] = head[i] ? initial : s;
-#else
-    v[i] = s;
-#endif
+    if (has_initial) {
+      s = ValueOp()(initial, s);
+    }
+    v[i] = (exclusive && head[i]) ? initial : s;
   }
   ExchangeValues(smem.u.values).BlockedToStriped(v, v);
 
@@ -403,39 +456,27 @@ simd_scan(const value_t *__restrict__ x, const unsigned char *__restrict__ seg,
   for (int i = 0; i < ITEMS; ++i) {
     const long long q = base + threadIdx.x + (long long)i * BLOCK;
     if (q < n) {
-      out[REVERSE ? n - 1 - q : q] = v[i];
+      out[reverse ? n - 1 - q : q] = v[i];
     }
   }
 }
 """
 
 
-def scan_source(
-    op: str,
-    dtype,
-    *,
-    exclusive: bool,
-    reverse: bool,
-    segmented: bool,
-    rows: bool,
-    has_initial: bool,
-) -> str:
+def scan_source(op: str, dtype, *, pairs: bool) -> str:
     """CUDA C++ source of one scan kernel variant (entry points ``INIT_KERNEL``, ``SCAN_KERNEL``).
+
+    ``pairs``: scan (head flag, value) pairs, for segmented scans and scans of several
+    rows; otherwise plain values (heads only at position 0).
 
     Examples
     --------
-    >>> src = scan_source("max", "float32", exclusive=False, reverse=True, segmented=True,
-    ...                   rows=False, has_initial=False)
-    >>> "simd_scan(" in src and "#define REVERSE 1" in src
+    >>> src = scan_source("max", "float32", pairs=True)
+    >>> "simd_scan(" in src and "#define PAIRS 1" in src
     True
     """
     dtype = np.dtype(dtype)
-    if op not in OPS:
-        raise ValueError(f"unknown scan operator {op!r}; expected one of {', '.join(OPS)}")
-    if dtype not in _CTYPES:
-        raise TypeError(f"scan kernels support int32, int64, float32, float64, not {dtype}")
-    if op in ("and", "or", "xor") and dtype.kind == "f":
-        raise TypeError(f"scan operator {op!r} needs an integer dtype, not {dtype}")
+    _check(op, dtype)
     block, items = tuning(dtype)
     return _TEMPLATE % {
         "op": op,
@@ -443,28 +484,21 @@ def scan_source(
         "expr": _OP_EXPR[op],
         "block": block,
         "items": items,
-        "exclusive": int(exclusive),
-        "reverse": int(reverse),
-        "segmented": int(segmented),
-        "rows": int(rows),
-        "pairs": int(segmented or rows),
-        "has_initial": int(has_initial),
+        "min_blocks": _MIN_BLOCKS[dtype.itemsize],
+        "pairs": int(bool(pairs)),
+        "form_exclusive": FORM_EXCLUSIVE,
+        "form_reverse": FORM_REVERSE,
+        "form_segmented": FORM_SEGMENTED,
+        "form_initial": FORM_INITIAL,
         "init_block": INIT_BLOCK,
     }
 
 
 def all_variants():
-    """Every (op, dtype, exclusive, reverse, segmented, rows, has_initial) kernel variant."""
+    """Every compiled kernel variant: (op, dtype, pairs)."""
     for op in OPS:
         for dtype in DTYPES:
             if op in ("and", "or", "xor") and dtype.kind == "f":
                 continue
-            for exclusive in (False, True):
-                for reverse in (False, True):
-                    for segmented in (False, True):
-                        for rows in (False, True):
-                            for has_initial in (False, True):
-                                if has_initial and op == "copy":
-                                    continue
-                                yield (op, dtype, exclusive, reverse, segmented, rows,
-                                       has_initial)
+            for pairs in (False, True):
+                yield (op, dtype, pairs)

@@ -8,8 +8,8 @@ The kernels are the single-pass decoupled look-back scan of Merrill & Garland (N
 NVR-2016-002) over CUB block primitives, with Schwartz's (flag, value) pair operator for
 segmented scans and for scans along an axis; see ``kernels.cuda_scan_source`` for the
 algorithm and the source template. One module is compiled per kernel variant (operator,
-dtype, exclusive, reverse, segmented, rows, initial) and device, and memoised, as CuPy does
-for its own kernels.
+dtype, pairs) and device, and memoised, as CuPy does for its own kernels; the scan form
+(exclusive, reverse, segmented, initial) is a runtime argument.
 """
 
 from __future__ import annotations
@@ -28,17 +28,9 @@ __all__ = ["scan", "reduce"]
 
 @functools.cache
 def _module(key: tuple, device_id: int) -> tuple[cupy.RawKernel, cupy.RawKernel]:
-    """Compiled (init, scan) kernels of variant ``key`` on device ``device_id``."""
-    op, dtype, exclusive, reverse, segmented, rows, has_initial = key
-    source = _src.scan_source(
-        op,
-        np.dtype(dtype),
-        exclusive=exclusive,
-        reverse=reverse,
-        segmented=segmented,
-        rows=rows,
-        has_initial=has_initial,
-    )
+    """Compiled (init, scan) kernels of variant ``key`` (op, dtype, pairs) on a device."""
+    op, dtype, pairs = key
+    source = _src.scan_source(op, np.dtype(dtype), pairs=pairs)
     options = ("-std=c++17",) + tuple(f"-I{d}" for d in _src.cccl_include_dirs())
     module = cupy.RawModule(code=source, options=options)
     return module.get_function(_src.INIT_KERNEL), module.get_function(_src.SCAN_KERNEL)
@@ -82,6 +74,7 @@ def _scan_rows(buf, flags, row_len: int, op: str, *, exclusive, reverse, initial
             np.int64(n),
             np.int64(row_len),
             fill,
+            np.int32(plan.form),
             tile_mem,
             np.uint64(tile_bytes),
             np.int32(plan.num_tiles),
@@ -147,9 +140,7 @@ def scan(
             ).reshape(-1)
     if flags is not None:
         flags = flags.view(cupy.uint8)
-    out = _scan_rows(
-        buf, flags, row_len, op, exclusive=exclusive, reverse=reverse, initial=initial
-    )
+    out = _scan_rows(buf, flags, row_len, op, exclusive=exclusive, reverse=reverse, initial=initial)
     if moved_shape is None:
         return out.reshape(shape)
     return cupy.ascontiguousarray(cupy.moveaxis(out.reshape(moved_shape), -1, axis))

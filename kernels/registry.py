@@ -26,7 +26,7 @@ PRIMITIVES = ("scan", "reduce", "send", "get", "shift", "halo_exchange")
 #: Modules that register accelerated implementations, per backend.
 _PROVIDERS: dict[str, tuple[str, ...]] = {
     "numpy": ("kernels.numba_cpu",),
-    "cupy": ("kernels.cupy_scan", "kernels.numba_shift"),
+    "cupy": ("kernels.cupy_scan", "kernels.cupy_router", "kernels.numba_shift"),
 }
 
 _table: dict[tuple[str, str], Callable] = {}

@@ -8,6 +8,8 @@ import importlib
 import pytest
 
 MODULES = [
+    "kernels.cuda_router_source",
+    "kernels.cuda_scan_source",
     "kernels.reference",
     "kernels.registry",
     "simd.cost",

@@ -1,0 +1,262 @@
+"""The host side of the CuPy kernels, run without a GPU.
+
+``kernels.cupy_scan.scan`` and ``kernels.cupy_router.send`` are run with CuPy replaced by
+NumPy and the compiled kernels replaced by models of what they compute from their launch
+arguments: the scan kernel by the block-decomposition model of ``test_scan_model`` (small
+tiles, so that the wrapper's launch plan crosses many tiles), the router kernels by
+``numpy.ufunc.at``. This checks everything the wrapper does (axis moves, flag conversion,
+the initial value and its type, launch grids, argument order) against the reference.
+CuPy must be importable (it is, without a GPU); otherwise these tests are skipped.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import random
+import types
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kernels import cuda_router_source as router_src
+from kernels import cuda_scan_source as scan_src
+from kernels import reference
+
+pytest.importorskip("cupy", reason="CuPy is not installed (the 'gpu' extra)")
+
+from kernels import cupy_router, cupy_scan  # noqa: E402
+
+
+def _load_model():
+    # The block-decomposition model lives beside this file (tests/kernels is no package).
+    path = pathlib.Path(__file__).with_name("test_scan_model.py")
+    spec = importlib.util.spec_from_file_location("_simd_scan_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.model_kernel
+
+
+model_kernel = _load_model()
+
+
+class _FakeDevice:
+    id = 0
+
+
+class _NumpyAsCupy(types.ModuleType):
+    """A stand-in for the ``cupy`` module with NumPy behind every attribute."""
+
+    def __init__(self):
+        super().__init__("cupy_shim")
+        self.cuda = types.SimpleNamespace(Device=_FakeDevice)
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def _numpy_as_cupy():
+    return _NumpyAsCupy()
+
+
+SMALL_TUNING = {4: (4, 3), 8: (2, 5)}
+
+
+@pytest.fixture
+def fake_scan(monkeypatch):
+    shim = _numpy_as_cupy()
+    monkeypatch.setattr(cupy_scan, "cupy", shim)
+    monkeypatch.setattr(scan_src, "_TUNING", SMALL_TUNING)
+    rng = random.Random(0)
+    launches = []
+
+    def module(key, device_id):
+        state = {}
+
+        def init(grid, block, args):
+            tile_mem, tile_bytes, num_tiles, ticket = args
+            assert block == (scan_src.INIT_BLOCK,)
+            assert grid[0] * block[0] >= num_tiles
+            assert tile_mem.dtype == np.uint8 and tile_mem.size == int(tile_bytes)
+            assert int(tile_bytes) >= scan_src.tile_state_bytes(int(num_tiles))
+            assert isinstance(tile_bytes, np.uint64) and isinstance(num_tiles, np.int32)
+            ticket[0] = 0
+            state["ready"] = True
+
+        def scan(grid, block, args):
+            x, flags, out, n, row_len, fill, form, tile_mem, tile_bytes, num_tiles, ticket = args
+            assert isinstance(form, np.int32)
+            assert state.pop("ready"), "the tile states were not initialised before the scan"
+            assert isinstance(n, np.int64) and isinstance(row_len, np.int64)
+            assert x.flags.c_contiguous and out.flags.c_contiguous and x.ndim == 1
+            b, items = SMALL_TUNING[x.dtype.itemsize]
+            assert block == (b,) and grid == (int(num_tiles),)
+            assert int(num_tiles) * b * items >= int(n) > (int(num_tiles) - 1) * b * items
+            launches.append(key)
+            model_kernel(
+                x,
+                flags,
+                out,
+                int(n),
+                int(row_len),
+                fill,
+                int(form),
+                key=key,
+                block=b,
+                items=items,
+                window=2,
+                rng=rng,
+            )
+
+        return init, scan
+
+    monkeypatch.setattr(cupy_scan, "_module", module)
+    return shim, launches
+
+
+OPS = scan_src.OPS
+
+
+# The fixture's patches hold for every example; nothing in it is per-example state.
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    shape=st.lists(st.integers(0, 9), min_size=0, max_size=3),
+    op=st.sampled_from(OPS),
+    dtype=st.sampled_from(scan_src.DTYPES),
+    axis=st.one_of(st.none(), st.integers(-3, 2)),
+    exclusive=st.booleans(),
+    reverse=st.booleans(),
+    segmented=st.booleans(),
+    initial=st.one_of(st.none(), st.integers(-5, 5)),
+    seed=st.integers(0, 2**31),
+)
+def test_scan_wrapper_matches_reference(
+    fake_scan, shape, op, dtype, axis, exclusive, reverse, segmented, initial, seed
+):
+    shim, launches = fake_scan
+    if op in ("and", "or", "xor") and dtype.kind == "f":
+        return
+    shape = tuple(shape)
+    if axis is not None:
+        if not shape:
+            axis = None
+        else:
+            axis = axis % len(shape)
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-50, 50, shape).astype(dtype)
+    seg = (rng.random(shape) < 0.3) if segmented else None
+    kw = dict(exclusive=exclusive, reverse=reverse, segments=seg, axis=axis, initial=initial)
+    expected = reference.scan(np, x, op, **kw)
+    before = len(launches)
+    got = cupy_scan.scan(shim, x, op, **kw)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    assert len(launches) - before == (1 if x.size else 0)
+
+
+def test_scan_wrapper_non_contiguous_input(fake_scan):
+    shim, _ = fake_scan
+    x = np.arange(60, dtype=np.int64).reshape(6, 10)[::2, 1::3]
+    seg = np.zeros(x.shape, bool)
+    seg[1, 1] = True
+    for axis in (None, 0, 1):
+        got = cupy_scan.scan(shim, x, "max", segments=seg, axis=axis, reverse=True)
+        expected = reference.scan(np, x, "max", segments=seg, axis=axis, reverse=True)
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_reduce_wrapper_bitwise(fake_scan):
+    shim, _ = fake_scan
+    x = np.random.default_rng(1).integers(0, 2**30, (7, 5)).astype(np.int64)
+    for op in ("and", "or", "xor"):
+        for axis in (None, 0, 1):
+            got = cupy_scan.reduce(shim, x, op, axis=axis)
+            expected = reference.reduce(np, x, op, axis=axis)
+            np.testing.assert_array_equal(got, expected)
+
+
+# --- router ---------------------------------------------------------------------------------
+
+_UFUNCS = {
+    "add": np.add,
+    "max": np.fmax,
+    "min": np.fmin,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+}
+
+
+@pytest.fixture
+def fake_router(monkeypatch):
+    shim = _numpy_as_cupy()
+    monkeypatch.setattr(cupy_router, "cupy", shim)
+    calls = []
+
+    def module(combine, dtype, device_id):
+        dtype = np.dtype(dtype)
+        router_src.router_source(combine, dtype)  # the variant exists
+
+        def combine_kernel(grid, block, args):
+            values, dest, out, n = args
+            assert values.dtype == out.dtype == dtype and dest.dtype == np.int64
+            assert grid[0] >= 1 and block == (router_src.BLOCK,) and int(n) == dest.size
+            calls.append(combine)
+            if combine in ("max", "min") and dtype.kind == "f":
+                # The CAS loop's NaN rule: a NaN operand wins (numpy.maximum/minimum).
+                ufunc = np.maximum if combine == "max" else np.minimum
+            else:
+                ufunc = _UFUNCS[combine]
+            with np.errstate(invalid="ignore"):
+                ufunc.at(out, dest, values)
+
+        def winner_kernel(grid, block, args):
+            dest, winner, n = args
+            assert winner.dtype == np.int64 and (winner == -1).all()
+            np.maximum.at(winner, dest, np.arange(int(n)))
+
+        def write_kernel(grid, block, args):
+            values, dest, winner, out, n = args
+            calls.append("overwrite")
+            i = np.arange(int(n))
+            won = winner[dest] == i
+            out[dest[won]] = values[won]
+
+        kernels = {
+            router_src.SEND_KERNEL: combine_kernel,
+            router_src.WINNER_KERNEL: winner_kernel,
+            router_src.WRITE_KERNEL: write_kernel,
+        }
+        return types.SimpleNamespace(get_function=kernels.__getitem__)
+
+    monkeypatch.setattr(cupy_router, "_module", module)
+    return shim, calls
+
+
+@pytest.mark.parametrize("dtype", scan_src.DTYPES + (np.dtype(bool),), ids=str)
+@pytest.mark.parametrize("combine", ["overwrite", "unique", "add", "max", "min", "and", "or"])
+def test_send_wrapper_matches_reference(fake_router, combine, dtype):
+    shim, calls = fake_router
+    if combine in ("and", "or") and dtype.kind == "f":
+        return
+    rng = np.random.default_rng(3)
+    size = 40
+    if combine == "unique":
+        dest = rng.permutation(size)[:25]
+    else:
+        dest = rng.integers(0, size, 300)
+    values = rng.integers(-100, 100, dest.size).astype(dtype)
+    if dtype.kind == "f":
+        values[::17] = np.nan
+    out0 = rng.integers(-100, 100, size).astype(dtype)
+    target = out0.copy()
+    with np.errstate(invalid="ignore"):  # NaN messages
+        expected = reference.send(np, values, dest, out0.copy(), combine)
+        got = cupy_router.send(shim, values, dest, target, combine)
+    assert got is target  # updated in place
+    np.testing.assert_array_equal(got, expected)
+    uses_kernel = dtype.kind != "b" and not (combine == "add" and dtype.kind == "f")
+    assert bool(calls) == uses_kernel
