@@ -9,10 +9,30 @@ isosurface of the same simulation output, made by two isosurface algorithms. Her
   about 242,000 triangles (the default "250k" surface); 256^3 gives about 970,000 and
   512^3 about 3.9 million. All triangles are about one voxel in size, so every polygon
   covers a few scan lines.
-- ``unbalanced``: the same surface where half of the volume (x > 0) is polygonised on a
-  grid n / 4 times coarser (32 at 128^3). The coarse triangles span tens to hundreds of
-  scan lines while the fine ones cover one or two: a few polygons carry most of the
-  scan-conversion work, as in the unbalanced data set of Table 1.
+- ``unbalanced``: the same signal polygonised by marching cubes on a multi-block
+  rectilinear grid, as simulation codes write their output, instead of one uniform grid
+  (seed 000's unbalanced set likewise comes from another isosurface algorithm on the same
+  output). Three blocks share their boundary planes:
+
+  * ``x <= 0``: the full-resolution grid, i.e. exactly the balanced surface's half
+    (about 120,000 small triangles at 128^3);
+  * ``x >= 0, y <= 1/2``: full resolution along x, but only the block's end planes along
+    y and z (two samples each, cells ``h x 3/2 x 2``);
+  * ``x >= 0, y >= 1/2``: full resolution along y, only the end planes along x and z.
+
+  In the two coarse blocks the isosurface is a height field over a grid that is fine along
+  one horizontal axis and a single cell long along the other, so marching cubes returns
+  two triangles per cell: 192 long slivers at 128^3 (one and a half units long along y or
+  one unit long along x, one voxel wide) among the small triangles. In views (45, 45) and
+  M(45, 45) the slivers along y span hundreds of scan lines while staying a few pixels
+  wide, as the few huge polygons of the unbalanced set of Table 1 (scan max 169 and 468
+  there; here about 220 and 360 at 512x512, averages 2 to 5).
+  The signal's isosurface is a corrugated sheet only 0.32 units tall (|z| <= 0.16; linear
+  interpolation along a two-sample z edge keeps vertices within |z| <= 0.25), so in the
+  side views (0, 0) no polygon of it can span more than about 90 scan lines (180
+  magnified), far from the paper's 231 and 512; there the slivers along x, seen side on,
+  make long spans instead: part of the imbalance moves into the z-buffer loop (max about
+  160 and 260 pixels per span, against 9 and 14 in the paper).
 
 Meshes are cached on disk (``$SIMD_EMU_CACHE`` or ``~/.cache/simd-emu``) after the first run.
 """
@@ -48,10 +68,11 @@ VIEWS = {
     "M(0,0)": ((0.0, 0.0), 2.0),
     "M(45,45)": ((45.0, 45.0), 2.0),
 }
-#: The unbalanced variant's coarse half uses a grid step of n // COARSE_DIVISOR samples
-#: (32 at the default 128^3).
-COARSE_DIVISOR = 4
-_VERSION = 3
+#: The unbalanced variant's block boundary along y, as a fraction of the grid: the blocks of
+#: slivers along y and along x meet at y = -1 + 2 * SPLIT_Y (y = 1/2).
+SPLIT_Y = 0.75
+#: Cache format and content version (4: multi-block unbalanced surface).
+_VERSION = 4
 
 
 def cache_dir() -> Path:
@@ -83,22 +104,34 @@ def isosurface(
     level: float = 0.5,
     *,
     step: int = 1,
-    spacing: float = 1.0,
+    spacing: float | tuple[float, float, float] = 1.0,
     origin: Any = (0.0, 0.0, 0.0),
 ) -> tuple[np.ndarray, ...]:
-    """Marching cubes (scikit-image, Lewiner) -> (vertices, faces, normals)."""
+    """Marching cubes (scikit-image, Lewiner) -> (vertices, faces, normals).
+
+    ``spacing`` is one grid step for all axes or one per axis (a rectilinear grid with
+    anisotropic cells); normals are then returned in world space (scikit-image computes
+    them from the index-space gradient, so they are divided by the per-axis spacing) but
+    not normalised.
+    """
     from skimage.measure import marching_cubes
 
+    aniso = np.ndim(spacing) != 0
+    steps = tuple(float(x) for x in spacing) if aniso else (spacing,) * 3
     verts, faces, normals, _ = marching_cubes(
         volume,
         level=level,
-        spacing=(spacing,) * 3,
+        spacing=steps,
         step_size=step,
         allow_degenerate=False,
         method="lewiner",
     )
     verts = verts.astype(np.float64) + np.asarray(origin, dtype=np.float64)
-    return verts, faces.astype(np.int64), normals.astype(np.float64)
+    normals = normals.astype(np.float64)
+    if aniso:
+        # world-space gradient = index-space gradient / step, per axis
+        normals = normals / np.asarray(steps)
+    return verts, faces.astype(np.int64), normals
 
 
 def _z_up(v: np.ndarray) -> np.ndarray:
@@ -113,17 +146,32 @@ def _build(kind: str, n: int) -> Mesh:
     if kind == "balanced":
         v, f, nn = isosurface(vol, spacing=h, origin=(-1.0, -1.0, -1.0))
         return Mesh(_z_up(v), f, _z_up(_unit(nn)), f"marschner-lobb-{n}")
-    # unbalanced: fine half (x <= 0) and a coarse half (x >= 0), sharing the plane x = 0
-    mid = (n - 1) // 2
-    fine = vol[: mid + 1]
-    step = max(2, n // COARSE_DIVISOR)
-    # the coarse grid starts on the shared plane and samples the same field
-    coarse = vol[mid::step, ::step, ::step]
-    v1, f1, n1 = isosurface(fine, spacing=h, origin=(-1.0, -1.0, -1.0))
-    v2, f2, n2 = isosurface(coarse, spacing=h * step, origin=(-1.0 + mid * h, -1.0, -1.0))
-    v = np.concatenate([v1, v2])
-    f = np.concatenate([f1, f2 + len(v1)])
-    nn = _unit(np.concatenate([n1, n2]))
+    # unbalanced: three blocks of a rectilinear grid sharing the planes x = 0 and y = 1/2
+    mid = (n - 1) // 2  # the plane x = 0 (x = -h/2 for even n)
+    ysplit = int(round(SPLIT_Y * (n - 1)))
+    last = n - 1
+    ends = [0, last]  # z: only the end planes in the coarse blocks
+    x0, y0 = -1.0 + mid * h, -1.0 + ysplit * h
+    parts = [
+        # fine block: the balanced surface's x <= 0 half
+        isosurface(vol[: mid + 1], spacing=h, origin=(-1.0, -1.0, -1.0)),
+        # slivers along y: fine in x, end planes in y (0, ysplit) and z
+        isosurface(
+            vol[mid:][:, [0, ysplit]][:, :, ends],
+            spacing=(h, ysplit * h, last * h),
+            origin=(x0, -1.0, -1.0),
+        ),
+        # slivers along x: end planes in x (mid, last) and z, fine in y
+        isosurface(
+            vol[[mid, last]][:, ysplit:][:, :, ends],
+            spacing=((last - mid) * h, h, last * h),
+            origin=(x0, y0, -1.0),
+        ),
+    ]
+    offsets = np.cumsum([0] + [len(p[0]) for p in parts[:-1]])
+    v = np.concatenate([p[0] for p in parts])
+    f = np.concatenate([p[1] + o for p, o in zip(parts, offsets, strict=True)])
+    nn = _unit(np.concatenate([_unit(p[2]) for p in parts]))
     return Mesh(_z_up(v), f, _z_up(nn), f"marschner-lobb-{n}-unbalanced")
 
 
