@@ -17,7 +17,7 @@ cost-effective loop of Figure 2 (LB) and the flattened ``expand`` form (EX).
 4. Table 4: per-execution time of the information gathering, redistribution and solution
    phases of both loops on 512 nodes over the unbalanced runs (min, max, average).
 5. The balanced loops alone on synthetic workloads with the statistics of the paper's own
-   Table 1 (250,000 polygons; far more unbalanced than our isosurfaces), with solution
+   Table 1 (250,000 polygons; its scan-line maxima in the (0,0) views exceed ours), with solution
    phases that cost what the renderer's do, overestimates from ``simd.balance.calibrate``.
 
 Run ``python bench/render.py [--quick]``; results go to ``bench/results/render.json``
