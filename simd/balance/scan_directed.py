@@ -40,7 +40,7 @@ Multiprocessors, MIT Press, 1991 (seed 003).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,8 +153,15 @@ class TiledGrid:
     True
     """
 
-    def __init__(self, channels: Mapping[str, Any], extents: Sequence[Any], buffer: int,
-                 *, xp: Any = np, uncharged: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        channels: Mapping[str, Any],
+        extents: Sequence[Any],
+        buffer: int,
+        *,
+        xp: Any = np,
+        uncharged: Sequence[str] = (),
+    ) -> None:
         self.xp = xp
         self.channels = dict(channels)
         self.extents = [np.asarray(e, dtype=np.int64).copy() for e in extents]
@@ -170,9 +177,15 @@ class TiledGrid:
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def from_arrays(cls, arrays: Mapping[str, Any], pes: Sequence[int] | int, *,
-                    buffer: int | None = None, xp: Any = np,
-                    uncharged: Sequence[str] = ()) -> TiledGrid:
+    def from_arrays(
+        cls,
+        arrays: Mapping[str, Any],
+        pes: Sequence[int] | int,
+        *,
+        buffer: int | None = None,
+        xp: Any = np,
+        uncharged: Sequence[str] = (),
+    ) -> TiledGrid:
         """Cut global arrays into the hierarchical decomposition (Lemma 1) of ``pes``.
 
         ``buffer`` defaults to twice the largest block side (room to balance).
@@ -333,8 +346,15 @@ def locality_violations(mu: Sequence[np.ndarray], pes: Sequence[int]) -> list[st
 # ---------------------------------------------------------------------------- balancing
 
 
-def balance(grid: TiledGrid, *, machine: Any, load: str = "active",
-            axes: Sequence[int] | None = None, limited: bool = True) -> list[AxisReport]:
+def balance(
+    grid: TiledGrid,
+    *,
+    machine: Any,
+    load: str = "active",
+    axes: Sequence[int] | None = None,
+    limited: bool = True,
+    on_cycle: Callable[[TiledGrid], None] | None = None,
+) -> list[AxisReport]:
     """One step of Scan Directed Load Balancing on ``grid`` (in place).
 
     Parameters
@@ -352,6 +372,9 @@ def balance(grid: TiledGrid, *, machine: Any, load: str = "active",
     limited : bool
         Algorithms 2 and 4 (pseudo-load ``alpha`` for inactive data, so that no buffer
         needs more than ``grid.buffer`` points) instead of Algorithms 1 and 3.
+    on_cycle : callable, optional
+        Called with ``grid`` after every put/get cycle of the data movement (the grid's
+        extents are current then), e.g. to check the Locality Constraints at every step.
 
     Returns
     -------
@@ -384,12 +407,19 @@ def balance(grid: TiledGrid, *, machine: Any, load: str = "active",
             raise ValueError(f"axis {a} is out of range for a {grid.ndim}-D grid")
     reports = []
     for axis in axes:
-        reports.append(_balance_axis(grid, machine, load, axis, limited))
+        reports.append(_balance_axis(grid, machine, load, axis, limited, on_cycle))
         grid.check()
     return reports
 
 
-def _balance_axis(grid: TiledGrid, m: Any, load: str, axis: int, limited: bool) -> AxisReport:
+def _balance_axis(
+    grid: TiledGrid,
+    m: Any,
+    load: str,
+    axis: int,
+    limited: bool,
+    on_cycle: Callable[[TiledGrid], None] | None,
+) -> AxisReport:
     xp = grid.xp
     k = grid.ndim
     p = grid.pes[axis]
@@ -424,12 +454,20 @@ def _balance_axis(grid: TiledGrid, m: Any, load: str, axis: int, limited: bool) 
     average = float(m.asnumpy(total[line])[0]) / p
     wmax = float(m.asnumpy(m.reduce(w, "max")))
     extents = grid.extents[axis]
-    report = AxisReport(axis=axis, aborted=None, average=average, alpha=0.0,
-                        flows=np.zeros(p), loads_before=s_line.copy(),
-                        loads_after=s_line.copy())
+    report = AxisReport(
+        axis=axis,
+        aborted=None,
+        average=average,
+        alpha=0.0,
+        flows=np.zeros(p),
+        loads_before=s_line.copy(),
+        loads_after=s_line.copy(),
+    )
     # Underflow: an average below the heaviest data hyperplane could leave a PE hyperplane
     # without data (constraint 3). In one dimension this is the paper's A-bar < 1.
-    if p < 2 or average <= 0 or average < max(wmax, 1.0):
+    if p < 2:
+        return report  # one PE hyperplane: nothing to move
+    if average <= 0 or average < max(wmax, 1.0):
         report.aborted = "underflow"
         return report
     if limited:
@@ -464,6 +502,7 @@ def _balance_axis(grid: TiledGrid, m: Any, load: str, axis: int, limited: bool) 
     f = flows.copy()
     s_pos = bounds.copy()  # s_pos[i]: first data hyperplane of PE hyperplane i
     ext = extents.copy()
+    grid.extents[axis] = ext  # live: _move updates it cycle by cycle
     for phase in ("put", "get"):
         while True:
             want = np.zeros(p + 1, dtype=bool)
@@ -490,6 +529,8 @@ def _balance_axis(grid: TiledGrid, m: Any, load: str, axis: int, limited: bool) 
             _move(grid, m, axis, move[1:p], phase, ext)
             report.cycles += 1
             report.moved += int(idx.size)
+            if on_cycle is not None:
+                on_cycle(grid)
     grid.extents[axis] = ext
     # The new hyperplane loads (for the report; the program recomputes them when needed).
     new_owner = np.searchsorted(np.cumsum(ext)[:-1], np.arange(bounds[-1]), side="right")
@@ -526,8 +567,7 @@ def _feasible(want: np.ndarray, ext: np.ndarray, b: int, phase: str) -> tuple[np
         move[:-1][hold_lo] = False
 
 
-def _move(grid: TiledGrid, m: Any, axis: int, mv: np.ndarray, phase: str,
-          ext: np.ndarray) -> None:
+def _move(grid: TiledGrid, m: Any, axis: int, mv: np.ndarray, phase: str, ext: np.ndarray) -> None:
     """One synchronous put (or get) cycle along ``axis``; ``mv[i-1]`` for boundary ``i``.
 
     put: every PE hyperplane ``i`` with a moving low boundary sends its first data

@@ -1,0 +1,364 @@
+"""Figures 8 to 10 of Biagioni & Prins (seed 003) in form, and dense diffusion throughput.
+
+1. Figures 8-10: edge-directed diffusion (Perona-Malik with the fixed point epsilon) of
+   real images on the emulated 64 x 64 MasPar MP-1 mesh, without balancing and with
+   scan-directed balancing every 1, 2, 5, 10, 20 iterations. For each run: the ratio of
+   the cost with balancing to the cost without, for the maximum load (the busiest PE's
+   active points averaged over the iterations) and for time (model clock: diffusion plus
+   balancing; the emulator's wall time is recorded too).
+   * Figure 8: large images (512 x 512, 8 x 8 pixels per PE), both dimensions balanced.
+   * Figure 9: small (256 x 256, 4 x 4 per PE), medium (400 x 448, 6-7 x 7 per PE) and
+     large images compared.
+   * Figure 10: balancing in only one dimension (rows) against both, large images.
+   Images ship inside packages: scikit-image's camera, moon and coffee, pydicom's CT test
+   file 693_J2KI.dcm (512 x 512); medium ones are centre crops, small ones 2x2 block
+   means (``diffusion.images.builtin_image``). Nothing is downloaded.
+2. Dense throughput (pixels x iterations per second) of ``diffusion.anisotropic_diffusion``
+   against medpy's on this machine, and on a GPU (CuPy, when one answers) at 8192 x 8192
+   against the memory floor: 8 bytes per pixel per iteration (read and write a float32)
+   over the measured device copy bandwidth.
+
+Run ``python bench/diffusion.py [--quick]``; results go to ``bench/results/diffusion.json``
+(``diffusion-quick.json`` with ``--quick``) with PNG plots beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+# This script is named like the package it benchmarks: take its own folder off the path.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from diffusion import anisotropic_diffusion, mesh_diffusion  # noqa: E402
+from diffusion.images import builtin_image  # noqa: E402
+from simd import Machine  # noqa: E402
+
+INTERVALS = (1, 2, 5, 10, 20)
+SIZES = {"large": (512, 512), "medium": (400, 448), "small": (256, 256)}
+IMAGES = ("camera", "moon", "ct", "coffee")
+PARAMS = dict(kappa=20.0, gamma=0.2, epsilon=0.25, option=1)
+
+
+def environment() -> dict[str, Any]:
+    try:
+        from simd.info import environment as env
+
+        return env()
+    except Exception as exc:  # pragma: no cover - the report must still be written
+        import platform
+
+        return {"platform": platform.platform(), "numpy": np.__version__, "error": str(exc)}
+
+
+def load(name: str, size: tuple[int, int]) -> np.ndarray:
+    """A bundled image at ``size``, scaled to 0..255 like the paper's 8-bit images."""
+    img = builtin_image(name, size=size).astype(np.float64)
+    lo, hi = img.min(), img.max()
+    return ((img - lo) / (hi - lo) * 255.0).astype(np.float32)
+
+
+def run_mesh(
+    img: np.ndarray, niter: int, every: int, axes: tuple[int, ...], backend: str
+) -> dict[str, Any]:
+    m = Machine(pes=(64, 64), backend=backend)
+    res = mesh_diffusion(
+        img,
+        niter=niter,
+        machine=m,
+        balance_every=every,
+        balance_axes=axes,
+        track_static=False,
+        **PARAMS,
+    )
+    return {
+        "iterations": res.iterations,
+        "mean_max_load": res.mean_max_load,
+        "cycles": res.cycles,
+        "model_seconds": m.cost.seconds(res.cycles["total"]),
+        "wall": res.wall["total"],
+        "balance_steps": len(res.balance_reports),
+        "aborted": res.aborted,
+        "mean_active_fraction": float(np.mean(res.active_fraction)) if res.active_fraction else 0.0,
+        "max_load": res.max_load,
+    }
+
+
+def figures(images: dict[str, list[str]], niter: int, backend: str) -> list[dict[str, Any]]:
+    rows = []
+    for size_name, names in images.items():
+        for name in names:
+            img = load(name, SIZES[size_name])
+            base = run_mesh(img, niter, 0, (0, 1), backend)
+            print(
+                f"{size_name:>6} {name:<7} {img.shape[0]}x{img.shape[1]}: "
+                f"{base['iterations']} iterations, avg max load {base['mean_max_load']:.2f}, "
+                f"active {base['mean_active_fraction']:.3f}, model "
+                f"{base['model_seconds']:.4f} s, wall {base['wall']:.1f} s",
+                flush=True,
+            )
+            dims = {"2d": (0, 1)}
+            if size_name == "large":
+                dims["1d"] = (0,)
+            for dim, axes in dims.items():
+                for every in INTERVALS:
+                    r = run_mesh(img, niter, every, axes, backend)
+                    row = {
+                        "size": size_name,
+                        "image": name,
+                        "shape": list(img.shape),
+                        "dims": dim,
+                        "interval": every,
+                        "load_ratio": r["mean_max_load"] / base["mean_max_load"],
+                        "time_ratio": r["cycles"]["total"] / base["cycles"]["total"],
+                        "wall_ratio": r["wall"] / base["wall"],
+                        "balancing_share": r["cycles"]["balancing"] / r["cycles"]["total"],
+                        "aborted": r["aborted"],
+                        "balance_steps": r["balance_steps"],
+                        "iterations": r["iterations"],
+                        "base_mean_max_load": base["mean_max_load"],
+                        "mean_max_load": r["mean_max_load"],
+                    }
+                    rows.append(row)
+                    print(
+                        f"    {dim} every {every:>2}: load ratio {row['load_ratio']:.3f}  "
+                        f"time ratio {row['time_ratio']:.3f}  wall ratio "
+                        f"{row['wall_ratio']:.2f}  (balancing {row['balancing_share']:.0%} "
+                        f"of model time, {row['aborted']} aborted)",
+                        flush=True,
+                    )
+    return rows
+
+
+def _mean(rows: list[dict], key: str, **where: Any) -> dict[int, float]:
+    out = {}
+    for every in INTERVALS:
+        vals = [
+            r[key]
+            for r in rows
+            if r["interval"] == every and all(r[k] == v for k, v in where.items())
+        ]
+        if vals:
+            out[every] = float(np.mean(vals))
+    return out
+
+
+def plots(rows: list[dict], outdir: Path, stem: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    x = list(INTERVALS)
+
+    def finish(fig, ax, name, title):
+        for a in ax:
+            a.set_xscale("log")
+            a.set_xticks(x, [str(v) for v in x])
+            a.axhline(1.0, color="grey", lw=0.8, ls=":")
+            a.set_xlabel("balancing interval (iterations)")
+        ax[0].set_ylabel("max load: with / without balancing")
+        ax[1].set_ylabel("time (model): with / without balancing")
+        fig.suptitle(title)
+        fig.tight_layout()
+        path = outdir / f"{stem}-{name}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(str(path))
+
+    # Figure 8: large images, 2-D balancing, every image and the mean.
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    large = [r for r in rows if r["size"] == "large" and r["dims"] == "2d"]
+    for name in sorted({r["image"] for r in large}):
+        for a, key in zip(ax, ("load_ratio", "time_ratio"), strict=True):
+            ys = _mean(large, key, image=name)
+            a.plot(list(ys), list(ys.values()), "o-", alpha=0.5, label=name)
+    for a, key in zip(ax, ("load_ratio", "time_ratio"), strict=True):
+        ys = _mean(large, key)
+        a.plot(list(ys), list(ys.values()), "k^-", lw=2, label="average")
+    ax[0].legend(fontsize=8)
+    finish(fig, ax, "fig8", "Figure 8: scan directed load balancing, 512x512 images, 64x64 MP-1")
+    # Figure 9: sizes.
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    for size in SIZES:
+        sel = [r for r in rows if r["size"] == size and r["dims"] == "2d"]
+        if not sel:
+            continue
+        for a, key in zip(ax, ("load_ratio", "time_ratio"), strict=True):
+            ys = _mean(sel, key)
+            a.plot(list(ys), list(ys.values()), "o-", label=f"{size} {tuple(sel[0]['shape'])}")
+    ax[0].legend(fontsize=8)
+    finish(fig, ax, "fig9", "Figure 9: different image sizes (averages)")
+    # Figure 10: one dimension against two.
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    for dims, label in (("2d", "both dimensions"), ("1d", "one dimension (rows)")):
+        sel = [r for r in rows if r["size"] == "large" and r["dims"] == dims]
+        if not sel:
+            continue
+        for a, key in zip(ax, ("load_ratio", "time_ratio"), strict=True):
+            ys = _mean(sel, key)
+            a.plot(list(ys), list(ys.values()), "o-", label=label)
+    ax[0].legend(fontsize=8)
+    finish(fig, ax, "fig10", "Figure 10: balancing in only one dimension (512x512, averages)")
+    return written
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["size    dims  " + "  ".join(f"k={k:<2} load  time" for k in INTERVALS)]
+    for size in SIZES:
+        for dims in ("2d", "1d"):
+            sel = [r for r in rows if r["size"] == size and r["dims"] == dims]
+            if not sel:
+                continue
+            lo = _mean(sel, "load_ratio")
+            ti = _mean(sel, "time_ratio")
+            cells = "  ".join(f"    {lo[k]:.3f} {ti[k]:.3f}" for k in INTERVALS if k in lo)
+            lines.append(f"{size:<7} {dims:<4} {cells}")
+    return "\n".join(lines)
+
+
+def throughput(quick: bool) -> dict[str, Any]:
+    from medpy.filter.smoothing import anisotropic_diffusion as medpy_ad
+
+    out: dict[str, Any] = {"cpu": []}
+    niter = 5 if quick else 10
+    for n in (512,) if quick else (512, 2048):
+        img = builtin_image("camera", size=(512, 512))
+        img = np.tile(img, (n // 512, n // 512))
+        best = {}
+        for label, fn in (("ours", anisotropic_diffusion), ("medpy", medpy_ad)):
+            times = []
+            for _ in range(2 if quick else 3):
+                t = time.perf_counter()
+                fn(img, niter=niter, kappa=20, gamma=0.2)
+                times.append(time.perf_counter() - t)
+            best[label] = img.size * niter / min(times)
+        row = {
+            "shape": [n, n],
+            "iterations": niter,
+            "ours_pixels_per_s": best["ours"],
+            "medpy_pixels_per_s": best["medpy"],
+            "speedup": best["ours"] / best["medpy"],
+        }
+        out["cpu"].append(row)
+        print(
+            f"dense {n}x{n}: ours {best['ours'] / 1e6:.1f} Mpixel/s, medpy "
+            f"{best['medpy'] / 1e6:.1f} Mpixel/s, ratio {row['speedup']:.2f}",
+            flush=True,
+        )
+    out["gpu"] = gpu_throughput(quick)
+    return out
+
+
+def gpu_throughput(quick: bool) -> dict[str, Any] | None:
+    """CuPy path at 8192 x 8192 against the memory floor (runs only where a GPU answers)."""
+    try:
+        from simd.backend import cupy_status
+
+        ok, detail = cupy_status()
+        if not ok:
+            print(f"dense GPU: skipped ({detail})")
+            return {"skipped": detail}
+        import cupy
+    except Exception as exc:  # pragma: no cover - no CuPy at all
+        print(f"dense GPU: skipped ({exc})")
+        return {"skipped": str(exc)}
+    n = 2048 if quick else 8192
+    img = cupy.asarray(np.tile(builtin_image("camera"), (n // 512, n // 512)))
+    a = cupy.empty_like(img)
+    a[...] = img  # warm-up copy
+    cupy.cuda.get_current_stream().synchronize()
+    reps = 20
+    t = time.perf_counter()
+    for _ in range(reps):
+        a[...] = img
+    cupy.cuda.get_current_stream().synchronize()
+    bandwidth = 2 * img.nbytes * reps / (time.perf_counter() - t)
+    niter = 10
+    anisotropic_diffusion(img, niter=1, kappa=20, gamma=0.2)  # compile the kernels
+    cupy.cuda.get_current_stream().synchronize()
+    t = time.perf_counter()
+    anisotropic_diffusion(img, niter=niter, kappa=20, gamma=0.2)
+    cupy.cuda.get_current_stream().synchronize()
+    seconds = (time.perf_counter() - t) / niter
+    floor = 8 * img.size / bandwidth
+    row = {
+        "shape": [n, n],
+        "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+        "copy_bandwidth_GBps": bandwidth / 1e9,
+        "seconds_per_iteration": seconds,
+        "pixels_per_s": img.size / seconds,
+        "floor_seconds_per_iteration": floor,
+        "ratio_to_floor": seconds / floor,
+    }
+    print(
+        f"dense GPU {n}x{n}: {row['pixels_per_s'] / 1e9:.2f} Gpixel/s, "
+        f"{seconds * 1e3:.2f} ms/iteration, floor {floor * 1e3:.2f} ms "
+        f"({row['ratio_to_floor']:.1f}x the floor)"
+    )
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="one image, large and small")
+    parser.add_argument("--niter", type=int, default=None, help="iterations per run")
+    parser.add_argument("--backend", default="numpy", help="machine backend")
+    parser.add_argument("--skip-figures", action="store_true")
+    parser.add_argument("--out", type=Path, default=None, help="JSON path")
+    args = parser.parse_args(argv)
+    # The balancing pays off in the later iterations, when activity has gathered into
+    # regions: even the quick run goes to 100.
+    niter = args.niter or 100
+    if args.quick:
+        images = {"large": ["camera"], "small": ["camera"]}
+    else:
+        images = {
+            "large": ["camera", "moon", "ct"],
+            "medium": ["camera", "coffee", "ct"],
+            "small": ["camera", "moon", "ct"],
+        }
+    outdir = ROOT / "bench" / "results"
+    outdir.mkdir(parents=True, exist_ok=True)
+    stem = "diffusion-quick" if args.quick else "diffusion"
+    out = args.out or outdir / f"{stem}.json"
+    start = time.perf_counter()
+    record: dict[str, Any] = {
+        "benchmark": "diffusion",
+        "quick": args.quick,
+        "environment": environment(),
+        "backend": args.backend,
+        "parameters": dict(PARAMS, niter=niter, mesh=[64, 64]),
+        "intervals": list(INTERVALS),
+    }
+    if not args.skip_figures:
+        rows = figures(images, niter, args.backend)
+        record["runs"] = rows
+        print()
+        print(
+            "average ratios, cost with balancing / without (load = avg max load per PE, "
+            "time = model clock)"
+        )
+        tab = table(rows)
+        print(tab)
+        record["table"] = tab
+        record["plots"] = plots(rows, outdir, stem)
+    record["throughput"] = throughput(args.quick)
+    record["wall_seconds"] = time.perf_counter() - start
+    out.write_text(json.dumps(record, indent=1, default=float))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
