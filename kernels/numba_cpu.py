@@ -65,8 +65,7 @@ def _apply_typed(code, a, b):
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_rows(rows, starts, has_starts, code, exclusive, reverse, has_initial, initial,
-               fill, out):
+def _scan_rows(rows, starts, has_starts, code, exclusive, reverse, has_initial, initial, fill, out):
     """Serial segmented scan of every row; ``starts`` are index-order segment starts."""
     n_rows, n = rows.shape
     for r in range(n_rows):
@@ -95,8 +94,9 @@ def _scan_rows(rows, starts, has_starts, code, exclusive, reverse, has_initial, 
 
 
 @register("scan", "numpy")
-def scan(xp, x, op="add", *, exclusive=False, reverse=False, segments=None, axis=None,
-         initial=None):
+def scan(
+    xp, x, op="add", *, exclusive=False, reverse=False, segments=None, axis=None, initial=None
+):
     """One-pass serial scan of every row; same contract as ``kernels.reference.scan``."""
     if x.size == 0:
         return x.copy()
@@ -108,9 +108,18 @@ def scan(xp, x, op="add", *, exclusive=False, reverse=False, segments=None, axis
     ident = reference.identity(op, x.dtype)
     fill = ident if initial is None else dtype(initial)
     out = np.empty_like(rows)
-    _scan_rows(rows, np.ascontiguousarray(starts), has_starts, _OP_CODES[op], bool(exclusive),
-               bool(reverse), initial is not None and op != "copy",
-               ident if initial is None else dtype(initial), fill, out)
+    _scan_rows(
+        rows,
+        np.ascontiguousarray(starts),
+        has_starts,
+        _OP_CODES[op],
+        bool(exclusive),
+        bool(reverse),
+        initial is not None and op != "copy",
+        ident if initial is None else dtype(initial),
+        fill,
+        out,
+    )
     return restore(out)
 
 
@@ -127,6 +136,10 @@ def send(xp, values, dest, out, combine):
     if dest.size == 0:
         return out
     flat = out.reshape(-1)  # a view: the machine passes a C-contiguous destination
-    _send_serial(np.ascontiguousarray(values, dtype=out.dtype), np.ascontiguousarray(dest),
-                 flat, _COMBINE_CODES[combine])
+    _send_serial(
+        np.ascontiguousarray(values, dtype=out.dtype),
+        np.ascontiguousarray(dest),
+        flat,
+        _COMBINE_CODES[combine],
+    )
     return out

@@ -12,8 +12,16 @@ from simd.backend import cupy_status
 
 __all__ = ["environment"]
 
-_PACKAGES = ("simd-emu", "numpy", "numba", "numba-cuda", "cupy-cuda13x", "scikit-image",
-             "trimesh", "moderngl")
+_PACKAGES = (
+    "simd-emu",
+    "numpy",
+    "numba",
+    "numba-cuda",
+    "cupy-cuda13x",
+    "scikit-image",
+    "trimesh",
+    "moderngl",
+)
 
 
 def _version(name: str) -> str | None:

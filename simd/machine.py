@@ -177,8 +177,9 @@ class Machine:
         """
         return self._account(kind, int(n), 0, ops=ops, label=kind)
 
-    def _account(self, kind: str, n: int, nbytes: int, *, ops: float = 1.0, label: str,
-                 distance: int = 1) -> float:
+    def _account(
+        self, kind: str, n: int, nbytes: int, *, ops: float = 1.0, label: str, distance: int = 1
+    ) -> float:
         if self._vp_stack:
             n = self._vp_stack[-1]
         cycles = self.cost.cycles(kind, n, ops=ops, distance=distance)
@@ -192,8 +193,18 @@ class Machine:
 
     # ----------------------------------------------------------------- instruction set
 
-    def scan(self, x, op: str = "add", *, exclusive: bool = False, reverse: bool = False,
-             segments=None, axis: int | None = None, initial=None, mask=None):
+    def scan(
+        self,
+        x,
+        op: str = "add",
+        *,
+        exclusive: bool = False,
+        reverse: bool = False,
+        segments=None,
+        axis: int | None = None,
+        initial=None,
+        mask=None,
+    ):
         """Scan (parallel prefix) of ``x`` with ``op``.
 
         Parameters
@@ -260,8 +271,16 @@ class Machine:
         nbytes = x.nbytes * 2 + (0 if segments is None else segments.nbytes)
         self._account("scan", x.size, nbytes, label="scan")
         fn = lookup("scan", self.backend)
-        out = fn(self.xp, x, op, exclusive=bool(exclusive), reverse=bool(reverse),
-                 segments=segments, axis=axis, initial=initial)
+        out = fn(
+            self.xp,
+            x,
+            op,
+            exclusive=bool(exclusive),
+            reverse=bool(reverse),
+            segments=segments,
+            axis=axis,
+            initial=initial,
+        )
         return out.astype(np.bool_) if as_bool else out
 
     def reduce(self, x, op: str = "add", *, axis: int | None = None, mask=None):
@@ -345,8 +364,17 @@ class Machine:
         self._account("reduce", mask.size, mask.nbytes, label="count")
         return int(self.xp.count_nonzero(mask))
 
-    def send(self, values, dest, size: int | tuple[int, ...] | None = None, *,
-             combine: str = "overwrite", mask=None, fill: Any = 0, into=None):
+    def send(
+        self,
+        values,
+        dest,
+        size: int | tuple[int, ...] | None = None,
+        *,
+        combine: str = "overwrite",
+        mask=None,
+        fill: Any = 0,
+        into=None,
+    ):
         """Router put: every message ``values[i]`` goes to address ``dest[i]``.
 
         Parameters
@@ -407,8 +435,9 @@ class Machine:
         fn = lookup("send", self.backend)
         if into is not None:
             if not out.flags.c_contiguous:  # the kernels address it flat, so give them a copy
-                out[...] = fn(self.xp, flat_values, flat_dest, self.xp.ascontiguousarray(out),
-                              combine)
+                out[...] = fn(
+                    self.xp, flat_values, flat_dest, self.xp.ascontiguousarray(out), combine
+                )
                 return out
             return fn(self.xp, flat_values, flat_dest, out, combine)
         if combine in ("overwrite", "unique"):
@@ -443,8 +472,14 @@ class Machine:
             out = self.xp.where(mask, out, self.xp.asarray(fill, dtype=out.dtype))
         return out
 
-    def shift(self, x, offset: int | tuple[int, ...], axis: int | None = None, *,
-              boundary: str | float = "wrap"):
+    def shift(
+        self,
+        x,
+        offset: int | tuple[int, ...],
+        axis: int | None = None,
+        *,
+        boundary: str | float = "wrap",
+    ):
         """NEWS / X-Net mesh shift with ``numpy.roll`` semantics: ``out[i] = x[i - offset]``.
 
         Parameters
@@ -471,13 +506,15 @@ class Machine:
         distance = max((abs(k) for k in offsets), default=0)
         self._account("shift", x.size, x.nbytes * 2, label="shift", distance=distance)
         if x.dtype == np.bool_:
-            out = lookup("shift", self.backend)(self.xp, x.view(np.uint8), offsets,
-                                                _bool_boundary(boundary))
+            out = lookup("shift", self.backend)(
+                self.xp, x.view(np.uint8), offsets, _bool_boundary(boundary)
+            )
             return out.view(np.bool_)
         return lookup("shift", self.backend)(self.xp, x, offsets, boundary)
 
-    def halo_exchange(self, tiles, heights, widths, *, width: int = 1,
-                      boundary: str | float = "edge"):
+    def halo_exchange(
+        self, tiles, heights, widths, *, width: int = 1, boundary: str | float = "edge"
+    ):
         """Give every PE's tile a halo of its 8 X-Net neighbours' edge points.
 
         Parameters
@@ -513,8 +550,9 @@ class Machine:
             )
         _check_boundary(boundary)
         per_pe = 2 * width * (BH + BW) + 4 * width * width
-        self._account("shift", R * C * per_pe, R * C * per_pe * tiles.itemsize * 2,
-                      label="halo_exchange")
+        self._account(
+            "shift", R * C * per_pe, R * C * per_pe * tiles.itemsize * 2, label="halo_exchange"
+        )
         fn = lookup("halo_exchange", self.backend)
         return fn(self.xp, tiles, heights, widths, int(width), boundary)
 

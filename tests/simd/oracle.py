@@ -35,8 +35,9 @@ def identity(op: str, dtype) -> object:
     return info.min if op == "max" else info.max
 
 
-def scan_line(values, op, *, flags=None, exclusive=False, reverse=False, initial=None,
-              dtype=np.int64):
+def scan_line(
+    values, op, *, flags=None, exclusive=False, reverse=False, initial=None, dtype=np.int64
+):
     """Scan one line of Python numbers; ``flags`` True at segment starts in index order."""
     n = len(values)
     flags = [False] * n if flags is None else list(flags)
@@ -56,7 +57,7 @@ def scan_line(values, op, *, flags=None, exclusive=False, reverse=False, initial
         if op == "copy":
             if acc is None:
                 head = values[i]
-                out[i] = (start_value if exclusive else head)
+                out[i] = start_value if exclusive else head
                 acc = head
             else:
                 out[i] = acc

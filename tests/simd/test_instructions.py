@@ -67,8 +67,15 @@ def expected_line(values, op, flags, exclusive, reverse, initial):
     if dtype.kind == "b" and op in ("and", "or", "xor"):
         work = [int(v) for v in work]
         initial = None if initial is None else int(initial)
-    out = oracle.scan_line(work, op, flags=None if flags is None else flags.tolist(),
-                           exclusive=exclusive, reverse=reverse, initial=initial, dtype=dtype)
+    out = oracle.scan_line(
+        work,
+        op,
+        flags=None if flags is None else flags.tolist(),
+        exclusive=exclusive,
+        reverse=reverse,
+        initial=initial,
+        dtype=dtype,
+    )
     return np.array(out).astype(dtype)
 
 
@@ -76,10 +83,22 @@ def expected_line(values, op, flags, exclusive, reverse, initial):
 @given(scan_cases())
 def test_scan_1d_matches_serial_oracle(case):
     m = machine(case["pes"])
-    got = m.scan(case["values"], case["op"], exclusive=case["exclusive"],
-                 reverse=case["reverse"], segments=case["flags"], initial=case["initial"])
-    want = expected_line(case["values"], case["op"], case["flags"], case["exclusive"],
-                         case["reverse"], case["initial"])
+    got = m.scan(
+        case["values"],
+        case["op"],
+        exclusive=case["exclusive"],
+        reverse=case["reverse"],
+        segments=case["flags"],
+        initial=case["initial"],
+    )
+    want = expected_line(
+        case["values"],
+        case["op"],
+        case["flags"],
+        case["exclusive"],
+        case["reverse"],
+        case["initial"],
+    )
     assert got.shape == want.shape
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
@@ -169,12 +188,11 @@ def test_enumerate_pack_count(mask_list, seg_list):
     ranks = m.enumerate(mask)
     assert ranks.tolist() == [sum(mask_list[:i]) for i in range(len(mask_list))]
     values = np.arange(mask.size) * 3
-    assert m.pack(values, mask).tolist() == [v for v, k in zip(values, mask_list) if k]
+    assert m.pack(values, mask).tolist() == [v for v, k in zip(values, mask_list, strict=True) if k]
     assert m.count(mask) == sum(mask_list)
     segs = np.array((seg_list + [False] * mask.size)[: mask.size], dtype=bool)
     seg_ranks = m.enumerate(mask, segments=segs)
-    want = oracle.scan_line([int(v) for v in mask_list], "add", flags=segs.tolist(),
-                            exclusive=True)
+    want = oracle.scan_line([int(v) for v in mask_list], "add", flags=segs.tolist(), exclusive=True)
     assert seg_ranks.tolist() == want
 
 
@@ -195,8 +213,14 @@ def send_cases(draw):
     mask = draw(st.none() | st.lists(st.booleans(), min_size=n, max_size=n))
     combine = draw(st.sampled_from(["overwrite", "add", "max", "min", "and", "or"]))
     into = draw(st.booleans())
-    return size, np.array(dest, dtype=np.int64), np.array(values, dtype=np.int64), (
-        None if mask is None else np.array(mask, dtype=bool)), combine, into
+    return (
+        size,
+        np.array(dest, dtype=np.int64),
+        np.array(values, dtype=np.int64),
+        (None if mask is None else np.array(mask, dtype=bool)),
+        combine,
+        into,
+    )
 
 
 @given(send_cases())
@@ -265,7 +289,7 @@ def test_get_matches_indexing(index_list, masked):
     else:
         mask = np.arange(index.size) % 2 == int(masked)
         got = m.get(source, index, mask=mask, fill=-1)
-        assert got.tolist() == [source[i] if k else -1 for i, k in zip(index, mask)]
+        assert got.tolist() == [source[i] if k else -1 for i, k in zip(index, mask, strict=True)]
 
 
 BOUNDARIES = ["wrap", "zero", "edge", 3]
@@ -291,8 +315,16 @@ def test_xnet_directions_fetch_from_the_named_neighbour():
     m = Machine(pes=(3, 3), backend="numpy")
     x = np.arange(9).reshape(3, 3)
     centre = (1, 1)
-    neighbour = {"n": (0, 1), "ne": (0, 2), "e": (1, 2), "se": (2, 2),
-                 "s": (2, 1), "sw": (2, 0), "w": (1, 0), "nw": (0, 0)}
+    neighbour = {
+        "n": (0, 1),
+        "ne": (0, 2),
+        "e": (1, 2),
+        "se": (2, 2),
+        "s": (2, 1),
+        "sw": (2, 0),
+        "w": (1, 0),
+        "nw": (0, 0),
+    }
     for name, (r, c) in neighbour.items():
         assert m.shift(x, XNET[name])[centre] == x[r, c], name
 
@@ -348,7 +380,8 @@ def test_halo_exchange_matches_serial_neighbour_copy(R, C, width, boundary, seed
     widths = rng.integers(width, B + 1, size=C)
     tiles = rng.integers(1, 100, size=(R, C, B, B)).astype(np.float32)
     got = Machine(pes=(R, C), backend="numpy").halo_exchange(
-        tiles, heights, widths, width=width, boundary=boundary)
+        tiles, heights, widths, width=width, boundary=boundary
+    )
     np.testing.assert_array_equal(got, serial_halo(tiles, heights, widths, width, boundary))
 
 
@@ -369,11 +402,13 @@ def test_halo_exchange_rejects_tiles_thinner_than_the_halo():
         (lambda m: m.scan(np.array([1, 2]), segments=np.array([1, 0])), TypeError, "bool"),
         (lambda m: m.scan(np.array([1, 2]), segments=np.array([True])), ValueError, "shape"),
         (lambda m: m.scan(np.array([1, 2]), axis=3), ValueError, "axis"),
-        (lambda m: m.scan(np.array([1, 2]), "copy", mask=np.array([True, True])), ValueError,
-         "copy-scan"),
+        (
+            lambda m: m.scan(np.array([1, 2]), "copy", mask=np.array([True, True])),
+            ValueError,
+            "copy-scan",
+        ),
         (lambda m: m.send(np.array([1.0]), np.array([0]), 1, combine="or"), TypeError, "integer"),
-        (lambda m: m.send(np.array([1]), np.array([0]), 1, combine="sum"), ValueError,
-         "combiner"),
+        (lambda m: m.send(np.array([1]), np.array([0]), 1, combine="sum"), ValueError, "combiner"),
         (lambda m: m.scan(np.array(["a"])), TypeError, "numbers"),
     ],
 )

@@ -91,8 +91,7 @@ def test_model_clock_follows_vp_ratio_and_network_height():
     # The router costs more than a mesh shift, which costs more than arithmetic.
     for model in (cm5, CostModel.mp1()):
         n = 100_000
-        assert (model.cycles("router", n) > model.cycles("shift", n)
-                > model.cycles("elementwise", n))
+        assert model.cycles("router", n) > model.cycles("shift", n) > model.cycles("elementwise", n)
     mp1 = CostModel.mp1()
     assert mp1.router_per_vp == pytest.approx(18 * mp1.shift_per_vp)
     with pytest.raises(ValueError, match="cost kind"):
