@@ -18,13 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -34,15 +30,7 @@ import renderer  # noqa: E402
 from renderer import opengl  # noqa: E402
 from renderer.datasets import VIEWS, load_dataset  # noqa: E402
 from simd import Machine  # noqa: E402
-
-
-def environment() -> dict[str, Any]:
-    try:
-        from simd.info import environment as env
-
-        return env()
-    except Exception:  # noqa: BLE001 - fall back to the basics
-        return {"platform": platform.platform(), "numpy": np.__version__}
+from simd.info import environment  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import sys
 import time
 import warnings
@@ -49,6 +48,7 @@ from simd.balance.cost_effective import (  # noqa: E402
     PHASE_SOLUTION,
     CostOverestimateWarning,
 )
+from simd.info import environment  # noqa: E402
 
 LOOPS = ("scan-conversion", "z-buffer")
 FORMS = {"OR": "original", "LB": "cost-effective", "EX": "expand"}
@@ -58,15 +58,6 @@ MARGIN = 2.0
 # The paper's numbers (seconds on a CM-5) to print beside ours.
 PAPER_SPEEDUP = "paper: LB 8x to 33x faster than OR on unbalanced data, at most 27% slower on "
 PAPER_SPEEDUP += "balanced data (Tables 2 and 3)"
-
-
-def environment() -> dict[str, Any]:
-    try:
-        from simd.info import environment as env
-
-        return env()
-    except Exception:  # pragma: no cover - simd.info is optional for this bench
-        return {"platform": platform.platform(), "numpy": np.__version__}
 
 
 def machine(nodes: int, backend: str) -> Machine:
@@ -149,6 +140,7 @@ def store_calibration(over: dict[int, dict[str, Any]], where: str, backend: str)
     from simd.balance.cost_effective import _PACKAGE_STORE, store_overestimate
 
     path = {"user": None, "package": _PACKAGE_STORE}.get(where, where)
+    written = None
     for p, entry in over.items():
         for loop in LOOPS:
             e = entry[loop]
@@ -167,7 +159,10 @@ def store_calibration(over: dict[int, dict[str, Any]], where: str, backend: str)
                     "source": "bench/render.py, unbalanced data set, all views",
                 },
             )
-    print(f"stored the overestimates in {written}")
+    if written is None:
+        print("no loop redistributed during calibration: nothing stored")
+    else:
+        print(f"stored the overestimates in {written}")
 
 
 def run_tables(

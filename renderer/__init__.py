@@ -13,7 +13,7 @@ rasterisation rules so images compare pixel for pixel with Mesa.
 from __future__ import annotations
 
 from renderer.camera import Camera, default_camera
-from renderer.image import save_image
+from renderer.image import save_depth, save_image
 from renderer.mesh import Mesh, as_mesh, load_mesh
 from renderer.pipeline import LOOP_FORMS, Frame, render
 
@@ -26,5 +26,6 @@ __all__ = [
     "default_camera",
     "load_mesh",
     "render",
+    "save_depth",
     "save_image",
 ]

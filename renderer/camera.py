@@ -72,6 +72,12 @@ def look_at(eye, target, up) -> np.ndarray:
     ------
     ValueError
         ``eye == target`` or ``up`` parallel to the viewing direction.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> (look_at((0, 0, 5), (0, 0, 0), (0, 1, 0)) @ [0, 0, 0, 1]).tolist()  # 5 ahead
+    [0.0, 0.0, -5.0, 1.0]
     """
     eye = np.asarray(eye, dtype=np.float64)
     f = np.asarray(target, dtype=np.float64) - eye
@@ -90,7 +96,14 @@ def look_at(eye, target, up) -> np.ndarray:
 
 
 def perspective(fovy: float, aspect: float, near: float, far: float) -> np.ndarray:
-    """``gluPerspective``: maps eye-space depth ``-near..-far`` to NDC ``-1..1``."""
+    """``gluPerspective``: maps eye-space depth ``-near..-far`` to NDC ``-1..1``.
+
+    Examples
+    --------
+    >>> c = perspective(90.0, 1.0, 1.0, 3.0) @ [0, 0, -3, 1]   # a point on the far plane
+    >>> float(c[2] / c[3])
+    1.0
+    """
     if not (0 < near < far) or not (0 < fovy < 180) or not aspect > 0:
         raise ValueError(
             f"bad perspective: fovy={fovy}, aspect={aspect}, near={near}, far={far} "
@@ -143,6 +156,15 @@ def default_camera(
         Image width / height.
     fovy : float
         Field of view at magnification 1, degrees.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from renderer.mesh import as_mesh
+    >>> tri = as_mesh((np.array([[0.0, 0, 0], [2, 0, 0], [0, 2, 0]]), np.array([[0, 1, 2]])))
+    >>> cam = default_camera(tri, (0, 0))           # on the +z axis through the box centre
+    >>> np.round(cam.eye, 3).tolist(), [float(t) for t in cam.target]
+    ([1.0, 1.0, 5.464], [1.0, 1.0, 0.0])
     """
     try:
         az, el = (float(v) for v in view)
@@ -150,6 +172,8 @@ def default_camera(
         raise ValueError(f"view must be (azimuth, elevation) in degrees, got {view!r}") from err
     if not (math.isfinite(az) and math.isfinite(el)):
         raise ValueError(f"view angles must be finite, got {view!r}")
+    if isinstance(magnification, bool) or not isinstance(magnification, int | float | np.number):
+        raise TypeError(f"magnification must be a number, got {magnification!r}")
     if not (magnification > 0 and math.isfinite(magnification)):
         raise ValueError(f"magnification must be a positive number, got {magnification!r}")
     lo, hi = mesh.bounds()

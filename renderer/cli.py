@@ -10,16 +10,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import time
 from typing import Any
 
-__all__ = ["register", "run"]
+from renderer.pipeline import LOOP_FORMS, MAX_SIZE
 
-FORMS = ("original", "cost-effective", "expand")
+__all__ = ["register", "run"]
 
 
 def _size(text: str) -> tuple[int, int]:
+    """``N`` or ``WxH`` -> (width, height), each 1..MAX_SIZE.
+
+    >>> _size("512"), _size("640x480")
+    ((512, 512), (640, 480))
+    """
     try:
         if "x" in text.lower():
             w, h = (int(v) for v in text.lower().split("x"))
@@ -27,16 +34,53 @@ def _size(text: str) -> tuple[int, int]:
             w = h = int(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(f"size must be N or WxH, got {text!r}") from err
-    if not (1 <= w <= 4096 and 1 <= h <= 4096):
-        raise argparse.ArgumentTypeError(f"size must be 1..4096 each way, got {text!r}")
+    if not (1 <= w <= MAX_SIZE and 1 <= h <= MAX_SIZE):
+        raise argparse.ArgumentTypeError(f"size must be 1..{MAX_SIZE} each way, got {text!r}")
     return w, h
 
 
 def _positive(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    """A finite number > 0 (the magnification)."""
+    try:
+        value = float(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from err
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a finite positive number, got {text!r}")
     return value
+
+
+def _finite(text: str) -> float:
+    """A finite number (a view angle)."""
+    try:
+        value = float(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from err
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def _check_output(path: str) -> None:
+    """Fail before rendering, not after, when the image cannot be written to ``path``."""
+    from PIL import Image
+
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory; give an image file name (-o frame.png)")
+    Image.init()
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in Image.EXTENSION:
+        raise ValueError(
+            f"{path}: unknown image format {suffix or '(no suffix)'!r}; use .png, .jpg, .tif, ..."
+        )
+    _check_folder(path)
+
+
+def _check_folder(path: str) -> None:
+    """The folder ``path`` is to be written in must exist."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"{path}: folder {folder} does not exist")
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -67,7 +111,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--view",
         nargs=2,
-        type=float,
+        type=_finite,
         metavar=("AZ", "EL"),
         default=(45.0, 45.0),
         help="azimuth and elevation in degrees (default: 45 45)",
@@ -88,7 +132,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--loop",
-        choices=FORMS,
+        choices=LOOP_FORMS,
         default="cost-effective",
         help="loop form (default: cost-effective)",
     )
@@ -107,6 +151,12 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="clock the balancer decides with (default: model)",
     )
     p.add_argument("--output", "-o", default="frame.png", help="image file (default: frame.png)")
+    p.add_argument(
+        "--depth",
+        metavar="FILE",
+        help="also write the depth buffer: 16-bit PNG (0 near .. 65535 far and empty) or "
+        ".npy (float32 window-space depth)",
+    )
     p.add_argument(
         "--compare",
         action="store_true",
@@ -130,12 +180,17 @@ def _load(args: argparse.Namespace) -> Any:
 
     if args.mesh:
         return load_mesh(args.mesh)
+    return load_dataset(args.dataset, _dataset_size(args))
+
+
+def _dataset_size(args: argparse.Namespace) -> str | int:
     size = args.dataset_size
-    return load_dataset(args.dataset, int(size) if str(size).isdigit() else size)
+    return int(size) if str(size).isdigit() else size
 
 
 def _loop_table(frame: Any, machine: Any) -> list[str]:
-    seconds = machine.cost.seconds if hasattr(machine, "cost") else (lambda c: float("nan"))
+    """Per loop (Table 1 and 2 in form) and per stage and balancing phase (Table 4)."""
+    seconds = machine.cost.seconds
     lines = [
         f"{'loop':<16} {'form':<15} {'iter':>6} {'max':>6} {'avg':>7} {'decis':>6} "
         f"{'model cycles':>13} {'model s':>9} {'wall s':>8}"
@@ -148,45 +203,43 @@ def _loop_table(frame: Any, machine: Any) -> list[str]:
         )
     lines.append("")
     lines.append(f"{'phase':<38} {'calls':>6} {'model cycles':>13} {'model s':>9} {'wall s':>8}")
-    for stage, t in frame.stats["phases"].items():
-        loop = frame.stats["loops"].get(stage)
-        if loop is None:
-            lines.append(
-                f"{stage:<38} {'':>6} {t['model']:>13.0f} {seconds(t['model']):>9.4f} "
-                f"{t['wall']:>8.3f}"
-            )
-            continue
-        lines.append(
-            f"{stage:<38} {'':>6} {t['model']:>13.0f} {seconds(t['model']):>9.4f} {t['wall']:>8.3f}"
+
+    def row(name: str, calls: Any, t: dict) -> str:
+        return (
+            f"{name:<38} {calls:>6} {t['model']:>13.0f} {seconds(t['model']):>9.4f} "
+            f"{t['wall']:>8.3f}"
         )
-        for phase, p in loop.get("phases", {}).items():
-            lines.append(
-                f"  {phase:<36} {p['calls']:>6} {p['model']:>13.0f} "
-                f"{seconds(p['model']):>9.4f} {p['wall']:>8.3f}"
-            )
-    total = frame.stats["total"]
-    lines.append(
-        f"{'total':<38} {'':>6} {total['model']:>13.0f} "
-        f"{seconds(total['model']):>9.4f} {total['wall']:>8.3f}"
-    )
+
+    for stage, t in frame.stats["phases"].items():
+        lines.append(row(stage, "", t))
+        for phase, p in frame.stats["loops"].get(stage, {}).get("phases", {}).items():
+            lines.append(row(f"  {phase}", p["calls"], p))
+    lines.append(row("total", "", frame.stats["total"]))
     return lines
 
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``simd-emu render``; returns the exit status."""
-    import numpy as np
-
+    from renderer.image import save_depth
     from renderer.pipeline import render
-    from simd import Machine
+    from simd import Machine, SimdError
+
+    def fail(err: Exception) -> int:
+        print(f"simd-emu render: {err}", file=sys.stderr)
+        return 2
 
     try:
+        if not args.table1:
+            _check_output(args.output)
+        for extra in (args.json, args.depth):
+            if extra:
+                _check_folder(extra)
         t0 = time.perf_counter()
         mesh = _load(args)
         t_load = time.perf_counter() - t0
         machine = Machine(pes=args.pes, backend=args.backend)
-    except (ValueError, OSError) as err:
-        print(f"simd-emu render: {err}", file=sys.stderr)
-        return 2
+    except (ValueError, OSError, SimdError) as err:
+        return fail(err)
     width, height = args.size
     if args.table1:
         return _table1(args, mesh, machine)
@@ -199,9 +252,8 @@ def run(args: argparse.Namespace) -> int:
         f"view     : ({args.view[0]:g}, {args.view[1]:g}), magnification "
         f"{args.magnification:g}, {width}x{height}"
     )
-    forms = FORMS if args.compare else (args.loop,)
-    if args.compare:
-        _warm_up(args)
+    forms = LOOP_FORMS if args.compare else (args.loop,)
+    _warm_up(args, forms)
     frames = {}
     for form in forms:
         m = machine if len(forms) == 1 else Machine(pes=args.pes, backend=args.backend)
@@ -218,8 +270,7 @@ def run(args: argparse.Namespace) -> int:
                 progress=None if args.no_progress else _auto_bar(mesh.n_faces, width * height),
             )
         except ValueError as err:
-            print(f"simd-emu render: {err}", file=sys.stderr)
-            return 2
+            return fail(err)
         frames[form] = frame
         print()
         print(f"loop form: {form}")
@@ -230,36 +281,60 @@ def run(args: argparse.Namespace) -> int:
             f"{counts['clipped']}, spans {counts['spans']}, fragments {counts['fragments']}, "
             f"pixels {counts['pixels']}"
         )
+        if counts["pixels"] == 0:
+            print(
+                f"note: nothing was drawn ({counts['degenerate']} triangles of zero area on "
+                f"screen, {counts['rejected']} outside the view); the image is empty"
+            )
     status = 0
     if args.compare:
         print()
-        base = frames["original"]
-        seconds = machine.cost.seconds
-        print(
-            f"{'form':<15} {'model cycles':>13} {'model s':>9} {'wall s':>8} "
-            f"{'speedup (model)':>16} {'speedup (wall)':>15}"
-        )
-        for form, f in frames.items():
-            t, b = f.stats["total"], base.stats["total"]
-            print(
-                f"{form:<15} {t['model']:>13.0f} {seconds(t['model']):>9.4f} "
-                f"{t['wall']:>8.3f} {b['model'] / t['model']:>16.2f} "
-                f"{b['wall'] / t['wall']:>15.2f}"
-            )
-        same = all(
-            np.array_equal(f.image, base.image) and np.array_equal(f.depth, base.depth)
-            for f in frames.values()
-        )
+        print("\n".join(_compare_table(frames, machine.cost.seconds)))
+        same = _identical(frames.values())
         print("images identical across loop forms:", "yes" if same else "NO")
         status = 0 if same else 1
-    frame = frames[forms[-1]]
-    frame.save(args.output)
-    print(f"wrote {args.output}")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(_jsonable(frames, mesh, args), fh, indent=2)
-        print(f"wrote {args.json}")
+    try:
+        frames[forms[-1]].save(args.output)
+        print(f"wrote {args.output}")
+        if args.depth:
+            save_depth(frames[forms[-1]].depth, args.depth)
+            print(f"wrote {args.depth}")
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(_jsonable(frames, mesh, args), fh, indent=2)
+            print(f"wrote {args.json}")
+    except (ValueError, OSError) as err:
+        return fail(err)
     return status
+
+
+def _compare_table(frames: dict, seconds: Any) -> list[str]:
+    """Total time of each loop form and its speedup over the original loop."""
+    base = frames["original"].stats["total"]
+    lines = [
+        f"{'form':<15} {'model cycles':>13} {'model s':>9} {'wall s':>8} "
+        f"{'speedup (model)':>16} {'speedup (wall)':>15}"
+    ]
+    for form, f in frames.items():
+        t = f.stats["total"]
+        lines.append(
+            f"{form:<15} {t['model']:>13.0f} {seconds(t['model']):>9.4f} {t['wall']:>8.3f} "
+            f"{base['model'] / t['model']:>16.2f} {base['wall'] / t['wall']:>15.2f}"
+        )
+    return lines
+
+
+def _identical(frames: Any) -> bool:
+    """Whether all frames have the same image, depth buffer and visible faces."""
+    import numpy as np
+
+    frames = list(frames)
+    return all(
+        np.array_equal(f.image, frames[0].image)
+        and np.array_equal(f.depth, frames[0].depth)
+        and np.array_equal(f.face, frames[0].face)
+        for f in frames[1:]
+    )
 
 
 def _table1(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
@@ -269,12 +344,11 @@ def _table1(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
     if args.mesh:
         meshes = {mesh.name: mesh}
     else:
-        size = args.dataset_size
-        size = int(size) if str(size).isdigit() else size
+        size = _dataset_size(args)
         meshes = {kind: load_dataset(kind, size) for kind in ("balanced", "unbalanced")}
     print(f"{'data set':<34} {'view':<9} {'scan max':>8} {'scan avg':>8} {'z max':>6} {'z avg':>6}")
     for name, m in meshes.items():
-        for row in workload_table(m, size=args.size[0], machine=machine):
+        for row in workload_table(m, size=args.size, machine=machine):
             print(
                 f"{name:<34} {row['view']:<9} {row['scan_max']:>8} {row['scan_avg']:>8.2f} "
                 f"{row['zbuf_max']:>6} {row['zbuf_avg']:>6.2f}"
@@ -282,9 +356,9 @@ def _table1(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
     return 0
 
 
-def _warm_up(args: argparse.Namespace) -> None:
-    """Render a tiny mesh in every form first, so that one-time costs (kernel compilation
-    and loading) do not land on the first form's wall time."""
+def _warm_up(args: argparse.Namespace, forms: tuple[str, ...]) -> None:
+    """Render a tiny mesh in every form first, so that one-time costs (loading compiled
+    kernels, imports) do not land in the wall time of the first stage or form."""
     import numpy as np
 
     from renderer.pipeline import render
@@ -294,32 +368,30 @@ def _warm_up(args: argparse.Namespace) -> None:
         np.array([[0.0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]]),
         np.array([[0, 1, 2], [0, 2, 3]]),
     )
-    for form in FORMS:
+    for form in forms:
         render(quad, size=8, loop=form, machine=Machine(pes=args.pes, backend=args.backend))
 
 
-def _auto_bar(n_faces: int, n_pixels: int) -> Any:
-    """A tqdm bar over the pipeline stages for long runs (big meshes or images)."""
+def _auto_bar(n_faces: int, n_pixels: int) -> bool | None:
+    """A tqdm bar over the pipeline stages (``True``) for long runs: big meshes or images."""
     if n_faces < 500_000 and n_pixels < 1024 * 1024:
         return None
     return True
 
 
 def _jsonable(frames: dict, mesh: Any, args: argparse.Namespace) -> dict:
+    """The statistics of every form rendered, with the machine and versions, for JSON."""
+    from simd.info import environment
+
     out: dict[str, Any] = {
         "mesh": mesh.name,
         "triangles": mesh.n_faces,
         "view": list(args.view),
         "magnification": args.magnification,
         "size": list(args.size),
+        "environment": environment(),
         "forms": {},
     }
-    try:
-        from simd.info import environment
-
-        out["environment"] = environment()
-    except Exception:  # noqa: BLE001 - the report is optional
-        pass
     for form, f in frames.items():
         out["forms"][form] = {
             "loops": {

@@ -87,6 +87,17 @@ def clip_triangles(
     Returns
     -------
     ClippedTriangles
+
+    Examples
+    --------
+    Two triangles sharing an edge; the second has a vertex behind the near plane (z < -w),
+    so it is clipped to a quadrilateral and drawn as a fan of two triangles:
+
+    >>> import numpy as np
+    >>> clip = np.array([[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1], [0, 0, -2, 1]])
+    >>> out = clip_triangles(np, clip, np.array([[0, 1, 2], [0, 1, 3]]), np.zeros((4, 1)), 16, 16)
+    >>> out.face.tolist(), out.n_clipped, out.n_rejected
+    ([0, 1, 1], 1, 0)
     """
     m = len(faces)
     gx = 1.0 + 2.0 * GUARD_BAND / width

@@ -34,18 +34,20 @@ isosurface of the same simulation output, made by two isosurface algorithms. Her
   make long spans instead: part of the imbalance moves into the z-buffer loop (max about
   160 and 260 pixels per span, against 9 and 14 in the paper).
 
-Meshes are cached on disk (``$SIMD_EMU_CACHE`` or ``~/.cache/simd-emu``) after the first run.
+Meshes are cached on disk after the first run, in simd-emu's cache folder
+(:func:`simd.balance.cost_effective.cache_dir`: ``$SIMD_EMU_CACHE_DIR``, else
+``$XDG_CACHE_HOME/simd-emu``, else ``~/.cache/simd-emu``).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from renderer.mesh import Mesh, as_mesh
+from simd.balance.cost_effective import cache_dir
 
 __all__ = [
     "DATASETS",
@@ -75,18 +77,17 @@ SPLIT_Y = 0.75
 _VERSION = 4
 
 
-def cache_dir() -> Path:
-    """Directory for cached data sets: ``$SIMD_EMU_CACHE`` or ``~/.cache/simd-emu``."""
-    root = os.environ.get("SIMD_EMU_CACHE")
-    path = Path(root) if root else Path.home() / ".cache" / "simd-emu"
-    return path
-
-
 def marschner_lobb(n: int, *, alpha: float = 0.25, f_m: float = 6.0) -> np.ndarray:
     """The Marschner-Lobb signal sampled on an ``n``^3 grid over [-1, 1]^3 (float32, [0, 1]).
 
     ``rho(x, y, z) = (1 - sin(pi z / 2) + alpha (1 + cos(2 pi f_M cos(pi r / 2))))
     / (2 (1 + alpha))`` with ``r = sqrt(x^2 + y^2)``; axes ordered (x, y, z).
+
+    Examples
+    --------
+    >>> vol = marschner_lobb(16)
+    >>> vol.shape, vol.dtype, bool(0 <= vol.min() and vol.max() <= 1)
+    ((16, 16, 16), dtype('float32'), True)
     """
     if n < 4:
         raise ValueError(f"grid resolution must be at least 4, got {n}")
@@ -232,15 +233,37 @@ def load_dataset(kind: str = "balanced", size: str | int = "250k", *, cache: boo
 
 
 def workload_table(
-    mesh: Any, *, views: dict | None = None, size: int = 512, machine: Any = None
+    mesh: Any,
+    *,
+    views: dict | None = None,
+    size: int | tuple[int, int] = 512,
+    machine: Any = None,
 ) -> list[dict]:
     """Maximum and average workload of the scan conversion and z-buffer loops for each
     view, like Table 1 of seed 000.
+
+    Parameters
+    ----------
+    mesh : Mesh or anything :func:`renderer.render` takes
+    views : dict, optional
+        Name -> ((azimuth, elevation), magnification); default :data:`VIEWS`.
+    size : int or (width, height)
+        Image size.
+    machine : simd.Machine, optional
 
     Returns
     -------
     list of dict
         ``view``, ``scan_max``, ``scan_avg``, ``zbuf_max``, ``zbuf_avg``.
+
+    Examples
+    --------
+    >>> from simd import Machine
+    >>> rows = workload_table(load_dataset("balanced", 16, cache=False), size=64,
+    ...                       views={"(0,0)": ((0, 0), 1.0)},
+    ...                       machine=Machine(pes=32, backend="numpy"))
+    >>> rows[0]["view"], rows[0]["scan_max"] >= 1, rows[0]["zbuf_avg"] > 0
+    ('(0,0)', True, True)
     """
     from renderer.pipeline import render
 

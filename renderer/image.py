@@ -1,12 +1,13 @@
-"""Image output (Pillow)."""
+"""Image output (Pillow): the RGB frame and the depth buffer."""
 
 from __future__ import annotations
 
 from os import PathLike
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["save_image"]
+__all__ = ["save_depth", "save_image"]
 
 
 def save_image(image: np.ndarray, path: str | PathLike[str]) -> None:
@@ -30,3 +31,37 @@ def save_image(image: np.ndarray, path: str | PathLike[str]) -> None:
             f"image must be uint8 (H, W), (H, W, 3) or (H, W, 4), got {image.dtype} {image.shape}"
         )
     Image.fromarray(image).save(path)
+
+
+def save_depth(depth: np.ndarray, path: str | PathLike[str]) -> None:
+    """Write an (H, W) depth buffer with values in [0, 1], row 0 at the top.
+
+    ``.npy``: the float32 values exactly. Otherwise a 16-bit greyscale PNG of
+    ``round(depth * 65535)``: 0 at the near plane, 65535 at the far plane and where
+    nothing was drawn.
+
+    Raises
+    ------
+    ValueError
+        ``depth`` is not a 2-D array of values in [0, 1].
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from PIL import Image
+    >>> path = os.path.join(tempfile.mkdtemp(), "depth.png")
+    >>> save_depth(np.array([[0.0, 0.5], [1.0, 1.0]], dtype=np.float32), path)
+    >>> np.asarray(Image.open(path)).tolist()
+    [[0, 32768], [65535, 65535]]
+    """
+    depth = np.asarray(depth)
+    if depth.ndim != 2 or not np.issubdtype(depth.dtype, np.floating):
+        raise ValueError(f"depth must be a float (H, W) array, got {depth.dtype} {depth.shape}")
+    if not (np.isfinite(depth).all() and depth.min() >= 0 and depth.max() <= 1):
+        raise ValueError("depth values must lie in [0, 1]")
+    if Path(path).suffix.lower() == ".npy":
+        np.save(path, depth.astype(np.float32))
+        return
+    from PIL import Image
+
+    Image.fromarray(np.rint(depth * 65535.0).astype(np.uint16)).save(path)

@@ -7,13 +7,18 @@ turns all of them into a validated :class:`Mesh` with float64 vertices and int64
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from os import PathLike
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Mesh", "as_mesh", "load_mesh", "vertex_normals", "face_normals"]
+__all__ = ["MAX_COORDINATE", "Mesh", "as_mesh", "load_mesh", "vertex_normals", "face_normals"]
+
+#: Largest vertex coordinate accepted: the camera and the transform square coordinates,
+#: which must not overflow float64 (about 1.8e308).
+MAX_COORDINATE = 1e100
 
 
 @dataclass(frozen=True)
@@ -61,9 +66,21 @@ def as_mesh(mesh: Any, *, name: str | None = None) -> Mesh:
     Raises
     ------
     ValueError
-        Empty mesh, wrong shapes, NaN or infinite vertices, face indices out of range.
+        Empty mesh, wrong shapes, NaN or infinite vertices, coordinates beyond
+        ``MAX_COORDINATE``, face indices out of range.
     TypeError
         ``mesh`` is none of the accepted kinds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mesh = as_mesh((np.array([[0, 0, 0], [2, 0, 0], [0, 2, 0]]), [[0, 1, 2]]))
+    >>> mesh.n_faces, mesh.vertices.dtype, mesh.bounds().tolist()
+    (1, dtype('float64'), [[0.0, 0.0, 0.0], [2.0, 2.0, 0.0]])
+    >>> as_mesh((mesh.vertices, [[0, 1, 3]]))
+    Traceback (most recent call last):
+        ...
+    ValueError: mesh face indices out of range: found 0..3, valid 0..2
     """
     if isinstance(mesh, Mesh):
         vertices, faces, normals = mesh.vertices, mesh.faces, mesh.normals
@@ -104,6 +121,12 @@ def as_mesh(mesh: Any, *, name: str | None = None) -> Mesh:
             f"mesh has {int(bad.sum())} vertices with NaN or infinite coordinates "
             f"(first at index {int(np.argmax(bad))})"
         )
+    largest = float(np.abs(vertices).max())
+    if largest > MAX_COORDINATE:
+        raise ValueError(
+            f"mesh coordinates too large ({largest:.3g}): the renderer squares them in float64, "
+            f"so they must stay within +-{MAX_COORDINATE:g}; scale the mesh down"
+        )
     if faces.min() < 0 or faces.max() >= vertices.shape[0]:
         raise ValueError(
             f"mesh face indices out of range: found {int(faces.min())}..{int(faces.max())}, "
@@ -138,6 +161,13 @@ def vertex_normals(mesh: Mesh) -> np.ndarray:
 
     Computed on the host in float64 with a fixed summation order so every backend shades
     with bit-identical normals. Vertices of degenerate neighbourhoods get (0, 0, 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> tri = as_mesh((np.array([[0.0, 0, 0], [2, 0, 0], [0, 2, 0]]), np.array([[0, 1, 2]])))
+    >>> face_normals(tri.vertices, tri.faces).tolist(), vertex_normals(tri)[0].tolist()
+    ([[0.0, 0.0, 4.0]], [0.0, 0.0, 1.0])
     """
     if mesh.normals is not None:
         return mesh.normals
@@ -155,17 +185,51 @@ def vertex_normals(mesh: Mesh) -> np.ndarray:
 def load_mesh(path: str | PathLike[str]) -> Mesh:
     """Load a triangle mesh file (PLY, OBJ, STL, OFF, GLB/GLTF, ... anything trimesh reads).
 
-    Scenes are flattened into one mesh; polygons are triangulated by trimesh.
+    Scenes are flattened into one mesh; polygons are triangulated by trimesh. Faces keep
+    the file's order. A triangle soup (every face with its own three vertices, as STL
+    stores them) has its coincident vertices merged, so that Gouraud shading sees the
+    shared vertices and smooths across edges.
 
     Raises
     ------
+    FileNotFoundError
+        No file at ``path``.
     ValueError
-        The file holds no triangles.
+        Not a file, a format trimesh cannot read, a broken file, or a file with no
+        triangles (and the errors of :func:`as_mesh`: NaN vertices, bad indices, ...).
+
+    Examples
+    --------
+    >>> import os, tempfile, trimesh
+    >>> path = os.path.join(tempfile.mkdtemp(), "box.stl")
+    >>> trimesh.creation.box().export(path)                   # doctest: +ELLIPSIS
+    b'...'
+    >>> mesh = load_mesh(path)
+    >>> mesh.name, mesh.n_faces, len(mesh.vertices)           # 36 STL corners merged to 8
+    ('box.stl', 12, 8)
     """
     import trimesh
 
-    loaded = trimesh.load(path, force="mesh", process=False)
-    name = str(path).replace("\\", "/").rsplit("/", 1)[-1]
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: file not found")
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory, not a mesh file")
+    try:
+        loaded = trimesh.load(path, force="mesh", process=False)
+    except NotImplementedError as err:  # trimesh's "file_type ... not supported"
+        raise ValueError(
+            f"{path}: not a mesh format trimesh can read (PLY, OBJ, STL, OFF, GLB, ...): {err}"
+        ) from err
+    except Exception as err:  # noqa: BLE001 - the readers raise anything on broken files
+        raise ValueError(f"{path}: cannot read the mesh ({type(err).__name__}: {err})") from err
+    name = os.path.basename(os.fspath(path))
     if not hasattr(loaded, "faces") or len(loaded.faces) == 0:
         raise ValueError(f"{path}: no triangles found in the file")
-    return as_mesh((np.asarray(loaded.vertices), np.asarray(loaded.faces)), name=name)
+    vertices, faces = np.asarray(loaded.vertices), np.asarray(loaded.faces)
+    if len(vertices) == 3 * len(faces) and np.isfinite(vertices).all():
+        loaded.merge_vertices()  # keeps the faces and their order, only renumbers vertices
+        vertices, faces = np.asarray(loaded.vertices), np.asarray(loaded.faces)
+    try:
+        return as_mesh((vertices, faces), name=name)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from err

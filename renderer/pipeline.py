@@ -10,7 +10,6 @@ three forms: ``"original"`` (Figure 1), ``"cost-effective"`` (Figure 2) or ``"ex
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,7 @@ from renderer.scan import ScanConverter, setup_triangles
 from renderer.shading import lambert, shade_pixels
 from renderer.transform import to_clip
 from renderer.zbuffer import EMPTY, ZBufferBody, decode_keys, id_bits
+from simd.balance import LoopResult, run_loop
 
 __all__ = ["Frame", "render", "LOOP_FORMS", "MAX_SIZE"]
 
@@ -82,12 +82,24 @@ class Frame:
 
 
 def _parse_size(size: Any) -> tuple[int, int]:
-    if isinstance(size, int | np.integer):
-        size = (int(size), int(size))
+    """``N`` or ``(width, height)`` of whole numbers of pixels -> (width, height).
+
+    >>> _parse_size(64), _parse_size((640, 480))
+    ((64, 64), (640, 480))
+    """
+
+    def whole(v: Any) -> bool:
+        return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+
+    if whole(size):
+        size = (size, size)
     try:
-        w, h = (int(v) for v in size)
+        w, h = size
     except (TypeError, ValueError) as err:
         raise ValueError(f"size must be an int or (width, height), got {size!r}") from err
+    if not (whole(w) and whole(h)):
+        raise ValueError(f"size must be whole numbers of pixels, got {size!r}")
+    w, h = int(w), int(h)
     if not (1 <= w <= MAX_SIZE and 1 <= h <= MAX_SIZE):
         raise ValueError(f"image size must be 1..{MAX_SIZE} in each direction, got {w}x{h}")
     return w, h
@@ -97,28 +109,6 @@ def _default_machine() -> Any:
     from simd import Machine
 
     return Machine()
-
-
-def _run_loop(
-    workload: Any,
-    body: Any,
-    *,
-    machine: Any,
-    form: str,
-    name: str,
-    task_cost: float,
-    progress: Any,
-    overestimate: Any,
-    clock: str,
-) -> Any:
-    from simd.balance import run_loop
-
-    kwargs: dict[str, Any] = {"form": form, "name": name, "task_cost": task_cost, "clock": clock}
-    if overestimate is not None:
-        kwargs["overestimate"] = overestimate
-    if progress is not None:
-        kwargs["progress"] = progress
-    return run_loop(workload, body, machine=machine, **kwargs)
 
 
 class _Stage:
@@ -210,7 +200,9 @@ def render(
     ------
     ValueError
         Bad mesh (empty, wrong shapes, NaN/inf vertices, indices out of range), bad size,
-        loop form or shading.
+        view, magnification, loop form, shading or clock.
+    TypeError
+        ``mesh``, ``camera``, ``machine`` or ``magnification`` of the wrong kind.
 
     Examples
     --------
@@ -227,6 +219,12 @@ def render(
         raise ValueError(f"loop must be one of {', '.join(LOOP_FORMS)}; got {loop!r}")
     if shading not in SHADINGS:
         raise ValueError(f"shading must be one of {', '.join(SHADINGS)}; got {shading!r}")
+    if clock not in ("model", "wall"):
+        raise ValueError(f"clock must be 'model' or 'wall', got {clock!r}")
+    if camera is not None and not isinstance(camera, Camera):
+        raise TypeError(f"camera must be a renderer.Camera, got {type(camera).__name__}")
+    if machine is not None and not (hasattr(machine, "xp") and hasattr(machine, "scan")):
+        raise TypeError(f"machine must be a simd.Machine, got {type(machine).__name__}")
     m = machine if machine is not None else _default_machine()
     xp = m.xp
     aspect = width / height
@@ -284,14 +282,13 @@ def render(
         n_tri = int(tris.face.shape[0])
         with _Stage(m, stats, "scan-conversion", bar, machine_phase=False):
             scanner = ScanConverter(xp, setup, machine=m)
-            res_scan = _run_loop(
+            res_scan = run_loop(
                 setup.workload,
                 scanner,
                 machine=m,
                 form=loop,
                 name="scan-conversion",
                 task_cost=ScanConverter.TASK_COST,
-                progress=None,
                 overestimate=_pick(overestimate, 0),
                 clock=clock,
             )
@@ -301,14 +298,13 @@ def render(
         writes = xp.zeros(width * height, dtype=xp.int64) if count_writes else None
         with _Stage(m, stats, "z-buffer", bar, machine_phase=False):
             body = ZBufferBody(xp, spans, zbuffer, width, bits, machine=m, writes=writes)
-            res_z = _run_loop(
+            res_z = run_loop(
                 spans.length,
                 body,
                 machine=m,
                 form=loop,
                 name="z-buffer",
                 task_cost=ZBufferBody.TASK_COST,
-                progress=None,
                 overestimate=_pick(overestimate, 1),
                 clock=clock,
             )
@@ -363,29 +359,17 @@ def _pick(overestimate: Any, k: int) -> Any:
     return overestimate
 
 
-def _loop_stats(res: Any, timing: dict) -> dict:
-    def num(name: str, default: Any = 0) -> Any:
-        v = getattr(res, name, default)
-        if isinstance(v, list | tuple):
-            return len(v)
-        try:
-            return float(v) if isinstance(v, float) or name == "mean_workload" else int(v)
-        except (TypeError, ValueError):
-            return v
-
-    mean = num("mean_workload", 0.0)
-    phases = {}
-    for name, t in (getattr(res, "stats", None) or {}).items():
-        try:
-            phases[name] = {"calls": int(t.calls), "model": float(t.cycles), "wall": float(t.wall)}
-        except (AttributeError, TypeError):
-            continue
+def _loop_stats(res: LoopResult, timing: dict) -> dict:
+    """A loop's line of Tables 1 and 4: workloads, iterations, decisions, phase times."""
     return {
-        "iterations": num("iterations"),
-        "max_workload": num("max_workload"),
-        "mean_workload": mean if not (isinstance(mean, float) and math.isnan(mean)) else 0.0,
-        "decisions": num("decisions"),
-        "phases": phases,
+        "iterations": res.iterations,
+        "max_workload": res.max_workload,
+        "mean_workload": res.mean_workload,
+        "decisions": res.decisions,
+        "phases": {
+            name: {"calls": t.calls, "model": t.cycles, "wall": t.wall}
+            for name, t in res.stats.items()
+        },
         "model": timing["model"],
         "wall": timing["wall"],
         "loop": res,

@@ -69,12 +69,15 @@ class TriangleSetup:
 
 def snap(xp: Any, coord: Any) -> Any:
     """Window coordinate -> int64 fixed point relative to pixel centres (8 sub-pixel bits,
-    round half to even, as llvmpipe's ``subpixel_snap(x - 0.5)``)."""
+    round half to even, as llvmpipe's ``subpixel_snap(x - 0.5)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> snap(np, np.array([0.5, 1.0, 3.5 + 1 / 512])).tolist()  # 768.5 rounds to even
+    [0, 128, 768]
+    """
     return xp.rint((coord - 0.5) * SUBPIXEL).astype(xp.int64)
-
-
-def _floordiv(xp: Any, a: Any, b: Any) -> Any:
-    return xp.floor_divide(a, b)
 
 
 def setup_triangles(
@@ -94,6 +97,16 @@ def setup_triangles(
     Returns
     -------
     TriangleSetup
+
+    Examples
+    --------
+    A triangle from pixel (4, 4) to (12, 4) and (8, 12) of a 16 x 16 viewport:
+
+    >>> import numpy as np
+    >>> clip = np.array([[[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1]]])
+    >>> s = setup_triangles(np, clip, 16, 16)
+    >>> int(s.row0[0]), int(s.workload[0]), int(s.col0[0]), int(s.col1[0])  # rows 4..11
+    (4, 8, 4, 11)
     """
     t = clip.shape[0]
     xw, yw, zw, inv_w = to_window(xp, clip, width, height)
@@ -122,10 +135,11 @@ def setup_triangles(
 
     ymin, ymax = ys.min(axis=1), ys.max(axis=1)
     xmin, xmax = xs.min(axis=1), xs.max(axis=1)
-    row0 = xp.maximum(-_floordiv(xp, -ymin, SUBPIXEL), 0)  # ceil, clipped to the viewport
-    row1 = xp.minimum(_floordiv(xp, ymax, SUBPIXEL), height - 1)
-    col0 = xp.maximum(-_floordiv(xp, -xmin, SUBPIXEL), 0)
-    col1 = xp.minimum(_floordiv(xp, xmax, SUBPIXEL), width - 1)
+    # first and last pixel centres inside the box (ceil and floor), clipped to the viewport
+    row0 = xp.maximum(-((-ymin) // SUBPIXEL), 0)
+    row1 = xp.minimum(ymax // SUBPIXEL, height - 1)
+    col0 = xp.maximum(-((-xmin) // SUBPIXEL), 0)
+    col1 = xp.minimum(xmax // SUBPIXEL, width - 1)
     workload = xp.where(degenerate | (col1 < col0), 0, xp.maximum(row1 - row0 + 1, 0))
 
     # depth plane through the unsnapped vertices (as llvmpipe sets up its interpolants),

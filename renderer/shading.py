@@ -35,7 +35,15 @@ def lambert(
     diffuse: float = DIFFUSE,
 ) -> np.ndarray:
     """RGB in [0, 1] of surfaces with unit ``normals`` (K, 3) lit from unit direction ``light``
-    (two-sided Lambert plus ambient)."""
+    (two-sided Lambert plus ambient).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rgb = lambert(np.array([[0, 0, 1.0], [1.0, 0, 0]]), np.array([0, 0, 1.0]))
+    >>> np.round(rgb, 3).tolist()     # facing the light: full colour; edge-on: ambient only
+    [[0.92, 0.86, 0.72], [0.138, 0.129, 0.108]]
+    """
     normals = np.asarray(normals, dtype=np.float64)
     n_dot_l = np.abs(normals @ np.asarray(light, dtype=np.float64))
     return np.asarray(colour)[None, :] * (ambient + diffuse * n_dot_l)[:, None]

@@ -34,6 +34,12 @@ def to_clip(xp: Any, vertices: Any, mvp: np.ndarray) -> Any:
     Returns
     -------
     (N, 4) float64 xp array
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> to_clip(np, np.array([[1.0, 2.0, 3.0]]), np.eye(4)).tolist()
+    [[1.0, 2.0, 3.0, 1.0]]
     """
     mvp = np.asarray(mvp, dtype=np.float64)
     x, y, z = vertices[:, 0], vertices[:, 1], vertices[:, 2]
@@ -60,6 +66,13 @@ def to_window(xp: Any, clip: Any, width: int, height: int) -> tuple[Any, Any, An
     -------
     xw, yw, zw, inv_w : float64 xp arrays shaped like ``clip[..., 0]``
         Window x and y (y up, pixel centres at half integers), depth in [0, 1], and 1/w.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> xw, yw, zw, inv_w = to_window(np, np.array([[0.5, -1.0, 0.0, 1.0]]), 64, 32)
+    >>> xw.tolist(), yw.tolist(), zw.tolist()    # x: 3/4 across, y: the bottom edge
+    ([48.0], [0.0], [0.5])
     """
     inv_w = 1.0 / clip[..., 3]
     sx, sy = width / 2.0, height / 2.0

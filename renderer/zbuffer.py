@@ -28,7 +28,13 @@ EMPTY = np.iinfo(np.int64).max
 
 
 def id_bits(n_triangles: int) -> int:
-    """Bits needed for triangle indices 0..n-1 (at least 1, at most 31)."""
+    """Bits needed for triangle indices 0..n-1 (at least 1, at most 31).
+
+    Examples
+    --------
+    >>> id_bits(1), id_bits(1000)
+    (1, 10)
+    """
     bits = max(1, int(n_triangles - 1).bit_length())
     if bits > 31:
         raise ValueError(f"too many triangles for the depth key: {n_triangles} >= 2**31")
@@ -45,7 +51,18 @@ def depth_keys(xp: Any, z: Any, tri: Any, bits: int) -> Any:
 
 def decode_keys(xp: Any, keys: Any, bits: int) -> tuple[Any, Any, Any]:
     """Inverse of :func:`depth_keys`: (covered mask, triangle index or -1, float32 depth
-    with 1.0 where nothing was drawn)."""
+    with 1.0 where nothing was drawn).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> keys = depth_keys(np, np.array([0.25, 0.25, 0.5]), np.array([3, 1, 0]), 2)
+    >>> int(np.argmin(keys))            # nearest, and on a tie the triangle drawn first
+    1
+    >>> covered, tri, depth = decode_keys(np, np.array([keys[1], EMPTY]), 2)
+    >>> covered.tolist(), tri.tolist(), depth.tolist()
+    ([True, False], [1, -1], [0.25, 1.0])
+    """
     covered = keys != EMPTY
     k = xp.where(covered, keys, 0)
     tri = xp.where(covered, k & ((1 << bits) - 1), -1)

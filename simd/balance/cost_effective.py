@@ -39,8 +39,8 @@ underestimated. ``overestimate`` is resolved in this order:
    solution time, the largest over a set of runs, plus a constant). Calibrations live in a
    JSON file keyed by loop name, clock and machine preset (the cost model's name, e.g.
    ``CM-5/512``; for the wall clock also the backend and host). The user file
-   (``$SIMD_EMU_CACHE_DIR``, else ``$XDG_CACHE_HOME/simd-emu``, else
-   ``~/.cache/simd-emu``, file ``overestimates.json``) is searched before the file shipped
+   (``overestimates.json`` in :func:`cache_dir`: ``$SIMD_EMU_CACHE_DIR``, else
+   ``$XDG_CACHE_HOME/simd-emu``, else ``~/.cache/simd-emu``) is searched before the file shipped
    with the package (``simd/balance/overestimates.json``). An entry records the smallest
    VP ratio it was calibrated at and is only used at that VP ratio or above, because the
    cost in iterations falls as the VP ratio grows (the network terms of scans and sends
@@ -109,6 +109,7 @@ __all__ = [
     "LoopResult",
     "PhaseTiming",
     "Redistribution",
+    "cache_dir",
     "calibrate",
     "decide",
     "gather_information",
@@ -660,6 +661,21 @@ def redistribute(
     Redistribution
         The intermediate arrays and the new ``workload``, ``parallel_index`` and
         ``problem_data``.
+
+    Examples
+    --------
+    The example of section 2.3.1: processors 1 to 5 share datum 1.0, processor 6 keeps 2.0.
+
+    >>> from simd import Machine
+    >>> m = Machine(pes=7, backend="numpy")
+    >>> w = m.asarray([100, 19, 0, 0, 0, 0, 0])
+    >>> red = redistribute(w, m.asarray([1, 1, 0, 0, 0, 0, 0]),
+    ...                    m.asarray([1.0, 2.0, 0, 0, 0, 0, 0]),
+    ...                    gather_information(w, machine=m), machine=m)
+    >>> red.pointers.tolist(), red.workload.tolist()
+    ([1, 6, 0, 0, 0, 0, 0], [20, 20, 20, 20, 20, 19, 0])
+    >>> red.parallel_index.tolist(), red.problem_data.tolist()
+    ([1, 21, 41, 61, 81, 1, 0], [1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 0.0])
     """
     m = machine
     xp = m.xp
@@ -724,14 +740,27 @@ def redistribute(
 # --------------------------------------------------------------------------------------
 
 
-def user_store_path() -> Path:
-    """The user's calibration file (see the module docstring for the search order)."""
+def cache_dir() -> Path:
+    """The user's simd-emu cache folder (calibrations, the renderer's data sets).
+
+    ``$SIMD_EMU_CACHE_DIR``, else ``$XDG_CACHE_HOME/simd-emu``, else ``~/.cache/simd-emu``.
+
+    Examples
+    --------
+    >>> user_store_path() == cache_dir() / "overestimates.json"
+    True
+    """
     base = os.environ.get("SIMD_EMU_CACHE_DIR")
     if base:
-        return Path(base) / "overestimates.json"
+        return Path(base)
     xdg = os.environ.get("XDG_CACHE_HOME")
     root = Path(xdg) if xdg else Path.home() / ".cache"
-    return root / "simd-emu" / "overestimates.json"
+    return root / "simd-emu"
+
+
+def user_store_path() -> Path:
+    """The user's calibration file (see the module docstring for the search order)."""
+    return cache_dir() / "overestimates.json"
 
 
 def overestimate_key(machine: Any, *, name: str, clock: str = "model") -> str:
@@ -752,11 +781,11 @@ def overestimate_key(machine: Any, *, name: str, clock: str = "model") -> str:
 
 
 def _read_store(path: Path) -> dict[str, Any]:
+    """The calibrations in ``path``; none when it is missing, unreadable or not a JSON
+    object (the search then goes on with the next file, or the online estimate)."""
     try:
         with open(path) as f:
             data = json.load(f)
-    except FileNotFoundError:
-        return {}
     except (OSError, json.JSONDecodeError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -783,6 +812,17 @@ def load_overestimate(
         VP set size; an entry calibrated at a larger VP ratio than ``n`` gives is not used.
     path : path, optional
         Only this file; default: the user file, then the package file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from simd import Machine
+    >>> m, path = Machine(pes=8, backend="numpy"), os.path.join(tempfile.mkdtemp(), "o.json")
+    >>> _ = store_overestimate(m, 12.5, name="demo", min_vp_ratio=4, path=path)
+    >>> load_overestimate(m, name="demo", n=64, path=path)   # VP ratio 8: valid
+    12.5
+    >>> load_overestimate(m, name="demo", n=16, path=path) is None   # VP ratio 2: not
+    True
     """
     key = overestimate_key(machine, name=name, clock=clock)
     paths = [Path(path)] if path is not None else [user_store_path(), _PACKAGE_STORE]
@@ -808,7 +848,8 @@ def store_overestimate(
 ) -> Path:
     """Store a cost overestimate (JSON, read back by :func:`load_overestimate`).
 
-    Returns the file written (default: :func:`user_store_path`).
+    Returns the file written (default: :func:`user_store_path`); see
+    :func:`load_overestimate` for an example.
     """
     if not (
         isinstance(overestimate, (int, float)) and math.isfinite(overestimate) and overestimate >= 0
@@ -883,6 +924,18 @@ def calibrate(
     Returns
     -------
     Calibration
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from simd import Machine
+    >>> m, path = Machine(pes=8, backend="numpy"), os.path.join(tempfile.mkdtemp(), "o.json")
+    >>> cal = calibrate([[200] + [0] * 63, [3] * 64], machine=m, task_cost=100,
+    ...                 name="demo", path=path)
+    >>> cal.costs[1] is None       # the balanced workload never redistributes
+    True
+    >>> cal.overestimate == cal.costs[0] + 2.0 == load_overestimate(m, name="demo", path=path)
+    True
     """
     _check_clock(clock)
     if not (math.isfinite(margin) and margin >= 0):
@@ -1344,7 +1397,7 @@ def _cost_effective(
                     f"iteration {result.iterations}; recalibrate (calibrate()) or pass a "
                     "larger overestimate",
                     CostOverestimateWarning,
-                    stacklevel=4,
+                    stacklevel=3,  # the caller of run_loop
                 )
         est.observe(info_time, redis_time, soln_time)
     # Processors whose work finished keep a stale parallel index; it is never read.

@@ -571,3 +571,16 @@ def test_wall_clock_calibration_is_keyed_by_host(tmp_path):
         == cal.overestimate
     )
     assert load_overestimate(m, name="scan-conversion", path=tmp_path / "wall.json") is None
+
+
+def test_warning_points_at_the_caller_of_run_loop():
+    with pytest.warns(CostOverestimateWarning) as caught:
+        run_loop(PAPER_WORKLOAD, None, machine=machine(), overestimate=0.5)
+    # the warning names the line that called run_loop, here, not one inside simd/
+    assert Path(caught[0].filename).name == "test_cost_effective.py"
+
+
+def test_docstring_examples():
+    from tests.test_doctests import test_docstring_examples as run_examples
+
+    run_examples("simd.balance.cost_effective")

@@ -15,4 +15,4 @@ def machine():
 def _private_cache(tmp_path_factory, monkeypatch):
     """Data sets and calibrations go to a per-session temporary cache."""
     root = tmp_path_factory.getbasetemp() / "simd-emu-cache"
-    monkeypatch.setenv("SIMD_EMU_CACHE", str(root))
+    monkeypatch.setenv("SIMD_EMU_CACHE_DIR", str(root))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pytest
+
 from simd.cli import main
 
 
@@ -133,3 +136,83 @@ def test_render_table1(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert "scan max" in lines[0]
     assert sum(line.startswith(("balanced", "unbalanced")) for line in lines) == 8
+
+
+def _render_fails(args, capsys) -> str:
+    """Run ``simd-emu render ARGS``; it must exit 2 with a one-line message, no traceback."""
+    rc = main(["render", "--backend", "numpy", "--no-progress", *args])
+    assert rc == 2
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert captured.err.startswith("simd-emu render: ")
+    assert "loop form" not in captured.out  # it stopped before rendering
+    return captured.err
+
+
+def test_bad_mesh_files_give_clear_errors(tmp_path, capsys):
+    err = _render_fails(["--mesh", str(tmp_path / "missing.ply")], capsys)
+    assert "file not found" in err
+    assert "is a directory" in _render_fails(["--mesh", str(tmp_path)], capsys)
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    assert "not a mesh format" in _render_fails(["--mesh", str(text)], capsys)
+    obj = tmp_path / "bad.obj"
+    obj.write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 5\n")  # vertex 5 does not exist
+    assert "bad.obj" in _render_fails(["--mesh", str(obj)], capsys)
+
+
+def test_bad_output_paths_fail_before_rendering(tmp_path, capsys):
+    small = ["--dataset-size", "16", "--size", "16"]
+    err = _render_fails([*small, "-o", str(tmp_path / "frame.xyz")], capsys)
+    assert "unknown image format '.xyz'" in err
+    assert "is a directory" in _render_fails([*small, "-o", str(tmp_path)], capsys)
+    err = _render_fails([*small, "-o", str(tmp_path / "no" / "f.png")], capsys)
+    assert "does not exist" in err
+    out = tmp_path / "f.png"
+    err = _render_fails([*small, "-o", str(out), "--json", str(tmp_path / "no" / "s.json")], capsys)
+    assert "does not exist" in err
+    assert not out.exists()
+
+
+def test_unavailable_backend_is_reported(capsys):
+    from simd.backend import cupy_status
+
+    if cupy_status()[0]:
+        pytest.skip("CuPy works here")
+    rc = main(["render", "--backend", "cupy", "--dataset-size", "16", "--no-progress"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "backend 'cupy'" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--view", "nan", "0"], ["--view", "0", "inf"], ["-M", "inf"], ["-M", "-1"], ["-M", "x"]],
+)
+def test_bad_view_arguments_are_usage_errors(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["render", *args])
+    assert exc.value.code == 2
+    assert "must be a" in capsys.readouterr().err  # "must be a (finite ...) number"
+
+
+def test_depth_buffer_output(tmp_path, capsys):
+    from PIL import Image
+
+    import renderer
+    from renderer.datasets import load_dataset
+    from simd import Machine
+
+    common = ["render", "--dataset-size", "16", "--size", "40x30", "--pes", "32"]
+    common += ["--backend", "numpy", "--no-progress", "-o", str(tmp_path / "f.png")]
+    assert main([*common, "--depth", str(tmp_path / "d.png")]) == 0
+    assert main([*common, "--depth", str(tmp_path / "d.npy")]) == 0
+    frame = renderer.render(
+        load_dataset("balanced", 16), size=(40, 30), machine=Machine(pes=32, backend="numpy")
+    )
+    exact = np.load(tmp_path / "d.npy")
+    np.testing.assert_array_equal(exact, frame.depth)
+    png = np.asarray(Image.open(tmp_path / "d.png"))
+    assert png.dtype == np.uint16 and png.shape == (30, 40)
+    np.testing.assert_allclose(png / 65535.0, frame.depth, atol=0.5 / 65535 + 1e-7)
+    assert (png[~frame.coverage] == 65535).all()

@@ -24,7 +24,7 @@ def test_marschner_lobb_formula():
 
 
 def test_load_dataset_caches(tmp_path, monkeypatch):
-    monkeypatch.setenv("SIMD_EMU_CACHE", str(tmp_path))
+    monkeypatch.setenv("SIMD_EMU_CACHE_DIR", str(tmp_path))
     mesh = datasets.load_dataset("balanced", 24)
     files = list(tmp_path.glob("*.npz"))
     assert len(files) == 1
@@ -158,3 +158,62 @@ def test_save_png_roundtrip(tmp_path, machine):
     np.testing.assert_array_equal(back, frame.image)
     with pytest.raises(ValueError, match="uint8"):
         renderer.save_image(frame.depth, tmp_path / "d.png")
+
+
+@pytest.mark.parametrize(
+    "name,text,error,match",
+    [
+        ("missing.ply", None, FileNotFoundError, "missing.ply: file not found"),
+        ("", None, ValueError, "is a directory"),
+        ("notes.txt", "hello\n", ValueError, "not a mesh format"),
+        # a header that promises a vertex with x only, then no vertex data
+        (
+            "broken.ply",
+            "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nend_header\n1\n",
+            ValueError,
+            "broken.ply: cannot read the mesh",
+        ),
+        ("nan.obj", "v 0 0 0\nv 1 0 0\nv nan 0 0\nf 1 2 3\n", ValueError, "nan.obj: mesh has 1"),
+    ],
+)
+def test_load_mesh_bad_files_say_what_is_wrong(tmp_path, name, text, error, match):
+    path = tmp_path / name
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(error, match=match):
+        renderer.load_mesh(path)
+
+
+def test_stl_triangle_soup_is_merged_and_shaded_smoothly(tmp_path, machine):
+    import trimesh
+
+    sphere = trimesh.creation.icosphere(subdivisions=2)
+    path = tmp_path / "sphere.stl"
+    sphere.export(path)
+    mesh = renderer.load_mesh(path)
+    assert len(mesh.vertices) == len(sphere.vertices)  # not 3 per face
+    # faces keep the file's order and corners (STL stores float32 coordinates)
+    corners = sphere.vertices.astype(np.float32).astype(np.float64)[sphere.faces]
+    np.testing.assert_array_equal(mesh.vertices[mesh.faces], corners)
+    # so Gouraud shading matches the indexed mesh exactly, instead of one normal per facet
+    shared = (sphere.vertices.astype(np.float32).astype(np.float64), sphere.faces)
+    a = renderer.render(mesh, view=(20, 30), size=48, machine=machine)
+    b = renderer.render(shared, view=(20, 30), size=48, machine=machine)
+    np.testing.assert_array_equal(a.image, b.image)
+
+
+def test_data_sets_share_the_cache_folder_with_calibrations(tmp_path, monkeypatch):
+    from simd.balance.cost_effective import user_store_path
+
+    monkeypatch.setenv("SIMD_EMU_CACHE_DIR", str(tmp_path / "c"))
+    assert datasets.cache_dir() == tmp_path / "c" == user_store_path().parent
+    monkeypatch.delenv("SIMD_EMU_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert datasets.cache_dir() == tmp_path / "xdg" / "simd-emu"
+
+
+def test_save_depth_rejects_what_is_not_a_depth_buffer(tmp_path):
+    with pytest.raises(ValueError, match="float"):
+        renderer.save_depth(np.zeros((4, 4), dtype=np.uint8), tmp_path / "d.png")
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        renderer.save_depth(np.full((4, 4), 1.5), tmp_path / "d.png")

@@ -18,6 +18,7 @@ TRI = (np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
         ((np.zeros((3, 3)), np.zeros((0, 3), dtype=int)), "empty"),
         ((np.array([[0.0, 0, 0], [np.nan, 0, 0], [0, 1, 0]]), TRI[1]), "NaN or infinite"),
         ((np.array([[0.0, 0, 0], [np.inf, 0, 0], [0, 1, 0]]), TRI[1]), "NaN or infinite"),
+        ((TRI[0] * 1e200, TRI[1]), "too large"),
         ((TRI[0], np.array([[0, 1, 3]])), "out of range"),
         ((TRI[0], np.array([[0, -1, 2]])), "out of range"),
         ((TRI[0][:, :2], TRI[1]), r"shape \(N, 3\)"),
@@ -28,6 +29,20 @@ TRI = (np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
 def test_bad_mesh_raises(mesh, match, machine):
     with pytest.raises(ValueError, match=match):
         renderer.render(mesh, machine=machine, size=16)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"magnification": "2"}, "magnification must be a number"),
+        ({"magnification": None}, "magnification must be a number"),
+        ({"camera": "behind"}, "camera must be a renderer.Camera"),
+        ({"machine": "numpy"}, "machine must be a simd.Machine"),
+    ],
+)
+def test_options_of_the_wrong_kind_raise_type_error(kwargs, match, machine):
+    with pytest.raises(TypeError, match=match):
+        renderer.render(TRI, **({"machine": machine} | kwargs))
 
 
 def test_not_a_mesh_raises_type_error(machine):
@@ -47,6 +62,9 @@ def test_not_a_mesh_raises_type_error(machine):
         ({"view": (1, 2, 3)}, "view"),
         ({"view": (np.nan, 0)}, "finite"),
         ({"mvp": np.eye(3)}, "mvp"),
+        ({"size": (10.5, 10)}, "whole numbers"),
+        ({"size": True}, "size"),
+        ({"clock": "cpu"}, "clock"),
     ],
 )
 def test_bad_options_raise(kwargs, match, machine):

@@ -85,3 +85,16 @@ def test_huge_triangles_beyond_guard_band_match_reference(machine):
     frame = _check((verts, faces), window_mvp(32, 32), (32, 32), machine)
     assert frame.stats["counts"]["clipped"] == 1
     assert frame.coverage.all()
+
+
+def test_far_plane_clipping_matches_reference(machine):
+    # a floor running away from the camera, cut by a close far plane: the triangles across
+    # it are clipped (not dropped), the ones wholly beyond it are rejected
+    verts, faces = grid_mesh(8, 8, -2, -6, 2, 0, jitter=0.3, seed=12)
+    verts = verts[:, [0, 2, 1]]  # a floor at y = 0 from z = 0 to z = -6
+    cam = Camera(eye=(0.0, 0.5, 0.5), target=(0.0, 0.0, -1.5), fovy=70, near=0.1, far=3.0)
+    frame = _check((verts, faces), cam.mvp(1.0), (40, 40), machine)
+    counts = frame.stats["counts"]
+    assert counts["clipped"] > 0 and counts["rejected"] > 0
+    assert frame.coverage.any()
+    assert frame.depth[frame.coverage].max() > 0.99  # drawn right up to the far plane
