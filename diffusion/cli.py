@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ __all__ = ["register", "run"]
 
 def register(subparsers: Any) -> None:
     """Add the ``diffuse`` subcommand to ``simd-emu``."""
+    from diffusion.images import BUILTIN
+
     p = subparsers.add_parser(
         "diffuse",
         help="anisotropic diffusion on the PE mesh with scan-directed load balancing",
@@ -35,7 +38,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--builtin",
         default="camera",
-        help="built-in image when IMAGE is not given (camera, moon, brick, coffee, ct, ...)",
+        choices=sorted(BUILTIN),
+        help="built-in image when IMAGE is not given (shipped with scikit-image or pydicom)",
     )
     p.add_argument(
         "-o",
@@ -108,57 +112,115 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Execute ``simd-emu diffuse``; returns the exit status."""
-    from diffusion.images import builtin_image, load_image, save_image
+    """Execute ``simd-emu diffuse``; returns the exit status (2 on bad input)."""
+    from diffusion.dense import DiffusionStabilityWarning
+    from diffusion.images import builtin_image, check_output_path, load_image, save_image
+    from simd.errors import SimdError
+
+    try:
+        # Refuse unwritable outputs before the runs, not after them.
+        check_output_path(args.output)
+        for picture in (args.plot_load, args.activity_map):
+            if picture:
+                _check_picture_path(Path(picture))
+        img = builtin_image(args.builtin) if args.image is None else load_image(args.image)
+    except (OSError, ValueError) as exc:
+        return _fail(exc)
+    if img.ndim != 2:
+        return _fail(
+            f"need a 2-D image for the 2-D PE mesh, got shape {img.shape} (for a volume, "
+            "use diffusion.anisotropic_diffusion, or save one slice)"
+        )
+    name = args.image or f"built-in {args.builtin}"
+    print(f"image   : {name}, {img.shape[0]} x {img.shape[1]}")
+    short = Path(args.image).name if args.image else args.builtin
+    with warnings.catch_warnings():
+        # One line per distinct warning, without the source line of a traceback.
+        warnings.simplefilter("always", DiffusionStabilityWarning)
+        warnings.showwarning = _WarningPrinter()
+        try:
+            runs, machine = _run_both(img, args)
+        except (ValueError, SimdError) as exc:
+            return _fail(exc)
+    _report(runs, machine, args)
+    final = runs["with"] if "with" in runs else runs["without"]
+    save_image(args.output, final.image)
+    print(f"wrote {args.output}")
+    if args.plot_load:
+        _plot_load(Path(args.plot_load), runs, args.every, title=f"{short}, {_mesh(machine)}")
+        print(f"wrote {args.plot_load}")
+    if args.activity_map:
+        _plot_activity(
+            Path(args.activity_map),
+            final.activity,
+            title=f"{short}: iterations each pixel was active ({final.iterations} run)",
+        )
+        print(f"wrote {args.activity_map}")
+    return 0
+
+
+def _run_both(img: np.ndarray, args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
+    """The run without balancing and, unless ``--every 0``, the one with it."""
     from diffusion.mesh import mesh_diffusion
     from simd import Machine
 
-    try:
-        img = builtin_image(args.builtin) if args.image is None else load_image(args.image)
-    except (OSError, ValueError) as exc:
-        print(f"simd-emu diffuse: {exc}", file=sys.stderr)
-        return 2
-    if img.ndim != 2:
-        print(f"simd-emu diffuse: need a 2-D image, got shape {img.shape}", file=sys.stderr)
-        return 2
     axes = {"both": (0, 1), "rows": (0,), "cols": (1,)}[args.axes]
     common = dict(
-        niter=args.niter,
         kappa=args.kappa,
         gamma=args.gamma,
         voxelspacing=args.spacing,
         option=args.option,
         epsilon=args.epsilon,
         freeze=args.freeze,
-        buffer=args.buffer,
+        balance_axes=axes,
+        limited_buffers=not args.unlimited,
     )
-    name = args.image or f"built-in {args.builtin}"
-    print(f"image   : {name}, {img.shape[0]} x {img.shape[1]}")
-    runs, machines = {}, {}
-    try:
-        for label, every in (("without", 0), ("with", args.every)):
-            if label == "with" and every == 0:
-                break
-            m = Machine(pes=tuple(args.mesh), backend=args.backend)
+    # Warm up on a tiny image first (JIT compilation, imports), so that the wall times of
+    # the two runs compare.
+    rng = np.random.default_rng(0)
+    mesh_diffusion(
+        (rng.random((8, 8)) * 255).astype(np.float32),
+        niter=2,
+        machine=Machine(pes=(2, 2), backend=args.backend),
+        balance_every=1,
+        **common,
+    )
+    runs, machine = {}, None
+    for label, every in (("without", 0), ("with", args.every)):
+        if label == "with" and every == 0:
+            break
+        machine = Machine(pes=tuple(args.mesh), backend=args.backend)
+        bar, progress = None, None
+        if not args.no_progress:
+            from tqdm.auto import tqdm
+
+            desc = "no balancing" if every == 0 else f"balancing every {every}"
+            bar = tqdm(total=args.niter, desc=desc, unit="it")
+
+            def progress(it: int, res: Any, bar: Any = bar) -> None:
+                bar.update(1)
+
+        try:
             runs[label] = mesh_diffusion(
                 img,
-                machine=m,
+                niter=args.niter,
+                machine=machine,
+                buffer=args.buffer,
                 balance_every=every,
-                balance_axes=axes,
-                limited_buffers=not args.unlimited,
-                progress=not args.no_progress,
+                progress=progress,
                 **common,
             )
-            machines[label] = m
-    except ValueError as exc:
-        print(f"simd-emu diffuse: {exc}", file=sys.stderr)
-        return 2
+        finally:
+            if bar is not None:
+                bar.close()
+    return runs, machine
+
+
+def _report(runs: dict[str, Any], m: Any, args: argparse.Namespace) -> None:
+    """Print iterations, the busiest PE's average load with and without balancing, their
+    ratio, and the model and wall times."""
     base = runs["without"]
-    m = machines["without"]
-    print(
-        f"machine : {m.cost.name} mesh {m.pes[0]} x {m.pes[1]}, backend {m.backend}, "
-        f"buffer {base.grid.buffer}"
-    )
+    print(f"machine : {m.cost.name} {_mesh(m)}, backend {m.backend}, buffer {base.grid.buffer}")
     print(f"iterations: {base.iterations} (converged: {base.converged})")
     if base.active_fraction:
         frac = base.active_fraction
@@ -167,7 +229,6 @@ def run(args: argparse.Namespace) -> int:
             f"mean {sum(frac) / len(frac):.3f}"
         )
     print(f"avg max load per PE without balancing: {base.mean_max_load:.2f}")
-    rows = [("without", base)]
     if "with" in runs:
         bal = runs["with"]
         print(
@@ -175,11 +236,11 @@ def run(args: argparse.Namespace) -> int:
             f"{bal.mean_max_load:.2f}"
         )
         print(
-            f"ratio (with / without): load {bal.mean_max_load / base.mean_max_load:.3f}, "
-            f"model time {bal.cycles['total'] / base.cycles['total']:.3f}"
+            f"ratio (with / without): load {_ratio(bal.mean_max_load, base.mean_max_load)}, "
+            f"model time {_ratio(bal.cycles['total'], base.cycles['total'])}, "
+            f"wall time {_ratio(bal.wall['total'], base.wall['total'])}"
         )
-        rows.append(("with", bal))
-    for label, r in rows:
+    for label, r in runs.items():
         cyc = r.cycles
         print(
             f"{label:>7} balancing: model {m.cost.seconds(cyc['total']):.4f} s "
@@ -187,37 +248,75 @@ def run(args: argparse.Namespace) -> int:
             f"wall {r.wall['total']:.2f} s, balancing steps {len(r.balance_reports)}, "
             f"aborted {r.aborted}"
         )
-    final = rows[-1][1]
-    save_image(args.output, final.image)
-    print(f"wrote {args.output}")
-    if args.plot_load:
-        _plot_load(Path(args.plot_load), rows, args.every)
-        print(f"wrote {args.plot_load}")
-    if args.activity_map:
-        _plot_activity(Path(args.activity_map), final.activity)
-        print(f"wrote {args.activity_map}")
-    return 0
 
 
-def _plot_load(path: Path, rows: list, every: int) -> None:
+def _ratio(a: float, b: float) -> str:
+    """``a / b`` to three decimals, or "n/a" when nothing ran (``b`` is 0)."""
+    return f"{a / b:.3f}" if b else "n/a"
+
+
+def _mesh(m: Any) -> str:
+    return f"mesh {m.pes[0]} x {m.pes[1]}"
+
+
+def _fail(problem: object) -> int:
+    print(f"simd-emu diffuse: {problem}", file=sys.stderr)
+    return 2
+
+
+class _WarningPrinter:
+    """``warnings.showwarning`` that prints each distinct message once, on one line."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def __call__(self, message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+        if str(message) not in self.seen:
+            self.seen.add(str(message))
+            print(f"simd-emu diffuse: warning: {message}", file=sys.stderr)
+
+
+def _check_picture_path(path: Path) -> None:
+    """ValueError unless matplotlib can write a picture at ``path``."""
+    from matplotlib.figure import Figure
+
+    kinds = Figure().canvas.get_supported_filetypes()
+    if path.suffix.lower().lstrip(".") not in kinds:
+        raise ValueError(
+            f"cannot write {path}: unknown picture type {path.suffix!r} (use .png, .pdf, .svg)"
+        )
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"cannot write {path}: folder {parent} does not exist")
+
+
+def _plot_load(path: Path, runs: dict[str, Any], every: int, *, title: str) -> None:
+    """The busiest PE's active points per iteration, with and without balancing."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for label, r in rows:
+    for label, r in runs.items():
         tag = "no balancing" if label == "without" else f"balancing every {every}"
-        ax.plot(np.arange(1, len(r.max_load) + 1), r.max_load, label=tag)
+        ax.plot(
+            np.arange(1, len(r.max_load) + 1),
+            r.max_load,
+            label=f"{tag} (mean {r.mean_max_load:.1f})",
+        )
     ax.set_xlabel("iteration")
     ax.set_ylabel("active points on the busiest PE")
+    ax.set_title(title)
+    ax.set_ylim(bottom=0)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
-def _plot_activity(path: Path, activity: np.ndarray) -> None:
+def _plot_activity(path: Path, activity: np.ndarray, *, title: str) -> None:
+    """The activity map: per pixel, the iterations in which it was computed."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -225,8 +324,10 @@ def _plot_activity(path: Path, activity: np.ndarray) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 5))
     im = ax.imshow(activity, cmap="magma")
-    ax.set_title("iterations each pixel was active")
-    fig.colorbar(im, ax=ax)
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel("column")
+    ax.set_ylabel("row")
+    fig.colorbar(im, ax=ax, label="iterations active")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

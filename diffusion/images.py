@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BUILTIN", "builtin_image", "load_image", "save_image"]
+__all__ = [
+    "BUILTIN",
+    "SAVE_SUFFIXES",
+    "builtin_image",
+    "check_output_path",
+    "load_image",
+    "save_image",
+]
 
 #: Built-in images: name -> (package, file). Sizes as the paper's (seed 003, section 5):
 #: 512 x 512 "large", 400 x 448 "medium" (crops), 256 x 256 "small" (2x2 block means).
@@ -75,31 +82,66 @@ def builtin_image(name: str = "camera", *, size: tuple[int, int] | None = None) 
 
 
 def load_image(path: str | Path) -> np.ndarray:
-    """Read PNG, TIFF, JPEG (imageio), DICOM (pydicom) or ``.npy`` as float32 grey."""
+    """Read PNG, TIFF, JPEG (imageio), DICOM (pydicom) or ``.npy`` as float32 grey.
+
+    DICOM values go through the modality LUT (rescale slope and intercept: Hounsfield
+    units for CT), palette colour through its LUT; a multi-frame file gives its first
+    frame. Colour is converted to grey (ITU-R 709 luma).
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    ValueError
+        When the file cannot be read as an image (the message names the file and why).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.npy")
+    >>> np.save(path, np.arange(6).reshape(2, 3))
+    >>> load_image(path).dtype, load_image(path).shape
+    (dtype('float32'), (2, 3))
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no such image file: {path}")
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not an image file")
     suffix = path.suffix.lower()
-    if suffix == ".npy":
-        a = np.load(path, allow_pickle=False)
-    elif suffix in (".dcm", ".dicom") or _is_dicom(path):
-        import pydicom
+    try:
+        if suffix == ".npy":
+            a = np.load(path, allow_pickle=False)
+        elif suffix in (".dcm", ".dicom") or _is_dicom(path):
+            a = _read_dicom(path)
+        else:
+            import imageio.v3 as iio
 
-        ds = pydicom.dcmread(path)
-        a = ds.pixel_array.astype(np.float64)
-        slope = float(getattr(ds, "RescaleSlope", 1) or 1)
-        intercept = float(getattr(ds, "RescaleIntercept", 0) or 0)
-        a = a * slope + intercept
-        if a.ndim == 3 and a.shape[-1] not in (3, 4):
-            a = a[0]  # first frame of a multi-frame file
-    else:
-        import imageio.v3 as iio
-
-        a = iio.imread(path)
+            a = iio.imread(path)
+    except Exception as exc:  # every reader has its own errors: report them as one kind
+        raise ValueError(f"cannot read {path} as an image: {exc}") from exc
     a = _grey(np.asarray(a))
     if a.dtype.kind not in "biuf":
         raise ValueError(f"{path}: not a numeric image (dtype {a.dtype})")
     return np.asarray(a, dtype=np.float32)
+
+
+def _read_dicom(path: Path) -> np.ndarray:
+    import pydicom
+    from pydicom.pixels import apply_color_lut, apply_modality_lut
+
+    # force: files without the 128-byte preamble and "DICM" prefix are still DICOM.
+    ds = pydicom.dcmread(path, force=True)
+    if not any(tag in ds for tag in ("PixelData", "FloatPixelData", "DoubleFloatPixelData")):
+        raise ValueError("the DICOM file holds no pixel data")
+    a = ds.pixel_array
+    if int(getattr(ds, "NumberOfFrames", 1) or 1) > 1:
+        a = a[0]  # first frame of a multi-frame file
+    if getattr(ds, "PhotometricInterpretation", "") == "PALETTE COLOR":
+        return apply_color_lut(a, ds)
+    if int(getattr(ds, "SamplesPerPixel", 1) or 1) == 1:
+        a = apply_modality_lut(a, ds)
+    return np.asarray(a, dtype=np.float64)
 
 
 def _is_dicom(path: Path) -> bool:
@@ -111,10 +153,40 @@ def _is_dicom(path: Path) -> bool:
     return len(head) == 132 and head[128:132] == b"DICM"
 
 
-def save_image(path: str | Path, image: Any) -> None:
-    """Write ``image``: ``.npy`` exactly, anything else as 8-bit grey scaled to its range
-    (TIFF keeps float32)."""
+#: Suffixes :func:`save_image` writes.
+SAVE_SUFFIXES = (".npy", ".tif", ".tiff", ".png", ".jpg", ".jpeg", ".bmp")
+
+
+def check_output_path(path: str | Path) -> Path:
+    """``path`` as a Path if :func:`save_image` can write there, else a ValueError.
+
+    Lets a command refuse a bad ``-o`` before a long run rather than after it.
+    """
     path = Path(path)
+    if path.suffix.lower() not in SAVE_SUFFIXES:
+        raise ValueError(
+            f"cannot write {path}: unknown image type {path.suffix!r} "
+            f"(use one of {', '.join(SAVE_SUFFIXES)})"
+        )
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"cannot write {path}: folder {parent} does not exist")
+    return path
+
+
+def save_image(path: str | Path, image: Any) -> None:
+    """Write ``image``: ``.npy`` exactly, TIFF as float32, anything else as 8-bit grey
+    scaled to its range.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.png")
+    >>> save_image(path, np.array([[0.0, 2.0], [4.0, 8.0]]))
+    >>> load_image(path).tolist()
+    [[0.0, 64.0], [128.0, 255.0]]
+    """
+    path = check_output_path(path)
     a = np.asarray(image.get() if hasattr(image, "get") else image)
     suffix = path.suffix.lower()
     if suffix == ".npy":

@@ -499,6 +499,9 @@ def _balance_axis(
     pw = weight + alpha  # pseudo-load of every data hyperplane
     point_rule = k == 1  # Algorithms 1 and 2 test a constant threshold
     half_unit = (1.0 + alpha) / 2.0
+    # The flows are sums of float pseudo-loads: a flow equal to its threshold in exact
+    # arithmetic (the loops test strict inequalities) must not move on rounding noise.
+    tol = 1e-9 * max(1.0, average_p * p)
     f = flows.copy()
     s_pos = bounds.copy()  # s_pos[i]: first data hyperplane of PE hyperplane i
     ext = extents.copy()
@@ -509,10 +512,10 @@ def _balance_axis(
             inner = np.arange(1, p)
             if phase == "put":
                 thr = half_unit if point_rule else pw[np.minimum(s_pos[inner], len(pw) - 1)] / 2
-                want[inner] = f[inner] > thr
+                want[inner] = f[inner] > thr + tol
             else:
                 thr = half_unit if point_rule else pw[np.maximum(s_pos[inner] - 1, 0)] / 2
-                want[inner] = f[inner] < -thr
+                want[inner] = f[inner] < -thr - tol
             if not want.any():
                 break
             move, held = _feasible(want, ext, b, phase)

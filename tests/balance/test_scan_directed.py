@@ -75,6 +75,21 @@ def make_grid(active: np.ndarray, pes: tuple[int, ...], buffer: int | None) -> T
     )
 
 
+def half_active(buffer: int) -> tuple[Machine, TiledGrid]:
+    """The worked example: 16 points on 4 PEs, the first 8 active."""
+    active = np.zeros(16, bool)
+    active[:8] = True
+    return Machine(pes=4, backend="numpy"), make_grid(active, (4,), buffer)
+
+
+def boundary_residuals(loads: np.ndarray, alpha: float, extents: np.ndarray) -> np.ndarray:
+    """``L'_i - i A-bar'`` at every boundary: how far the (pseudo-)load left of each PE
+    boundary ends from its target (Algorithms 1 and 2 stop within half a point of it)."""
+    pseudo = loads + alpha * extents
+    left = np.concatenate([[0.0], np.cumsum(pseudo)])
+    return left - np.arange(left.size) * left[-1] / (left.size - 1)
+
+
 # ------------------------------------------------------------------ decomposition
 
 
@@ -116,10 +131,7 @@ def test_algorithm_1_hand_example():
     # L = [0, 4, 8, 8], F = [0, -2, -4, -2]. All flows are negative, so the get phase
     # moves boundary 1 left over points 3, 2 (active: F -2 -> 0), boundary 2 over
     # 7, 6, 5, 4 and boundary 3 over 11..8 (inactive, F unchanged) then 7, 6.
-    m = Machine(pes=4, backend="numpy")
-    active = np.zeros(16, bool)
-    active[:8] = True
-    g = make_grid(active, (4,), 16)
+    m, g = half_active(buffer=16)
     (rep,) = balance(g, machine=m, limited=False)
     assert rep.aborted is None and rep.alpha == 0
     np.testing.assert_allclose(rep.flows, [0, -2, -4, -2])
@@ -135,10 +147,7 @@ def test_algorithm_2_hand_example():
     # threshold (1 + alpha)/2 = 0.75, an active point moves 1.5 of flow, an inactive 0.5:
     # boundary 1 takes point 3 (F -0.5), boundary 2 points 7, 6, 5 (F +0.5), boundary 3
     # points 11, 10, 9 (F -0.5). PE 3 ends with 7 points, within its buffer of 8.
-    m = Machine(pes=4, backend="numpy")
-    active = np.zeros(16, bool)
-    active[:8] = True
-    g = make_grid(active, (4,), 8)
+    m, g = half_active(buffer=8)
     (rep,) = balance(g, machine=m, limited=True)
     assert rep.alpha == pytest.approx(0.5)
     np.testing.assert_allclose(rep.flows, [0, -2, -4, -2])
@@ -148,12 +157,27 @@ def test_algorithm_2_hand_example():
     assert_sound(g, np.arange(16))
 
 
+def test_flow_equal_to_its_threshold_does_not_move():
+    # 7 points on 5 PEs, buffers of 2: A = [2, 1, 0, 1, 1], A-bar = 1, D-bar = 7/5,
+    # alpha = 1 / (2 - 7/5) = 5/3, A' = [16/3, 8/3, 10/3, 8/3, 8/3], A-bar' = 10/3,
+    # F = [0, -2, -4/3, -4/3, -2/3] and the threshold (1 + alpha)/2 = 4/3. Boundaries 2
+    # and 3 sit exactly on it: in exact arithmetic they do not move (the test is strict),
+    # and rounding noise must not move them either (it used to, and then the moves had to
+    # wait for lack of room). Only boundary 1 moves, over one active point.
+    m = Machine(pes=5, backend="numpy")
+    active = np.array([1, 1, 1, 0, 0, 1, 1], bool)
+    g = make_grid(active, (5,), 2)
+    (rep,) = balance(g, machine=m, limited=True)
+    assert rep.alpha == pytest.approx(5 / 3)
+    np.testing.assert_allclose(rep.flows, [0, -2, -4 / 3, -4 / 3, -2 / 3])
+    assert rep.blocked == 0 and rep.moved == 1
+    assert g.extents[0].tolist() == [1, 2, 2, 1, 1]
+    assert_sound(g, np.arange(7))
+
+
 def test_algorithm_1_would_overflow_small_buffers_and_waits():
     # Algorithm 1 wants 10 points on the last PE; with buffers of 8 those moves wait.
-    m = Machine(pes=4, backend="numpy")
-    active = np.zeros(16, bool)
-    active[:8] = True
-    g = make_grid(active, (4,), 8)
+    m, g = half_active(buffer=8)
     (rep,) = balance(g, machine=m, limited=False)
     assert rep.blocked > 0
     assert int(g.extents[0].max()) <= 8
@@ -253,6 +277,8 @@ def test_algorithm_1_balances_to_floor_ceil(case):
         assert rep.aborted is None and rep.blocked == 0
         loads = np.asarray(g.loads("active"))
         assert loads.min() >= math.floor(average) and loads.max() <= math.ceil(average)
+        # Every boundary ends within 1/2 of its target i A-bar (the loops' stop rule).
+        assert np.all(np.abs(boundary_residuals(loads, 0.0, g.extents[0])) <= 0.5 + 1e-9)
     assert_sound(g, np.arange(n))
 
 
@@ -268,11 +294,16 @@ def test_algorithm_2_respects_buffers(case, extra):
         g, machine=m, limited=True, on_cycle=lambda grid: assert_sound(grid, np.arange(n))
     )
     assert_sound(g, np.arange(n))
-    if rep.aborted is None and rep.blocked == 0:
+    if rep.aborted is None:
+        # Seed 003: the pseudo-load alone keeps every buffer within b, no move has to wait.
+        assert rep.blocked == 0
         # Every boundary ends within (1 + alpha)/2 of its target, so every PE's pseudo-load
         # is within 1 + alpha of A-bar'.
         alpha = rep.alpha
-        pseudo = np.asarray(g.loads("active")) + alpha * g.extents[0]
+        loads = np.asarray(g.loads("active"))
+        residuals = boundary_residuals(loads, alpha, g.extents[0])
+        assert np.all(np.abs(residuals) <= (1 + alpha) / 2 + 1e-9)
+        pseudo = loads + alpha * g.extents[0]
         target = active.sum() / p + alpha * n / p
         assert np.all(np.abs(pseudo - target) <= 1 + alpha + 1e-9)
 
@@ -320,6 +351,34 @@ def test_multi_dimensional_steps_keep_locality(case):
         # The activity changes between steps, as in the diffusion.
         flip = rng.random(g.channels["active"].shape) < 0.2
         g.channels["active"] ^= flip
+
+
+@FAST
+@given(two_d_case())
+def test_multi_dimensional_flows_stop_within_half_a_hyperplane(case):
+    # Algorithms 3 and 4 stop a boundary when its flow F_i lies within half the
+    # (pseudo-)load of the data hyperplanes on either side of it: F_i <= W(first of i)/2
+    # after the put loop, F_i >= -W(last of i - 1)/2 after the get loop. Checked right
+    # after each axis (balancing another axis changes the hyperplane loads W).
+    pes, active, extra, axes, limited, _, _ = case
+    H, W = active.shape
+    b = max(-(-H // pes[0]), -(-W // pes[1])) + extra
+    m = Machine(pes=pes, backend="numpy")
+    g = make_grid(active, pes, b)
+    for axis in axes:
+        (rep,) = balance(g, machine=m, axes=(axis,), limited=limited)
+        p = pes[axis]
+        if rep.aborted is not None or rep.blocked or p < 2:
+            continue
+        # W(i, g): the largest active count of local data hyperplane g over PE hyperplane i.
+        act = np.where(np.asarray(g.valid()), np.asarray(g.channels["active"]), 0)
+        other = 1 - axis
+        w = act.sum(axis=2 + other).max(axis=other)  # (p, b)
+        ext = g.extents[axis]
+        flows = -boundary_residuals(rep.loads_after, rep.alpha, ext)
+        for i in range(1, p):
+            assert flows[i] <= (w[i, 0] + rep.alpha) / 2 + 1e-9
+            assert flows[i] >= -(w[i - 1, ext[i - 1] - 1] + rep.alpha) / 2 - 1e-9
 
 
 def test_two_d_balancing_reduces_the_max_load():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -170,3 +172,115 @@ def test_builtin_images_ship_with_packages():
     assert builtin_image("coffee", size=(400, 448)).shape == (400, 448)
     with pytest.raises(ValueError, match="unknown built-in"):
         builtin_image("nope")
+
+
+# ------------------------------------------------------------------ review fixes
+
+
+def _diffuse(*argv):
+    return main(["diffuse", *map(str, argv), "--backend", "numpy", "--no-progress"])
+
+
+def _pydicom_file(name):
+    pydicom = pytest.importorskip("pydicom")
+    from pathlib import Path
+
+    path = Path(pydicom.__file__).parent / "data" / "test_files" / name
+    if not path.exists():
+        pytest.skip(f"pydicom's test file {name} is not installed")
+    return path
+
+
+def test_zero_iterations_prints_no_ratio(tmp_path, small_npy, capsys):
+    path, img = small_npy
+    out = tmp_path / "o.npy"
+    assert _diffuse(path, "--niter", "0", "--mesh", "4", "4", "-o", out) == 0
+    assert "load n/a, model time n/a" in capsys.readouterr().out
+    assert np.array_equal(np.load(out), img)
+
+
+@pytest.mark.parametrize(
+    "option,value,match",
+    [
+        ("-o", "{tmp}/missing/o.png", "folder .* does not exist"),
+        ("-o", "{tmp}/o.xyz", "unknown image type"),
+        ("--plot-load", "{tmp}/missing/l.png", "does not exist"),
+        ("--activity-map", "{tmp}/a.nope", "unknown picture type"),
+    ],
+)
+def test_unwritable_outputs_are_refused_before_the_run(
+    tmp_path, small_npy, capsys, option, value, match
+):
+    path, _ = small_npy
+    argv = [path, "--mesh", "4", "4", "--niter", "1", "-o", tmp_path / "o.npy"]
+    assert _diffuse(*argv, option, value.format(tmp=tmp_path)) == 2
+    captured = capsys.readouterr()
+    assert re.search(match, captured.err)
+    assert "Traceback" not in captured.err
+    assert "image   :" not in captured.out  # refused before anything ran
+
+
+def test_unreadable_inputs_give_one_line_errors(tmp_path, capsys):
+    bad_png = tmp_path / "bad.png"
+    bad_png.write_bytes(b"not a png")
+    empty = tmp_path / "empty.npy"
+    empty.write_bytes(b"")
+    volume = tmp_path / "vol.npy"
+    np.save(volume, np.zeros((3, 8, 8), np.float32))
+    for path, match in (
+        (bad_png, "cannot read .*bad.png"),
+        (empty, "cannot read .*empty.npy"),
+        (tmp_path, "is a folder"),
+        (volume, r"need a 2-D image .* \(3, 8, 8\)"),
+    ):
+        assert _diffuse(path, "--mesh", "2", "2", "-o", tmp_path / "o.npy") == 2
+        err = capsys.readouterr().err
+        assert re.search(match, err), err
+        assert "Traceback" not in err
+
+
+def test_unavailable_backend_is_a_clear_error(tmp_path, small_npy, capsys):
+    from simd.backend import cupy_status
+
+    if cupy_status()[0]:
+        pytest.skip("CuPy works here")
+    path, _ = small_npy
+    argv = ["diffuse", str(path), "--mesh", "4", "4", "--no-progress", "--backend", "cupy"]
+    assert main([*argv, "-o", str(tmp_path / "o.npy")]) == 2
+    err = capsys.readouterr().err
+    assert "backend 'cupy'" in err and "Traceback" not in err
+
+
+def test_stability_warning_is_one_line_once(tmp_path, small_npy, capsys):
+    path, _ = small_npy
+    argv = [path, "--mesh", "4", "4", "--niter", "2", "--every", "1", "--gamma", "0.3"]
+    assert _diffuse(*argv, "-o", tmp_path / "o.npy") == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: gamma=0.3 is past the stability limit") == 1
+    assert "mesh_diffusion(" not in err  # no source line of a traceback
+
+
+def test_progress_bars_name_their_run(tmp_path, small_npy, capsys):
+    path, _ = small_npy
+    argv = ["diffuse", str(path), "--mesh", "4", "4", "--niter", "2", "--every", "1"]
+    assert main([*argv, "--backend", "numpy", "-o", str(tmp_path / "o.npy")]) == 0
+    err = capsys.readouterr().err
+    assert "no balancing" in err and "balancing every 1" in err
+    assert "2/2" in err
+
+
+def test_dicom_variants_load_as_2d_grey():
+    # Multi-frame colour: the first frame, in grey.
+    assert load_image(_pydicom_file("SC_rgb_rle_2frame.dcm")).shape == (100, 100)
+    # Palette colour goes through its LUT (not the raw indices).
+    palette = load_image(_pydicom_file("examples_palette.dcm"))
+    assert palette.ndim == 2 and palette.max() > 255
+    # CT values are Hounsfield units (rescale slope and intercept applied).
+    assert load_image(_pydicom_file("CT_small.dcm")).min() < 0
+    with pytest.raises(ValueError, match="no pixel data"):
+        load_image(_pydicom_file("rtplan.dcm"))
+
+
+def test_save_image_refuses_unknown_types(tmp_path):
+    with pytest.raises(ValueError, match="unknown image type"):
+        save_image(tmp_path / "x.xyz", np.zeros((2, 2)))

@@ -151,3 +151,20 @@ def test_mp1_mesh_on_a_512_image():
     assert res.grid.pes == (64, 64)
     assert np.array_equal(res.image, ref)
     assert res.load_ratio < 1.0
+
+
+def test_static_tracking_is_bookkeeping_off_the_machine(image):
+    # Recording the unbalanced loads and the activity map is the emulator's business:
+    # the machine's instructions, model cycles and results are the same without it.
+    kw = dict(niter=10, kappa=20, gamma=0.2, epsilon=0.5, balance_every=2, backend="numpy")
+    runs = {}
+    for track in (True, False):
+        m = Machine(pes=(4, 4), backend="numpy")
+        res = mesh_diffusion(image, machine=m, track_static=track, **kw)
+        runs[track] = (res, dict(m.stats["diffusion"].calls))
+    (tracked, calls_t), (plain, calls_p) = runs[True], runs[False]
+    assert calls_t == calls_p
+    assert tracked.cycles == plain.cycles
+    assert tracked.max_load == plain.max_load and np.array_equal(tracked.image, plain.image)
+    assert plain.static_max_load == [] and plain.activity is None
+    assert len(tracked.static_max_load) == tracked.iterations
