@@ -107,9 +107,17 @@ class Network:
         A link moves about 1.7 MB/s (0.6 us per byte); a VCR message start-up is of the
         order of 100 us; a process (ray-tracing task with its sub-surface) is a few KB.
         """
-        base = dict(shape=shape, startup=1e-4, per_byte=6e-7, per_hop=2e-5,
-                    store_and_forward=True, task_bytes=4096, request_bytes=16,
-                    pack=2e-3, unpack=2e-3)
+        base = dict(
+            shape=shape,
+            startup=1e-4,
+            per_byte=6e-7,
+            per_hop=2e-5,
+            store_and_forward=True,
+            task_bytes=4096,
+            request_bytes=16,
+            pack=2e-3,
+            unpack=2e-3,
+        )
         base.update(kw)
         return cls(**base)
 
@@ -120,9 +128,17 @@ class Network:
         About 100 us start-up and 12.5 MB/s (0.08 us per byte); a switched network, so hop
         count adds nothing; migration packs and unpacks a mobile object (1 ms each).
         """
-        base = dict(shape=torus_shape(p), startup=1e-4, per_byte=8e-8, per_hop=0.0,
-                    store_and_forward=False, task_bytes=8192, request_bytes=64,
-                    pack=1e-3, unpack=1e-3)
+        base = dict(
+            shape=torus_shape(p),
+            startup=1e-4,
+            per_byte=8e-8,
+            per_hop=0.0,
+            store_and_forward=False,
+            task_bytes=8192,
+            request_bytes=64,
+            pack=1e-3,
+            unpack=1e-3,
+        )
         base.update(kw)
         return cls(**base)
 

@@ -24,8 +24,11 @@ __all__ = [
 def _check_nonneg(obj, *names):
     for n in names:
         v = getattr(obj, n)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v >= 0) or not (
-            math.isfinite(v)
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float))
+            or not (v >= 0)
+            or not (math.isfinite(v))
         ):
             raise ValueError(f"{type(obj).__name__}.{n} must be a finite number >= 0, got {v!r}")
 
@@ -83,14 +86,19 @@ class GradientModel(Policy):
     over ``window`` seconds (seed 001 section 5: the idle count, averaged over a period of
     the order of a migration, after Barak & Shiloh). Every ``interval`` seconds it
     classifies itself with two thresholds: lightly loaded when busyness ``< low`` and its
-    queue is empty, over-loaded when busyness ``> high`` and it has queued work. Its pressure is 0 when light, else one more than the
-    smallest pressure of its four torus neighbours (capped at the diameter + 1), so the
-    distance to the nearest light processor propagates one hop per interval (mesh shifts).
+    queue is empty, over-loaded when busyness ``> high`` and it has queued work. Its
+    pressure is 0 when light, else one more than the smallest pressure of its four torus
+    neighbours (capped at the diameter + 1), so the distance to the nearest light
+    processor propagates one hop per interval (mesh shifts).
     A heavily loaded processor sends one unit of work per interval to its neighbour of
     least pressure when that is below its own: work flows down the gradient hop by hop,
     with no check that the target is still light (the overflow effect). Spawning is not
     rate-limited: a busy processor holding a spawn bundle places half of it at once
     (``spawn`` seconds of its CPU per placement), down its current gradient.
+
+    Seed 001 gives neither the interval nor the averaging window; the defaults (status every
+    1 s, busyness averaged over 2 s, against tasks of 0.3-10 s) are our choice for its
+    transputer machine, and ``simd-emu bench mimd`` reports how GM and EG move with them.
 
     A unit of work is a task, or half of a spawn bundle (seed 001 section 6.1: processes are
     spawned recursively by splitting the descriptor array).
@@ -159,8 +167,9 @@ class Diffusion(Policy):
     default_placement = "block"
 
     def __post_init__(self) -> None:
-        _check_nonneg(self, "quantum", "poll", "ctx", "process", "process_reply", "decision",
-                      "keep")
+        _check_nonneg(
+            self, "quantum", "poll", "ctx", "process", "process_reply", "decision", "keep"
+        )
         if self.quantum <= 0:
             raise ValueError("quantum must be > 0")
         if not isinstance(self.neighbours, int) or self.neighbours < 1:

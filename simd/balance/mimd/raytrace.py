@@ -32,7 +32,7 @@ def height_field(n: int = 150, *, seed: int = 1) -> np.ndarray:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 4:
         raise ValueError(f"height field size must be an integer >= 4, got {n!r}")
     rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:1:complex(0, n), 0:1:complex(0, n)]
+    y, x = np.mgrid[0 : 1 : complex(0, n), 0 : 1 : complex(0, n)]
     h = 0.02 * np.sin(14 * x + 3 * y) * np.cos(11 * y)
     for _ in range(9):
         cx, cy = rng.uniform(0.05, 0.95, 2)
@@ -50,7 +50,9 @@ class TraceResult:
 
     image: np.ndarray  # (pixels, pixels) grey levels in [0, 1]
     steps: np.ndarray  # (pixels, pixels) march steps per pixel (primary + shadow)
-    tile_steps: np.ndarray  # (tiles,) work per sub-surface (steps + pixel overhead), tile id = row * side + col
+    tile_steps: (
+        np.ndarray
+    )  # (tiles,) work per sub-surface (steps + pixel overhead), tile id = row * side + col
     tile_of_pixel: np.ndarray  # (pixels, pixels) sub-surface of each pixel
 
 
@@ -64,8 +66,14 @@ def _tiles(pixels: int, tiles: int) -> tuple[int, np.ndarray]:
     return side, edge
 
 
-def trace(pixels: int = 150, tiles: int = 64, *, machine=None, heights: np.ndarray | None = None,
-          seed: int = 1) -> TraceResult:
+def trace(
+    pixels: int = 150,
+    tiles: int = 64,
+    *,
+    machine=None,
+    heights: np.ndarray | None = None,
+    seed: int = 1,
+) -> TraceResult:
     """Ray-trace the height field on a ``pixels x pixels`` screen, one VP per pixel.
 
     Parameters
@@ -193,8 +201,15 @@ def trace(pixels: int = 150, tiles: int = 64, *, machine=None, heights: np.ndarr
     light = np.array([-0.45, 0.55, 0.70])
     light /= np.linalg.norm(light)
     lam = xp.clip((-gx * light[0] - gy * light[1] + light[2]) / nl, 0.0, 1.0)
-    s_steps, shadow, _, _ = march(px, py, pz + 2e-3, xp.full(px.shape, light[0]),
-                                  xp.full(px.shape, light[1]), xp.full(px.shape, light[2]), hit)
+    s_steps, shadow, _, _ = march(
+        px,
+        py,
+        pz + 2e-3,
+        xp.full(px.shape, light[0]),
+        xp.full(px.shape, light[1]),
+        xp.full(px.shape, light[2]),
+        hit,
+    )
     steps = steps + s_steps
     shade = 0.15 + 0.85 * lam * xp.where(shadow, 0.25, 1.0)
     sky = 0.55 + 0.4 * xp.clip(sv / half, -1, 1)
@@ -211,8 +226,9 @@ def trace(pixels: int = 150, tiles: int = 64, *, machine=None, heights: np.ndarr
     )
 
 
-def raytrace_costs(pixels: int = 150, tiles: int = 64, *, total: float | None = 328.0,
-                   machine=None, seed: int = 1) -> np.ndarray:
+def raytrace_costs(
+    pixels: int = 150, tiles: int = 64, *, total: float | None = 328.0, machine=None, seed: int = 1
+) -> np.ndarray:
     """Per-sub-surface task costs (seconds) of seed 001's ray-tracing workload.
 
     The costs are the measured march steps of each sub-surface, scaled so the whole

@@ -34,7 +34,6 @@ from .policies import (
     ExtendedGradient,
     Farmer,
     GradientModel,
-    NoBalancing,
     Policy,
     WorkStealing,
 )
@@ -150,6 +149,8 @@ def simulate(
     placement: str | None = None,
     bundle: bool | None = None,
     seed: int = 0,
+    app_messages: float = 0.0,
+    app_bytes: int = 0,
     max_ticks: int = 10_000_000,
 ) -> SimResult:
     """Run ``costs`` (one entry per task, seconds) on the simulated MIMD machine.
@@ -176,6 +177,9 @@ def simulate(
         default True for the gradient policies, False otherwise.
     seed : int
         Seed of the random choices (work-stealing victims, polling phases).
+    app_messages, app_bytes : float, int
+        Messages of ``app_bytes`` bytes each task sends while it runs (seed 002 section 6.2:
+        four neighbours); each costs the sender ``startup + app_bytes * per_byte`` of CPU.
     max_ticks : int
         Safety limit on simulated event ticks.
 
@@ -204,6 +208,8 @@ def simulate(
         network = Network(shape=torus_shape(p))
     elif processors is not None and processors != network.p:
         raise ValueError(f"processors={processors} disagrees with network of {network.p}")
+    if not (app_messages >= 0 and app_bytes >= 0):
+        raise ValueError("app_messages and app_bytes must be >= 0")
     if not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an integer, got {type(seed).__name__}")
     if machine is None:
@@ -211,7 +217,8 @@ def simulate(
 
         machine = Machine(pes=network.shape, backend="numpy")
     t0 = time.perf_counter()
-    sim = _Sim(host, policy, network, machine, placement, bundle, int(seed))
+    app = app_messages * (network.startup + app_bytes * network.per_byte)
+    sim = _Sim(host, policy, network, machine, placement, bundle, int(seed), app)
     with machine.phase("mimd-simulation"):
         sim.run(max_ticks)
     res = sim.result()
@@ -222,8 +229,9 @@ def simulate(
 class _Sim:
     """State and SIMD program of one simulation (see the module docstring)."""
 
-    def __init__(self, costs, policy, net, m, placement, bundle, seed):
+    def __init__(self, costs, policy, net, m, placement, bundle, seed, app=0.0):
         self.m = m
+        self.app = float(app)  # CPU seconds of the application's own messages per task
         xp = self.xp = m.xp
         self.pol = policy
         self.net = net
@@ -277,6 +285,7 @@ class _Sim:
         self.pid = xp.arange(P, dtype=np.int64)
         self.cur = xp.full(P, -1, dtype=np.int64)
         self.rem = xp.zeros(P)
+        self.credit = xp.zeros(P)
         self.debt = xp.zeros(P)
         self.busy = xp.zeros(P)
         self.over = xp.zeros(P)
@@ -288,7 +297,7 @@ class _Sim:
         self.t = 0  # ticks
         self.ticks = 0
         self.makespan_tick = 0
-        self.work = float(costs.sum())
+        self.work = float(costs.sum()) + N * self.app
         # policy state ------------------------------------------------------------------
         if isinstance(policy, Diffusion):
             q = policy.quantum
@@ -383,13 +392,15 @@ class _Sim:
             step = max(1, int(nxt) - self.t)
             self.advance(step)
             self.deliver()
+            # an idle processor starts delivered work before its polling thread can give it
+            # away again (else a task can bounce between idle processors for ever)
+            self.dispatch()
             self.protocol()
             self.dispatch()
             self.protocol_after_dispatch()
             self.ticks += 1
 
     def next_event(self) -> float:
-        xp = self.xp
         t = self.t
         cands = [INF]
         running = self.cur >= 0
@@ -431,6 +442,7 @@ class _Sim:
         self.over += xp.minimum(owed, span)
         self.debt = xp.maximum(owed - span, 0.0)
         running = self.cur >= 0
+        self.credit = xp.zeros(self.P)
         use = xp.where(running, xp.minimum(avail, self.rem), 0.0)
         self.busy += use
         self.rem = self.rem - use
@@ -445,6 +457,8 @@ class _Sim:
             # finish time inside the step: after the debt and the remaining work
             ft = t0 + xp.minimum(owed[fin], span) + use[fin]
             self.finish[tasks] = xp.minimum(ft, t1)
+            # the rest of the tick is not lost: a next task started now began at ft
+            self.credit[fin] = xp.maximum(t1 - ft, 0.0)
             self.state[tasks] = DONE
             self.cur = xp.where(fin, -1, self.cur)
             self.rem = xp.where(fin, 0.0, self.rem)
@@ -474,12 +488,18 @@ class _Sim:
         tid = xp.arange(N, dtype=np.int64)
         if which == "tail":
             # the last queued unit (largest qkey); bundles first since they hold more work
-            key = (self.bsize > 1) * (1 << 60) + self.qkey * N + tid
+            key = ((self.bsize > 1) * (1 << 40) + self.qkey) * N + tid
             best = m.send(key, self.owner, size=self.P, combine="max", mask=queued, fill=-1)
         else:
             key = self.qkey * N + tid
-            best = m.send(key, self.owner, size=self.P, combine="min", mask=queued,
-                          fill=np.iinfo(np.int64).max)
+            best = m.send(
+                key,
+                self.owner,
+                size=self.P,
+                combine="min",
+                mask=queued,
+                fill=np.iinfo(np.int64).max,
+            )
         pick = best[donors]
         ok = (pick >= 0) & (pick < np.iinfo(np.int64).max)
         if not bool(ok.any()):
@@ -549,8 +569,9 @@ class _Sim:
         queued = (self.state == QUEUED) & need[self.owner]
         tid = xp.arange(N, dtype=np.int64)
         big = np.iinfo(np.int64).max
-        best = m.send(self.qkey * N + tid, self.owner, size=self.P, combine="min",
-                      mask=queued, fill=big)
+        best = m.send(
+            self.qkey * N + tid, self.owner, size=self.P, combine="min", mask=queued, fill=big
+        )
         procs = xp.flatnonzero(need)
         h = best[procs] % N
         s = self.bsize[h]
@@ -566,12 +587,20 @@ class _Sim:
 
     def start_tasks(self, procs, h):
         self.state[h] = RUNNING
-        self.runs = self.m.send(self.xp.ones(h.size, dtype=np.int64), h, into=self.runs,
-                                combine="add")
-        self.start[h] = self.now()
+        self.runs = self.m.send(
+            self.xp.ones(h.size, dtype=np.int64), h, into=self.runs, combine="add"
+        )
+        xp = self.xp
+        work = self.cost[h] + self.app
+        # credit: the processor went idle inside the last tick; with no debt to pay it
+        # started this task at that moment (keeps back-to-back tasks exact)
+        c = xp.where(self.debt[procs] > 0, 0.0, xp.minimum(self.credit[procs], 0.5 * work))
+        self.credit[procs] = 0.0
+        self.busy[procs] += c
+        self.start[h] = self.now() - c
         self.runner[h] = procs
         self.cur[procs] = h
-        self.rem[procs] = self.cost[h]
+        self.rem[procs] = work - c
         self.qcount[procs] -= 1
 
     def farmer_self_dispatch(self):
@@ -611,8 +640,13 @@ class _Sim:
         """Workers that ran dry ask the farmer for a task (seed 001 section 4.3)."""
         xp = self.xp
         f = self.pol.farmer
-        want = ((self.cur < 0) & (self.qcount == 0) & ~self.req_out & ~self.finished_worker
-                & (self.pid != f))
+        want = (
+            (self.cur < 0)
+            & (self.qcount == 0)
+            & ~self.req_out
+            & ~self.finished_worker
+            & (self.pid != f)
+        )
         n = self.m.count(want)
         if not n:
             return
@@ -633,7 +667,7 @@ class _Sim:
         if not n:
             return
         procs = xp.flatnonzero(arrived)
-        procs = procs[xp.lexsort((procs, self.req_due[procs]))]
+        procs = procs[xp.lexsort(xp.stack([procs.astype(np.float64), self.req_due[procs]]))]
         self.req_due[procs] = INF  # req_out stays set until the task is delivered
         f = self.pol.farmer
         served = min(n, self.pool)
@@ -682,16 +716,20 @@ class _Sim:
         best_dir = xp.full((rows, cols), -1, dtype=np.int64)
         dirs = ((1, 0), (-1, 0), (1, 1), (-1, 1))  # (offset, axis): from N, S, W, E
         for k, (off, ax) in enumerate(dirs):
+            if self.net.shape[ax] == 1:
+                continue  # a ring: that axis wraps onto the processor itself
             sp = m.shift(pr, off, ax, boundary="wrap")
             si = m.shift(lid, off, ax, boundary="wrap")
-            better = (sp < best_p) | ((sp == best_p) & (si >= 0) & ((si < best_id)
-                                                                   | (best_id < 0)))
+            better = (sp < best_p) | ((sp == best_p) & (si >= 0) & ((si < best_id) | (best_id < 0)))
             best_p = xp.where(better, sp, best_p)
             best_id = xp.where(better, si, best_id)
             best_dir = xp.where(better, k, best_dir)
         new_p = xp.where(light.reshape(rows, cols), 0, xp.minimum(best_p + 1, self.pmax))
-        new_id = xp.where(light.reshape(rows, cols), self.pid.reshape(rows, cols),
-                          xp.where(new_p < self.pmax, best_id, -1))
+        new_id = xp.where(
+            light.reshape(rows, cols),
+            self.pid.reshape(rows, cols),
+            xp.where(new_p < self.pmax, best_id, -1),
+        )
         self.pressure = new_p.reshape(-1)
         self.light_id = new_id.reshape(-1)
         self.nb_p = best_p.reshape(-1)
@@ -726,8 +764,14 @@ class _Sim:
         check, so every spawn of one interval follows the same gradient (overflow); EG
         first asks the nearest light processor to check and reserve (:meth:`eg_ask`).
         """
-        has_bundle = self.m.send(self.bsize > 1, self.owner, size=self.P, combine="or",
-                                 mask=self.state == QUEUED, fill=False)
+        has_bundle = self.m.send(
+            self.bsize > 1,
+            self.owner,
+            size=self.P,
+            combine="or",
+            mask=self.state == QUEUED,
+            fill=False,
+        )
         busy = self.cur >= 0
         if self.is_eg:
             # EG also places queued single tasks, but only when over-loaded
@@ -741,8 +785,13 @@ class _Sim:
     def eg_ask(self, want):
         """EG: sources ask the nearest light processor to check and reserve itself."""
         xp = self.xp
-        ask = (want & (self.hs_state == 0) & ~self.hs_wait & (self.light_id >= 0)
-               & (self.light_id != self.pid))
+        ask = (
+            want
+            & (self.hs_state == 0)
+            & ~self.hs_wait
+            & (self.light_id >= 0)
+            & (self.light_id != self.pid)
+        )
         n = self.m.count(ask)
         self.spawn_pending = n > 0
         if not n:
@@ -751,15 +800,19 @@ class _Sim:
         tg = self.light_id[procs]
         hops = self.net.hops(procs, tg, xp)
         self.hs_target[procs] = tg
-        self.hs_due[procs] = (self.now() + self.debt[procs] + self.net.startup
-                              + self.net.message_time(self.net.request_bytes, hops, xp))
+        self.hs_due[procs] = (
+            self.now()
+            + self.debt[procs]
+            + self.net.startup
+            + self.net.message_time(self.net.request_bytes, hops, xp)
+        )
         self.hs_state[procs] = 1
         self.charge(procs, self.net.startup)
         self.messages += n
 
     def eg_handshakes(self):
         """EG: targets answer check-and-reserve requests; sources act on the answers."""
-        xp, m = self.xp, self.m
+        xp = self.xp
         now = self.now() + 1e-12
         # 1. requests arriving at their target: still light and not reserved? reserve.
         arr = (self.hs_state == 1) & (self.hs_due <= now)
@@ -774,9 +827,12 @@ class _Sim:
             self.charge(tg, self.pol.process + self.net.startup)
             hops = self.net.hops(procs, tg, xp)
             self.hs_ok[procs] = ok
-            self.hs_due[procs] = (self.hs_due[procs] + self.pol.process
-                                  + self.net.startup
-                                  + self.net.message_time(self.net.request_bytes, hops, xp))
+            self.hs_due[procs] = (
+                self.hs_due[procs]
+                + self.pol.process
+                + self.net.startup
+                + self.net.message_time(self.net.request_bytes, hops, xp)
+            )
             self.hs_state[procs] = 2
             self.messages += int(procs.size)
         # 2. answers arriving at the source: on yes send the work straight to the target
@@ -806,7 +862,6 @@ class _Sim:
             return
         procs = xp.flatnonzero(want)
         now = self.now()
-        pol = self.pol
         if self.is_ws:
             # one victim at random among the k nearest
             j = xp.asarray(self.rng.integers(0, self.k, n))
@@ -841,8 +896,12 @@ class _Sim:
             spare = xp.maximum(self.qcount - pol.keep, 0)
             self.q_count[src, col] = m.get(spare, tg)
             hops = self.net.hops(src, tg, xp)
-            self.q_reply[src, col] = (self.q_due[src, col] + pol.process + self.net.startup
-                                      + self.net.message_time(self.net.request_bytes, hops, xp))
+            self.q_reply[src, col] = (
+                self.q_due[src, col]
+                + pol.process
+                + self.net.startup
+                + self.net.message_time(self.net.request_bytes, hops, xp)
+            )
             self.q_due[src, col] = INF
             self.charge(tg, pol.process + self.net.startup)
             self.messages += int(src.size)
@@ -884,7 +943,7 @@ class _Sim:
 
     def migration_requests(self):
         """Targets answer due migration requests at their poll: give a task or refuse."""
-        xp, m = self.xp, self.m
+        xp = self.xp
         pol = self.pol
         now = self.now() + 1e-12
         # refusals that have come back: the requester may ask again
@@ -925,8 +984,12 @@ class _Sim:
         refused = procs[~granted]
         if refused.size:
             hops = self.net.hops(refused, self.lb_target[refused], xp)
-            self.lb_due[refused] = (self.lb_due[refused] + pol.process + self.net.startup
-                                    + self.net.message_time(self.net.request_bytes, hops, xp))
+            self.lb_due[refused] = (
+                self.lb_due[refused]
+                + pol.process
+                + self.net.startup
+                + self.net.message_time(self.net.request_bytes, hops, xp)
+            )
             self.lb_phase[refused] = 3
             self.charge(self.lb_target[refused], self.net.startup)
             self.messages += int(refused.size)

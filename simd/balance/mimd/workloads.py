@@ -48,8 +48,9 @@ def linear(n: int, ratio: float = 2.0, *, total: float | None = None) -> np.ndar
     return w if total is None else _scale(w, total)
 
 
-def step(n: int, heavy_fraction: float = 0.25, ratio: float = 2.0, *,
-         total: float | None = None) -> np.ndarray:
+def step(
+    n: int, heavy_fraction: float = 0.25, ratio: float = 2.0, *, total: float | None = None
+) -> np.ndarray:
     """The last ``heavy_fraction`` of the tasks weigh ``ratio`` times the others.
 
     Examples
@@ -65,12 +66,13 @@ def step(n: int, heavy_fraction: float = 0.25, ratio: float = 2.0, *,
     w = np.ones(n)
     nh = int(round(heavy_fraction * n))
     if nh:
-        w[n - nh:] = ratio
+        w[n - nh :] = ratio
     return w if total is None else _scale(w, total)
 
 
-def bimodal(n: int, heavy_fraction: float = 0.5, variance: float = 1.0, *,
-            total: float | None = None) -> np.ndarray:
+def bimodal(
+    n: int, heavy_fraction: float = 0.5, variance: float = 1.0, *, total: float | None = None
+) -> np.ndarray:
     """Two task types (seed 002 section 6.1): heavy ones weigh ``1 + variance``.
 
     Examples
@@ -86,8 +88,15 @@ def bimodal(n: int, heavy_fraction: float = 0.5, variance: float = 1.0, *,
 WORKLOADS = ("linear-2", "linear-4", "step", "bimodal", "raytrace", "uniform")
 
 
-def workload(name: str, processors: int, tasks_per_processor: int = 8, *,
-             work_per_processor: float = 10.0, seed: int = 0, **kw) -> np.ndarray:
+def workload(
+    name: str,
+    processors: int,
+    tasks_per_processor: int = 8,
+    *,
+    work_per_processor: float = 10.0,
+    seed: int = 0,
+    **kw,
+) -> np.ndarray:
     """Task costs (seconds) of a named workload for ``processors`` processors.
 
     Parameters
@@ -103,7 +112,7 @@ def workload(name: str, processors: int, tasks_per_processor: int = 8, *,
     Examples
     --------
     >>> workload("linear-2", 4, 2, work_per_processor=3.0).round(3).tolist()
-    [2.0, 2.286, 2.571, 2.857, 3.143, 3.429, 3.714, 4.0]
+    [1.0, 1.143, 1.286, 1.429, 1.571, 1.714, 1.857, 2.0]
     """
     if name not in WORKLOADS:
         raise ValueError(f"unknown workload {name!r}; expected one of {WORKLOADS}")

@@ -1,0 +1,725 @@
+"""The MIMD benchmark: seed 001 Table 1, seed 002 Figures 1-3, and MIMD vs SIMD balancing.
+
+Run by ``simd-emu bench mimd [--quick]`` and ``python bench/mimd.py [--quick]``. Parts:
+
+``table1``
+    Seed 001 Table 1 in form: the height-field ray tracer (150x150 pixels, 64 sub-surfaces,
+    per-sub-surface cost measured by tracing, scaled to the paper's 328 s control run) on a
+    4x4 transputer torus under farmer (original and + VCR), Gradient Model, Extended
+    Gradient and the single-processor farmer control run: time, processor-seconds and
+    utilisation ``100 * T_control / (P * T)`` as the paper defines it.
+``gradient``
+    Sensitivity of GM and EG to the status interval (the one parameter seed 001 leaves open).
+``figure1``
+    Seed 002 Figure 1 in form: Diffusion on linear-2, linear-4 and step, 32 and 64
+    processors, 2 to 16 tasks per processor; simulated time against the model's lower,
+    upper and average predictions, with the error of the average.
+``figure2`` / ``figure3``
+    Seed 002 Figures 2 and 3 in form (model predictions, simulated points beside them):
+    over-decomposition, polling quantum and neighbourhood size, bi-modal imbalance
+    (heavy tasks 50 %, variance 0.5 / 1 / 3) and linear imbalance (mild 1.2x, moderate 2x,
+    severe 4x, four application messages per task).
+``compare``
+    One table with the MIMD policies and the cost-effective SIMD balancer (seed 000,
+    :func:`simd.balance.run_loop`) on the same task sets: utilisation and speed-up over no
+    balancing on each machine.
+``scale``
+    4096 processors x 100,000 tasks: wall time of the simulation on this host.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .model import ModelParams, bimodal_fit, predict
+from .network import Network, torus_shape
+from .policies import (
+    Diffusion,
+    ExtendedGradient,
+    Farmer,
+    GradientModel,
+    NoBalancing,
+    WorkStealing,
+)
+from .simulator import simulate
+from .workloads import bimodal, linear, workload
+
+__all__ = [
+    "PARTS",
+    "run",
+    "table1",
+    "figure1",
+    "parametric",
+    "compare",
+    "scale",
+    "gradient_sensitivity",
+    "format_table",
+]
+
+PARTS = ("table1", "gradient", "figure1", "figure2", "figure3", "compare", "scale")
+
+
+def format_table(rows: list[dict], cols: list[tuple[str, str, str]]) -> str:
+    """Plain-text table: ``cols`` are (key, header, format)."""
+    head = [h for _, h, _ in cols]
+    body = []
+    for r in rows:
+        line = []
+        for k, _, f in cols:
+            v = r.get(k)
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                line.append("-")
+            else:
+                line.append(format(v, f) if f else str(v))
+        body.append(line)
+    w = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+    out = ["  ".join(h.rjust(w[i]) for i, h in enumerate(head))]
+    out.append("  ".join("-" * x for x in w))
+    out += ["  ".join(b[i].rjust(w[i]) for i in range(len(w))) for b in body]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- seed 001
+def table1(*, quick: bool = False, machine=None) -> dict:
+    """Seed 001 Table 1 in form on the measured ray-tracing workload."""
+    from .raytrace import raytrace_costs
+
+    t0 = time.perf_counter()
+    costs = raytrace_costs(150, 64, total=328.0, machine=machine)
+    trace_wall = time.perf_counter() - t0
+    net = Network.transputer((4, 4))
+    runs = [
+        ("farmer original, 16", Farmer(routing_factor=4.0), net),
+        ("farmer + VCR, 16", Farmer(), net),
+        ("GM original, 16", GradientModel(), net),
+        ("EG system-level, 16", ExtendedGradient(), net),
+        ("diffusion, 16", Diffusion(quantum=0.05), net),
+        ("work stealing, 16", WorkStealing(quantum=0.05), net),
+        ("farmer + VCR, 1", Farmer(), Network.transputer((1, 1))),
+    ]
+    results = []
+    for label, pol, nw in runs:
+        r = simulate(costs, pol, network=nw)
+        results.append((label, r))
+    control = results[-1][1].makespan
+    rows = []
+    for label, r in results:
+        rows.append(
+            {
+                "run": label,
+                "policy": r.policy,
+                "processors": r.processors,
+                "time": r.makespan,
+                "processor_seconds": r.processor_seconds,
+                "utilisation": 100.0 * control / r.processor_seconds,
+                "migrations": r.migrations,
+                "messages": r.messages,
+                "all_once": bool(np.all(r.runs == 1)),
+                "wall": r.wall,
+            }
+        )
+    paper = {
+        "farmer original, 16": (28, 448, 73),
+        "farmer + VCR, 16": (26, 416, 79),
+        "GM original, 16": (">50", ">800", "<41"),
+        "EG system-level, 16": (29, 464, 71),
+        "farmer + VCR, 1": (328, 328, 100),
+    }
+    for r in rows:
+        p = paper.get(r["run"])
+        r["paper"] = "/".join(str(x) for x in p) if p else "-"
+    return {
+        "rows": rows,
+        "task_costs": costs.tolist(),
+        "trace_wall": trace_wall,
+        "network": "transputer 4x4 torus (Network.transputer)",
+        "min_task": float(costs.min()),
+        "max_task": float(costs.max()),
+    }
+
+
+def gradient_sensitivity(*, quick: bool = False) -> dict:
+    """GM and EG against the farmer as the status interval grows (ray tracer, 16)."""
+    from .raytrace import raytrace_costs
+
+    costs = raytrace_costs()
+    net = Network.transputer((4, 4))
+    farmer = simulate(costs, Farmer(), network=net).makespan
+    rows = []
+    for iv in (0.25, 1.0, 2.0) if quick else (0.1, 0.25, 0.5, 1.0, 2.0, 4.0):
+        g = simulate(costs, GradientModel(interval=iv, window=2 * iv), network=net).makespan
+        e = simulate(costs, ExtendedGradient(interval=iv, window=2 * iv), network=net).makespan
+        rows.append(
+            {
+                "interval": iv,
+                "window": 2 * iv,
+                "farmer": farmer,
+                "gm": g,
+                "eg": e,
+                "gm_over_farmer": g / farmer,
+                "eg_over_farmer": e / farmer,
+            }
+        )
+    return {"rows": rows}
+
+
+# --------------------------------------------------------------------------- seed 002
+def _validate_point(name, p, k, *, quantum=0.01, seed=0):
+    costs = workload(name, p, k)
+    net = Network.cluster(p)
+    pol = Diffusion(quantum=quantum)
+    r = simulate(costs, pol, network=net, seed=seed)
+    prm = ModelParams.from_sim(net, pol)
+    return r, predict(costs, prm), predict(costs, prm, refine=False)
+
+
+def figure1(*, quick: bool = False) -> dict:
+    """Seed 002 Figure 1 in form: model against simulation, Diffusion."""
+    rows = []
+    ks = (2, 4, 8, 16)
+    for name in ("linear-2", "linear-4", "step"):
+        for p in (32, 64):
+            for k in ks:
+                r, pr, pp = _validate_point(name, p, k)
+                err = 100.0 * (pr.average - r.makespan) / r.makespan
+                err_paper = 100.0 * (pp.average - r.makespan) / r.makespan
+                rows.append(
+                    {
+                        "workload": name,
+                        "processors": p,
+                        "tasks_per_proc": k,
+                        "simulated": r.makespan,
+                        "lower": pr.lower,
+                        "upper": pr.upper,
+                        "average": pr.average,
+                        "error_pct": err,
+                        "average_paper": pp.average,
+                        "error_paper_pct": err_paper,
+                        "gamma": pr.fit.gamma,
+                        "t_alpha": pr.fit.t_alpha,
+                        "t_beta": pr.fit.t_beta,
+                        "dominating": pr.dominating,
+                        "migrations": r.migrations,
+                        "no_balancing": float(
+                            workload(name, p, k).reshape(p, -1).sum(axis=1).max()
+                        ),
+                    }
+                )
+    summary = {}
+    for key, col in (("", "error_pct"), ("paper_", "error_paper_pct")):
+        errs = np.abs([r[col] for r in rows])
+        summary[f"{key}mean_abs_error_pct"] = float(errs.mean())
+        summary[f"{key}max_abs_error_pct"] = float(errs.max())
+        for name in ("linear-2", "linear-4", "step"):
+            e = np.abs([r[col] for r in rows if r["workload"] == name])
+            summary[f"{key}mean_abs_error_pct_{name}"] = float(e.mean())
+    return {"rows": rows, "summary": summary}
+
+
+def parametric(kind: str = "bimodal", *, quick: bool = False, simulate_upto: int = 64) -> dict:
+    """Seed 002 Figure 2 (``bimodal``) or Figure 3 (``linear``) in form.
+
+    Model predictions over tasks per processor, polling quantum and neighbourhood size for
+    three processor counts; simulated points for machines up to ``simulate_upto``.
+    """
+    if kind == "bimodal":
+        procs = (32, 64, 256)
+        levels = {"variance 0.5": 0.5, "variance 1": 1.0, "variance 3": 3.0}
+        app = 0
+    elif kind == "linear":
+        procs = (64, 256, 512)
+        levels = {"mild (1.2x)": 1.2, "moderate (2x)": 2.0, "severe (4x)": 4.0}
+        app = 4
+    else:
+        raise ValueError(f"kind must be 'bimodal' or 'linear', got {kind!r}")
+    if quick:
+        procs = procs[:2]
+    tpp = (2, 3, 4, 6, 8, 12, 16, 24, 32)
+    quanta = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
+    nbs = (1, 2, 4, 8, 16)
+    base = {"k": 8, "quantum": 0.01, "neighbours": 4}
+
+    def costs_for(level, p, k):
+        n = p * k
+        total = 10.0 * p
+        return (
+            bimodal(n, 0.5, level, total=total)
+            if kind == "bimodal"
+            else linear(n, level, total=total)
+        )
+
+    out = {"kind": kind, "processors": list(procs), "levels": list(levels), "series": []}
+    for p in procs:
+        net = Network.cluster(p)
+        for lname, level in levels.items():
+            for param, values in (
+                ("tasks_per_proc", tpp),
+                ("quantum", quanta),
+                ("neighbours", nbs),
+            ):
+                pts = []
+                for v in values:
+                    k = v if param == "tasks_per_proc" else base["k"]
+                    q = v if param == "quantum" else base["quantum"]
+                    nb = v if param == "neighbours" else base["neighbours"]
+                    pol = Diffusion(quantum=q, neighbours=nb)
+                    c = costs_for(level, p, k)
+                    pr = predict(c, ModelParams.from_sim(net, pol, app_messages=app, app_bytes=256))
+                    sim = None
+                    if p <= simulate_upto and not (quick and p > 32):
+                        sim = simulate(
+                            c, pol, network=net, app_messages=app, app_bytes=256
+                        ).makespan
+                    pts.append(
+                        {
+                            "value": v,
+                            "lower": pr.lower,
+                            "upper": pr.upper,
+                            "average": pr.average,
+                            "simulated": sim,
+                        }
+                    )
+                out["series"].append(
+                    {"processors": p, "level": lname, "param": param, "points": pts}
+                )
+    sims = [
+        (pt["average"], pt["simulated"])
+        for s in out["series"]
+        for pt in s["points"]
+        if pt["simulated"] is not None
+    ]
+    if sims:
+        e = np.abs([(a - b) / b * 100 for a, b in sims])
+        out["model_vs_sim_mean_abs_error_pct"] = float(e.mean())
+    return out
+
+
+# --------------------------------------------------------------------------- comparison
+def _simd_loop(costs: np.ndarray, p: int, form: str, units: int, task_cost: float) -> dict:
+    """Run the task set as a balanced loop on the SIMD machine (seed 000)."""
+    from simd import Machine
+    from simd.balance.cost_effective import run_loop
+
+    unit = costs.max() / units
+    wl = np.maximum(1, np.round(costs / unit)).astype(np.int64)
+    m = Machine(pes=p, backend="numpy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # calibration warnings of a first run
+        r = run_loop(
+            wl, None, machine=m, form=form, task_cost=task_cost, name=f"mimd-compare-{form}"
+        )
+    return {
+        "cycles": r.cycles,
+        "iterations": r.iterations,
+        "decisions": r.decisions,
+        "utilisation": float(wl.sum() * task_cost / (p * r.cycles)),
+    }
+
+
+def compare(*, quick: bool = False, units: int = 32, task_cost: float = 1e4) -> dict:
+    """MIMD policies and the SIMD cost-effective balancer on the same task sets.
+
+    MIMD: simulated makespan on a cluster network (seed 002 costs), tasks placed in blocks
+    (the farmer holds them all); utilisation = work / (P * makespan). SIMD: each task is a
+    datum whose workload is its cost in units of ``max cost / units`` (at least one), run by
+    :func:`simd.balance.run_loop` with ``task_cost`` model cycles per unit; utilisation =
+    useful cycles / (P * loop cycles). Speed-ups are over no balancing on the same machine
+    (MIMD static blocks; SIMD the original loop of seed 000 Figure 1). A unit is 1/32 of the
+    largest task, seconds of work on the papers' machines, so ``task_cost`` is large (10^4
+    cycles); with 10^2 the cost-effective loop's overhead in iterations exceeds any saving
+    and it never redistributes. Note that a SIMD datum's units are separate tasks, while a
+    MIMD task is indivisible: the SIMD loops balance at a finer grain.
+    """
+    try:
+        from simd.balance.cost_effective import run_loop  # noqa: F401
+
+        simd_ok = True
+        simd_note = ""
+    except Exception as exc:  # pragma: no cover - depends on the other module's state
+        simd_ok = False
+        simd_note = f"cost-effective balancer unavailable: {exc}"
+    sets = [
+        ("linear-2", 64, 8),
+        ("linear-4", 64, 8),
+        ("step", 64, 8),
+        ("bimodal", 64, 8),
+        ("raytrace", 16, 4),
+    ]
+    if quick:
+        sets = [("linear-4", 32, 8), ("step", 32, 8), ("raytrace", 16, 4)]
+    pols = [
+        NoBalancing(),
+        Farmer(),
+        GradientModel(),
+        ExtendedGradient(),
+        Diffusion(),
+        WorkStealing(),
+    ]
+    rows = []
+    for name, p, k in sets:
+        costs = workload(name, p, k)
+        net = Network.cluster(p)
+        row: dict[str, Any] = {"task_set": name, "processors": p, "tasks": costs.size}
+        base = None
+        for pol in pols:
+            r = simulate(costs, pol, network=net, placement="block")
+            if base is None:
+                base = r.makespan
+            row[f"{pol.name}:util"] = r.utilisation
+            row[f"{pol.name}:speedup"] = base / r.makespan
+        if simd_ok:
+            orig = None
+            for form in ("original", "cost-effective", "expand"):
+                s = _simd_loop(costs, p, form, units, task_cost)
+                if orig is None:
+                    orig = s["cycles"]
+                row[f"simd-{form}:util"] = s["utilisation"]
+                row[f"simd-{form}:speedup"] = orig / s["cycles"]
+                row[f"simd-{form}:decisions"] = s["decisions"]
+        mimd = {pol.name: row[f"{pol.name}:util"] for pol in pols[1:]}
+        simd = {f"simd-{f}": row.get(f"simd-{f}:util", -1) for f in ("cost-effective", "expand")}
+        best = max({**mimd, **simd}.items(), key=lambda kv: kv[1])
+        row["best"] = best[0]
+        rows.append(row)
+    return {
+        "rows": rows,
+        "simd_available": simd_ok,
+        "note": simd_note,
+        "units": units,
+        "task_cost": task_cost,
+    }
+
+
+def scale(*, quick: bool = False) -> dict:
+    """Wall time of the simulation at 4096 processors x 100,000 tasks on this host."""
+    p, n = (1024, 25_000) if quick else (4096, 100_000)
+    costs = linear(n, 4.0, total=10.0 * p)
+    rows = []
+    pols = [Diffusion(), WorkStealing(), ExtendedGradient(), GradientModel(), Farmer()]
+    if quick:
+        pols = pols[:1]
+    for pol in pols:
+        r = simulate(
+            costs,
+            pol,
+            network=Network.cluster(p),
+            placement=None if isinstance(pol, Farmer) else "block",
+        )
+        rows.append(
+            {
+                "policy": pol.name,
+                "processors": p,
+                "tasks": n,
+                "makespan": r.makespan,
+                "utilisation": r.utilisation,
+                "ticks": r.ticks,
+                "wall": r.wall,
+                "all_once": bool(np.all(r.runs == 1)),
+            }
+        )
+    return {"rows": rows}
+
+
+# --------------------------------------------------------------------------- plots
+def _plots(results: dict, out: Path, tag: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    files = []
+    if "figure1" in results:
+        rows = results["figure1"]["rows"]
+        fig, axes = plt.subplots(2, 3, figsize=(13, 7), sharex=True)
+        for i, p in enumerate((32, 64)):
+            for j, name in enumerate(("linear-2", "linear-4", "step")):
+                ax = axes[i, j]
+                rr = [r for r in rows if r["processors"] == p and r["workload"] == name]
+                k = [r["tasks_per_proc"] for r in rr]
+                ax.plot(k, [r["simulated"] for r in rr], "ko-", label="simulated")
+                ax.plot(k, [r["average"] for r in rr], "b^--", label="model average")
+                ax.plot(
+                    k,
+                    [r["average_paper"] for r in rr],
+                    "g.:",
+                    label="paper's model (pure bi-modal)",
+                )
+                ax.fill_between(
+                    k,
+                    [r["lower"] for r in rr],
+                    [r["upper"] for r in rr],
+                    color="b",
+                    alpha=0.15,
+                    label="model bounds",
+                )
+                ax.set_title(f"{name}, {p} processors")
+                ax.set_xscale("log", base=2)
+                if i == 1:
+                    ax.set_xlabel("tasks per processor")
+                if j == 0:
+                    ax.set_ylabel("run time (s)")
+        axes[0, 0].legend()
+        fig.suptitle("Seed 002 Figure 1 in form: Diffusion, model vs simulation")
+        fig.tight_layout()
+        f = out / f"mimd{tag}-figure1.png"
+        fig.savefig(f, dpi=90)
+        plt.close(fig)
+        files.append(str(f))
+    for key, title in (
+        ("figure2", "bi-modal imbalance (Figure 2)"),
+        ("figure3", "linear imbalance (Figure 3)"),
+    ):
+        if key not in results:
+            continue
+        res = results[key]
+        procs = res["processors"]
+        fig, axes = plt.subplots(len(procs), 3, figsize=(13, 3.3 * len(procs)), squeeze=False)
+        xlabels = {
+            "tasks_per_proc": "tasks per processor",
+            "quantum": "quantum (s)",
+            "neighbours": "neighbourhood size",
+        }
+        for i, p in enumerate(procs):
+            for j, param in enumerate(("tasks_per_proc", "quantum", "neighbours")):
+                ax = axes[i, j]
+                for c, lvl in zip(("C0", "C1", "C3"), res["levels"], strict=False):
+                    s = next(
+                        s
+                        for s in res["series"]
+                        if s["processors"] == p and s["level"] == lvl and s["param"] == param
+                    )
+                    x = [pt["value"] for pt in s["points"]]
+                    ax.plot(x, [pt["average"] for pt in s["points"]], "-", color=c, label=lvl)
+                    sims = [
+                        (pt["value"], pt["simulated"])
+                        for pt in s["points"]
+                        if pt["simulated"] is not None
+                    ]
+                    if sims:
+                        ax.plot(*zip(*sims, strict=True), "o", color=c, mfc="none")
+                ax.set_xscale("log", base=2 if param != "quantum" else 10)
+                if param != "quantum":
+                    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+                    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+                ax.set_title(f"{p} processors", fontsize=9)
+                ax.set_xlabel(xlabels[param])
+                if j == 0:
+                    ax.set_ylabel("predicted run time (s)")
+        axes[0, 0].legend(fontsize=8)
+        fig.suptitle(f"Seed 002 parametric study, {title}: model (lines), simulation (circles)")
+        fig.tight_layout()
+        f = out / f"mimd{tag}-{key}.png"
+        fig.savefig(f, dpi=80)
+        plt.close(fig)
+        files.append(str(f))
+    return files
+
+
+def _environment() -> dict:
+    try:
+        from simd.info import environment
+
+        return environment()
+    except Exception as exc:  # pragma: no cover - report anyway
+        import platform
+
+        return {"platform": platform.platform(), "numpy": np.__version__, "error": str(exc)}
+
+
+def run(
+    *,
+    quick: bool = False,
+    parts: tuple[str, ...] | None = None,
+    out: str | Path | None = None,
+    plots: bool = True,
+    echo=print,
+) -> dict:
+    """Run the benchmark parts, print tables, write JSON (and PNG plots) under ``out``.
+
+    Parameters
+    ----------
+    quick : bool
+        Smaller sweeps (about a minute on two cores).
+    parts : tuple of str, optional
+        Subset of :data:`PARTS` (default all).
+    out : path, optional
+        Output folder (default ``bench/results`` of the repository).
+    """
+    parts = PARTS if parts is None else tuple(parts)
+    bad = [p for p in parts if p not in PARTS]
+    if bad:
+        raise ValueError(f"unknown benchmark part(s) {bad}; expected some of {PARTS}")
+    out = (
+        Path(out) if out is not None else Path(__file__).resolve().parents[3] / "bench" / "results"
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    tag = "-quick" if quick else ""
+    res: dict[str, Any] = {
+        "benchmark": "mimd",
+        "quick": quick,
+        "backend": "numpy",
+        "environment": _environment(),
+    }
+    walls = {}
+    for part in parts:
+        t0 = time.perf_counter()
+        if part == "table1":
+            r = table1(quick=quick)
+            echo("\nSeed 001 Table 1 in form: ray tracer 150x150, 64 sub-surfaces, 4x4 torus")
+            echo(
+                f"(task costs measured by tracing, {r['min_task']:.2f}..{r['max_task']:.2f} s;"
+                " utilisation = 100 x control time / processor-seconds)"
+            )
+            echo(
+                format_table(
+                    r["rows"],
+                    [
+                        ("run", "run", ""),
+                        ("time", "time s", ".2f"),
+                        ("processor_seconds", "proc-s", ".1f"),
+                        ("utilisation", "util %", ".1f"),
+                        ("migrations", "moves", "d"),
+                        ("all_once", "each once", ""),
+                        ("paper", "paper (s/proc-s/%)", ""),
+                    ],
+                )
+            )
+            echo(
+                "note: task messages take milliseconds against 5 s tasks, so the farmer with "
+                "user-level routing (latency x4) and the farmer + VCR coincide here"
+            )
+        elif part == "gradient":
+            r = gradient_sensitivity(quick=quick)
+            echo(
+                "\nGM and EG vs status interval (ray tracer, 16 processors; window = 2 x interval)"
+            )
+            echo(
+                format_table(
+                    r["rows"],
+                    [
+                        ("interval", "interval s", ".2f"),
+                        ("farmer", "farmer s", ".2f"),
+                        ("eg", "EG s", ".2f"),
+                        ("gm", "GM s", ".2f"),
+                        ("eg_over_farmer", "EG/farmer", ".2f"),
+                        ("gm_over_farmer", "GM/farmer", ".2f"),
+                    ],
+                )
+            )
+        elif part == "figure1":
+            r = figure1(quick=quick)
+            echo(
+                "\nSeed 002 Figure 1 in form: Diffusion (quantum 10 ms, 4 neighbours), "
+                "10 s of work per processor"
+            )
+            echo(
+                format_table(
+                    r["rows"],
+                    [
+                        ("workload", "workload", ""),
+                        ("processors", "P", "d"),
+                        ("tasks_per_proc", "tasks/P", "d"),
+                        ("no_balancing", "static s", ".2f"),
+                        ("simulated", "sim s", ".3f"),
+                        ("lower", "lower", ".3f"),
+                        ("upper", "upper", ".3f"),
+                        ("average", "average", ".3f"),
+                        ("error_pct", "error %", "+.1f"),
+                        ("average_paper", "paper avg", ".3f"),
+                        ("error_paper_pct", "paper err %", "+.1f"),
+                        ("gamma", "Gamma", "d"),
+                    ],
+                )
+            )
+            s = r["summary"]
+            for key, label in (("", "refined model"), ("paper_", "paper's model")):
+                echo(
+                    f"{label}: mean |error| {s[key + 'mean_abs_error_pct']:.1f} % (linear-2 "
+                    f"{s[key + 'mean_abs_error_pct_linear-2']:.1f}, linear-4 "
+                    f"{s[key + 'mean_abs_error_pct_linear-4']:.1f}, step "
+                    f"{s[key + 'mean_abs_error_pct_step']:.1f}); max "
+                    f"{s[key + 'max_abs_error_pct']:.1f} %"
+                )
+        elif part in ("figure2", "figure3"):
+            r = parametric("bimodal" if part == "figure2" else "linear", quick=quick)
+            e = r.get("model_vs_sim_mean_abs_error_pct")
+            npts = sum(len(s["points"]) for s in r["series"])
+            echo(
+                f"\nSeed 002 {part} in form ({r['kind']} imbalance): {npts} model points"
+                + (
+                    f"; mean |model - sim| {e:.1f} % over the simulated ones"
+                    if e is not None
+                    else "; no simulated points in this mode"
+                )
+            )
+        elif part == "compare":
+            r = compare(quick=quick)
+            echo(
+                "\nMIMD policies vs SIMD balanced loops on the same task sets "
+                "(utilisation; speed-up over no balancing in brackets)"
+            )
+            cols = [("task_set", "task set", ""), ("processors", "P", "d")]
+            names = ["farmer", "gradient", "extended-gradient", "diffusion", "work-stealing"]
+            if r["simd_available"]:
+                names += ["simd-original", "simd-cost-effective", "simd-expand"]
+            for row in r["rows"]:
+                for nm in names:
+                    row[nm] = f"{row[nm + ':util']:.2f} ({row[nm + ':speedup']:.2f}x)"
+                if r["simd_available"]:
+                    row["simd-cost-effective"] += f" {row['simd-cost-effective:decisions']}d"
+            cols += [(nm, nm, "") for nm in names] + [("best", "best", "")]
+            echo(format_table(r["rows"], cols))
+            if not r["simd_available"]:
+                echo(f"note: {r['note']}")
+            else:
+                echo(
+                    f"SIMD: one datum per task, workload = cost in units of max/{r['units']}, "
+                    f"{r['task_cost']:g} model cycles per unit; Nd = redistributions taken"
+                )
+        elif part == "scale":
+            r = scale(quick=quick)
+            echo("\nScale: simulation wall time on this host (NumPy backend)")
+            echo(
+                format_table(
+                    r["rows"],
+                    [
+                        ("policy", "policy", ""),
+                        ("processors", "P", "d"),
+                        ("tasks", "tasks", "d"),
+                        ("makespan", "makespan s", ".2f"),
+                        ("utilisation", "util", ".2f"),
+                        ("ticks", "event ticks", "d"),
+                        ("wall", "wall s", ".1f"),
+                        ("all_once", "each once", ""),
+                    ],
+                )
+            )
+        walls[part] = time.perf_counter() - t0
+        res[part] = r
+    res["wall_per_part"] = walls
+    if plots:
+        res["plots"] = _plots(res, out, tag)
+    path = out / f"mimd{tag}.json"
+    path.write_text(json.dumps(res, indent=1, default=_json_default))
+    echo(f"\nwrote {path}" + (f" and {len(res.get('plots', []))} plots" if plots else ""))
+    return res
+
+
+def _json_default(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+# keep names used in docs importable
+_ = (torus_shape, bimodal_fit)

@@ -1,0 +1,145 @@
+"""The simulated MIMD machine: every task runs exactly once, under every policy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simd import Machine
+from simd.balance.mimd import (
+    Diffusion,
+    ExtendedGradient,
+    Farmer,
+    GradientModel,
+    Network,
+    NoBalancing,
+    WorkStealing,
+    initial_placement,
+    simulate,
+    torus_shape,
+)
+
+POLICIES = [
+    Farmer(),
+    GradientModel(),
+    ExtendedGradient(),
+    Diffusion(),
+    WorkStealing(),
+    NoBalancing(),
+    GradientModel(interval=0.2, window=0.3),
+    Diffusion(quantum=0.3, neighbours=1),
+    WorkStealing(quantum=0.05, neighbours=64),
+    Farmer(farmer_works=False, serve=0.05),
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    policy=st.sampled_from(POLICIES),
+    p=st.sampled_from([1, 2, 3, 4, 5, 6, 8, 9, 12, 16]),
+    costs=st.lists(st.floats(0.05, 4.0), min_size=1, max_size=48),
+    placement=st.sampled_from([None, "block", "cyclic", "root"]),
+    seed=st.integers(0, 2**16),
+)
+def test_no_task_lost_or_run_twice(policy, p, costs, placement, seed):
+    r = simulate(
+        costs, policy, network=Network(shape=torus_shape(p)), placement=placement, seed=seed
+    )
+    assert r.runs.tolist() == [1] * len(costs)
+    assert np.all(np.isfinite(r.finish)) and np.all(r.finish >= r.start)
+    assert np.all((r.runner >= 0) & (r.runner < p))
+    # a processor cannot do more than the time allows, and the work is all done
+    assert r.busy.sum() == pytest.approx(sum(costs), rel=1e-9)
+    assert r.makespan >= max(costs) - 1e-9
+    assert r.makespan * p >= sum(costs) - 1e-6
+    # tasks on one processor never overlap in time
+    for q in range(p):
+        mine = np.flatnonzero(r.runner == q)
+        order = mine[np.argsort(r.start[mine])]
+        assert np.all(r.start[order][1:] >= r.finish[order][:-1] - 1e-9)
+
+
+def test_farmer_equal_tasks_and_control_run():
+    # 8 unit tasks on 4 processors: two rounds, plus message costs and events rounded up
+    # to the tick (1/200 of the mean task)
+    r = simulate([1.0] * 8, Farmer(), processors=4)
+    assert 2.0 < r.makespan < 2.0 + 10 * r.extra["tick"]
+    costs = np.linspace(0.5, 2.0, 10)
+    one = simulate(costs, Farmer(), network=Network(shape=(1, 1)))
+    # the single-processor control run is the sum of the task times (seed 001 Table 1, C6)
+    assert one.makespan == pytest.approx(costs.sum(), rel=1e-3)
+    assert one.messages == 0 and one.migrations == 0
+
+
+def test_no_balancing_equals_static_blocks():
+    costs = np.arange(1.0, 13.0)
+    r = simulate(costs, NoBalancing(), processors=4)
+    blocks = costs.reshape(4, 3).sum(axis=1)
+    assert r.makespan == pytest.approx(blocks.max(), rel=1e-3)
+    assert r.migrations == 0
+
+
+@pytest.mark.parametrize("policy", [Diffusion(), WorkStealing(), ExtendedGradient()])
+def test_deterministic_for_a_seed(policy):
+    costs = np.random.default_rng(3).uniform(0.2, 2.0, 60)
+    a = simulate(costs, policy, processors=9, seed=5, placement="block")
+    b = simulate(costs, policy, processors=9, seed=5, placement="block")
+    assert a.makespan == b.makespan
+    assert a.runner.tolist() == b.runner.tolist()
+
+
+def test_balancing_helps_on_imbalanced_blocks():
+    costs = np.repeat([0.2, 2.0], 32)  # light first half, heavy second half
+    none = simulate(costs, NoBalancing(), processors=16).makespan
+    for pol in (Diffusion(), WorkStealing(), Farmer()):
+        assert simulate(costs, pol, processors=16, placement="block").makespan < 0.8 * none
+
+
+def test_uses_the_given_machine():
+    m = Machine(pes=(2, 2), backend="numpy")
+    simulate([1.0, 2.0, 3.0], Diffusion(), processors=4, machine=m)
+    names = m.stats.phases
+    assert "mimd-simulation" in names
+
+
+def test_initial_placement():
+    assert initial_placement(7, 3).tolist() == [0, 0, 0, 1, 1, 2, 2]
+    assert initial_placement(4, 3, "root").tolist() == [0, 0, 0, 0]
+    with pytest.raises(ValueError, match="placement"):
+        initial_placement(4, 2, "diagonal")
+
+
+@pytest.mark.parametrize(
+    ("costs", "kw", "err", "match"),
+    [
+        ([], {}, ValueError, "non-empty"),
+        ([1.0, -1.0], {}, ValueError, "> 0"),
+        ([1.0, float("nan")], {}, ValueError, "finite"),
+        ([[1.0]], {}, ValueError, "1-D"),
+        ([1.0], {"processors": 5, "network": Network(shape=(2, 2))}, ValueError, "disagrees"),
+        ([1.0], {"seed": 1.5}, TypeError, "seed"),
+        ([1.0], {"app_messages": -1}, ValueError, "app_messages"),
+    ],
+)
+def test_bad_input(costs, kw, err, match):
+    with pytest.raises(err, match=match):
+        simulate(costs, Diffusion(), **kw)
+
+
+def test_bad_policy():
+    with pytest.raises(TypeError, match="Policy"):
+        simulate([1.0], "farmer")
+    with pytest.raises(ValueError, match="farmer processor"):
+        simulate([1.0], Farmer(farmer=7), processors=4)
+
+
+def test_delivered_work_is_started_not_bounced():
+    # regression: a task delivered to an idle processor was given away again at the same
+    # tick's poll, before it could start, and bounced between idle processors for ever
+    from simd.balance.mimd import bimodal
+
+    costs = bimodal(128, 0.5, 3.0, total=640.0)
+    r = simulate(costs, Diffusion(), network=Network.cluster(64), max_ticks=20_000)
+    assert r.runs.tolist() == [1] * 128
