@@ -254,7 +254,8 @@ def workload_table(
     Returns
     -------
     list of dict
-        ``view``, ``scan_max``, ``scan_avg``, ``zbuf_max``, ``zbuf_avg``.
+        ``view``, ``scan_max``, ``scan_avg``, ``zbuf_max``, ``zbuf_avg``: the summary of
+        :func:`renderer.pipeline.loop_workloads` (the workload arrays themselves) per view.
 
     Examples
     --------
@@ -265,21 +266,10 @@ def workload_table(
     >>> rows[0]["view"], rows[0]["scan_max"] >= 1, rows[0]["zbuf_avg"] > 0
     ('(0,0)', True, True)
     """
-    from renderer.pipeline import render
+    from renderer.pipeline import loop_workloads
 
     rows = []
     for name, (view, mag) in (views or VIEWS).items():
-        frame = render(
-            mesh, view=view, magnification=mag, size=size, loop="expand", machine=machine
-        )
-        s, z = frame.stats["loops"]["scan-conversion"], frame.stats["loops"]["z-buffer"]
-        rows.append(
-            {
-                "view": name,
-                "scan_max": s["max_workload"],
-                "scan_avg": s["mean_workload"],
-                "zbuf_max": z["max_workload"],
-                "zbuf_avg": z["mean_workload"],
-            }
-        )
+        w = loop_workloads(mesh, view=view, magnification=mag, size=size, machine=machine)
+        rows.append({"view": name, **w.summary()})
     return rows

@@ -25,7 +25,7 @@ from renderer.transform import to_clip
 from renderer.zbuffer import EMPTY, ZBufferBody, decode_keys, id_bits
 from simd.balance import LoopResult, run_loop
 
-__all__ = ["Frame", "render", "LOOP_FORMS", "MAX_SIZE"]
+__all__ = ["Frame", "LoopWorkloads", "render", "loop_workloads", "LOOP_FORMS", "MAX_SIZE"]
 
 LOOP_FORMS = ("original", "cost-effective", "expand")
 SHADINGS = ("gouraud", "flat")
@@ -55,7 +55,9 @@ class Frame:
         wall), model (cycles), wall (s), loop (the LoopResult);
         ``stats["phases"][stage]``: model and wall time of each pipeline stage;
         ``stats["counts"]``: triangles, clipped, rejected, drawn, spans, fragments, pixels;
-        ``stats["total"]``: model and wall; ``stats["machine"]``: the machine's own stats.
+        ``stats["total"]``: model and wall; ``stats["machine"]``: the machine's own stats;
+        ``stats["workloads"]`` (only with ``keep_workloads=True``): the two loops' workload
+        arrays as a :class:`LoopWorkloads`.
     writes : (H, W) int64 ndarray or None
         Number of fragments sent to each pixel (only with ``count_writes=True``).
     """
@@ -158,6 +160,7 @@ def render(
     overestimate: Any = None,
     clock: str = "model",
     count_writes: bool = False,
+    keep_workloads: bool = False,
 ) -> Frame:
     """Render a triangle mesh on the SIMD machine.
 
@@ -191,6 +194,9 @@ def render(
     count_writes : bool
         Also count the fragments sent to every pixel (``Frame.writes``), for testing the
         fill rule.
+    keep_workloads : bool
+        Also return the workload arrays of both loops in ``frame.stats["workloads"]``
+        (copied to the host; see :func:`loop_workloads`).
 
     Returns
     -------
@@ -340,6 +346,11 @@ def render(
     }
     stats["total"] = {"model": float(m.clock) - c_start, "wall": time.perf_counter() - t_start}
     stats["machine"] = getattr(m, "stats", None)
+    if keep_workloads:
+        stats["workloads"] = LoopWorkloads(
+            scan=m.asnumpy(setup.workload).astype(np.int64),
+            zbuffer=m.asnumpy(spans.length).astype(np.int64),
+        )
     return Frame(
         image=_img(image, 3),
         depth=_img(depth),
@@ -350,6 +361,87 @@ def render(
         stats=stats,
         writes=_img(writes) if writes is not None else None,
     )
+
+
+@dataclass(frozen=True)
+class LoopWorkloads:
+    """The workloads of the renderer's two balanced loops for one frame (seed 000).
+
+    Attributes
+    ----------
+    scan : (T,) int64 ndarray
+        Scan lines of each polygon after clipping (0 for a degenerate or culled one): the
+        workload of the scan-conversion loop, one datum per polygon.
+    zbuffer : (S,) int64 ndarray
+        Pixels of each span made by scan conversion (all > 0): the workload of the
+        z-buffer loop, one datum per span; ``zbuffer.size <= scan.sum()`` (a scan line
+        that covers no pixel centre makes no span).
+    """
+
+    scan: np.ndarray
+    zbuffer: np.ndarray
+
+    def summary(self) -> dict:
+        """Maximum and mean of each loop's workload (mean over all data, zeros included,
+        as in Table 1 of seed 000 and :class:`simd.balance.LoopResult`)."""
+
+        def mx(w: np.ndarray) -> int:
+            return int(w.max()) if w.size else 0
+
+        def mean(w: np.ndarray) -> float:
+            return float(w.sum() / w.size) if w.size else 0.0
+
+        return {
+            "scan_max": mx(self.scan),
+            "scan_avg": mean(self.scan),
+            "zbuf_max": mx(self.zbuffer),
+            "zbuf_avg": mean(self.zbuffer),
+        }
+
+
+def loop_workloads(
+    mesh: Any,
+    view: tuple[float, float] = (45.0, 45.0),
+    magnification: float = 1.0,
+    size: int | tuple[int, int] = (512, 512),
+    *,
+    machine: Any = None,
+) -> LoopWorkloads:
+    """The real per-polygon scan-line and per-span pixel workloads of a frame.
+
+    Runs the renderer's own stages (:func:`render` with the ``"expand"`` loops, which
+    take no balancing decisions) and returns the workload arrays its scan-conversion and
+    z-buffer loops received: the task sets that seed 000 balances, usable by any other
+    balancer (for example the MIMD policies of ``simd-emu bench mimd``).
+
+    Parameters
+    ----------
+    mesh, view, magnification, size, machine
+        As for :func:`render`.
+
+    Returns
+    -------
+    LoopWorkloads
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> quad = (np.array([[0., 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]]),
+    ...         np.array([[0, 1, 2], [0, 2, 3]]))
+    >>> w = loop_workloads(quad, view=(0, 0), size=32)
+    >>> w.scan.shape, bool(w.zbuffer.size <= w.scan.sum()), bool((w.zbuffer > 0).all())
+    ((2,), True, True)
+    """
+    frame = render(
+        mesh,
+        view=view,
+        magnification=magnification,
+        size=size,
+        loop="expand",
+        machine=machine,
+        keep_workloads=True,
+    )
+    return frame.stats["workloads"]
 
 
 def _pick(overestimate: Any, k: int) -> Any:

@@ -50,3 +50,30 @@ def test_quick_benchmark_end_to_end(tmp_path):
     res = run(quick=True, out=tmp_path)
     assert len(res["plots"]) == 3
     assert res["figure1"]["summary"]["mean_abs_error_pct"] < 5.0
+
+
+def test_backend_option_and_unavailable_backend(monkeypatch):
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    cli.register(sub)
+    args = parser.parse_args(["bench", "mimd", "--only", "scale", "--backend", "auto"])
+    assert args.backend == "auto"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["bench", "mimd", "--backend", "tpu"])
+
+    from simd.errors import BackendUnavailableError
+
+    def unavailable(**kw):
+        raise BackendUnavailableError("backend 'cupy' was asked for but is unavailable: test")
+
+    monkeypatch.setattr("simd.balance.mimd.bench.run", unavailable)
+    args = parser.parse_args(["bench", "mimd", "--backend", "cupy"])
+    with pytest.raises(SystemExit, match="bench mimd: backend 'cupy'"):
+        args.func(args)
+
+
+def test_progress_lines_before_each_part(tmp_path):
+    lines = []
+    # one part may be named by a plain string
+    run(quick=True, parts="gradient", out=tmp_path, plots=False, echo=lines.append)
+    assert lines[0] == "\n[gradient] running ..."

@@ -70,6 +70,7 @@ def test_message_time():
         (lambda: Diffusion(neighbours=0), "neighbours"),
         (lambda: WorkStealing(poll=float("inf")), "poll"),
         (lambda: Farmer(serve=-1.0), "serve"),
+        (lambda: Farmer(farmer=1.5), "processor id"),
     ],
 )
 def test_bad_parameters(make, match):
@@ -92,3 +93,11 @@ def test_synthetic_workloads():
         workload("step", 4, 0)
     with pytest.raises(ValueError, match="ratio"):
         linear(4, 0.5)
+    # options a workload does not take are errors, not silently ignored
+    assert workload("bimodal", 4, 2, variance=3.0).max() / workload(
+        "bimodal", 4, 2, variance=3.0
+    ).min() == pytest.approx(4.0)
+    with pytest.raises(TypeError, match="'step' takes no option"):
+        workload("step", 4, 2, heavy_fraction=0.5)
+    with pytest.raises(TypeError, match="options are"):
+        workload("bimodal", 4, 2, ratio=2.0)

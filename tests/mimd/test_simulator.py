@@ -38,7 +38,7 @@ POLICIES = [
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     policy=st.sampled_from(POLICIES),
-    p=st.sampled_from([1, 2, 3, 4, 5, 6, 8, 9, 12, 16]),
+    p=st.sampled_from([1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 64]),
     costs=st.lists(st.floats(0.05, 4.0), min_size=1, max_size=48),
     placement=st.sampled_from([None, "block", "cyclic", "root"]),
     seed=st.integers(0, 2**16),

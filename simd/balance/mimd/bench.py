@@ -21,8 +21,9 @@ Run by ``simd-emu bench mimd [--quick]`` and ``python bench/mimd.py [--quick]``.
     severe 4x, four application messages per task).
 ``compare``
     One table with the MIMD policies and the cost-effective SIMD balancer (seed 000,
-    :func:`simd.balance.run_loop`) on the same task sets: utilisation and speed-up over no
-    balancing on each machine.
+    :func:`simd.balance.run_loop`) on the same task sets (seed 002's synthetic sets, the
+    ray tracer, and the renderer's real per-polygon scan-line workload): utilisation and
+    speed-up over no balancing on each machine.
 ``scale``
     4096 processors x 100,000 tasks: wall time of the simulation on this host.
 """
@@ -38,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from .model import ModelParams, bimodal_fit, predict
-from .network import Network, torus_shape
+from .model import ModelParams, predict
+from .network import Network
 from .policies import (
     Diffusion,
     ExtendedGradient,
@@ -302,13 +303,63 @@ def parametric(kind: str = "bimodal", *, quick: bool = False, simulate_upto: int
 
 
 # --------------------------------------------------------------------------- comparison
-def _simd_loop(costs: np.ndarray, p: int, form: str, units: int, task_cost: float) -> dict:
-    """Run the task set as a balanced loop on the SIMD machine (seed 000)."""
+def render_workload(
+    *,
+    dataset: str = "unbalanced",
+    resolution: int = 32,
+    view: tuple[float, float] = (45.0, 45.0),
+    magnification: float = 2.0,
+    size: int = 256,
+) -> np.ndarray:
+    """The renderer's real per-polygon scan-line workloads (issue 3), in mesh order.
+
+    The scan-conversion loop's workload of a built-in isosurface
+    (:func:`renderer.pipeline.loop_workloads`): one task per polygon that covers at least
+    one scan line, its work the number of scan lines. The default is seed 000's
+    unbalanced set in view M(45, 45): a few long slivers among many small polygons.
+    The renderer is imported here, not at module level: ``simd/`` sits below it.
+
+    Raises
+    ------
+    ImportError
+        When the ``renderer`` package is not importable.
+    """
+    from renderer.datasets import load_dataset
+    from renderer.pipeline import loop_workloads
+    from simd import Machine
+
+    mesh = load_dataset(dataset, resolution)
+    w = loop_workloads(
+        mesh,
+        view=view,
+        magnification=magnification,
+        size=size,
+        machine=Machine(pes=64, backend="numpy"),
+    )
+    return w.scan[w.scan > 0]
+
+
+def _simd_loop(
+    costs: np.ndarray,
+    p: int,
+    form: str,
+    units: int,
+    task_cost: float,
+    workload: np.ndarray | None = None,
+) -> dict:
+    """Run the task set as a balanced loop on the SIMD machine (seed 000).
+
+    ``workload``: the integer workload per datum when the task set has one (the renderer's
+    scan lines); otherwise each cost in units of ``max cost / units``.
+    """
     from simd import Machine
     from simd.balance.cost_effective import run_loop
 
-    unit = costs.max() / units
-    wl = np.maximum(1, np.round(costs / unit)).astype(np.int64)
+    if workload is None:
+        unit = costs.max() / units
+        wl = np.maximum(1, np.round(costs / unit)).astype(np.int64)
+    else:
+        wl = np.asarray(workload, dtype=np.int64)
     m = Machine(pes=p, backend="numpy")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # calibration warnings of a first run
@@ -323,7 +374,13 @@ def _simd_loop(costs: np.ndarray, p: int, form: str, units: int, task_cost: floa
     }
 
 
-def compare(*, quick: bool = False, units: int = 32, task_cost: float = 1e4) -> dict:
+def compare(
+    *,
+    quick: bool = False,
+    units: int = 32,
+    task_cost: float = 1e4,
+    sets: list[tuple[str, int, int]] | None = None,
+) -> dict:
     """MIMD policies and the SIMD cost-effective balancer on the same task sets.
 
     MIMD: simulated makespan on a cluster network (seed 002 costs), tasks placed in blocks
@@ -336,24 +393,27 @@ def compare(*, quick: bool = False, units: int = 32, task_cost: float = 1e4) -> 
     cycles); with 10^2 the cost-effective loop's overhead in iterations exceeds any saving
     and it never redistributes. Note that a SIMD datum's units are separate tasks, while a
     MIMD task is indivisible: the SIMD loops balance at a finer grain.
-    """
-    try:
-        from simd.balance.cost_effective import run_loop  # noqa: F401
 
-        simd_ok = True
-        simd_note = ""
-    except Exception as exc:  # pragma: no cover - depends on the other module's state
-        simd_ok = False
-        simd_note = f"cost-effective balancer unavailable: {exc}"
-    sets = [
+    ``sets``: ``(task set, processors, tasks per processor)`` triples, default a list
+    of all task sets (shorter with ``quick``); for ``render`` the third number is the
+    isosurface's grid resolution.
+
+    The ``render`` task set is the renderer's real scan-conversion workload
+    (:func:`render_workload`): MIMD task costs proportional to each polygon's scan lines
+    (10 s of work per processor in all), SIMD workload the scan lines themselves, one
+    task per scan line as the renderer's own loop runs them.
+    """
+    default = [
         ("linear-2", 64, 8),
         ("linear-4", 64, 8),
         ("step", 64, 8),
         ("bimodal", 64, 8),
         ("raytrace", 16, 4),
+        ("render", 64, 32),
     ]
     if quick:
-        sets = [("linear-4", 32, 8), ("step", 32, 8), ("raytrace", 16, 4)]
+        default = [("linear-4", 32, 8), ("step", 32, 8), ("raytrace", 16, 4), ("render", 32, 24)]
+    sets = default if sets is None else sets
     pols = [
         NoBalancing(),
         Farmer(),
@@ -363,8 +423,19 @@ def compare(*, quick: bool = False, units: int = 32, task_cost: float = 1e4) -> 
         WorkStealing(),
     ]
     rows = []
+    notes = []
     for name, p, k in sets:
-        costs = workload(name, p, k)
+        lines = None
+        if name == "render":
+            # k is the isosurface's grid resolution here
+            try:
+                lines = render_workload(resolution=k)
+            except ImportError as exc:  # pragma: no cover - renderer not installed
+                notes.append(f"render task set skipped: {exc}")
+                continue
+            costs = lines * (10.0 * p / lines.sum())
+        else:
+            costs = workload(name, p, k)
         net = Network.cluster(p)
         row: dict[str, Any] = {"task_set": name, "processors": p, "tasks": costs.size}
         base = None
@@ -374,47 +445,57 @@ def compare(*, quick: bool = False, units: int = 32, task_cost: float = 1e4) -> 
                 base = r.makespan
             row[f"{pol.name}:util"] = r.utilisation
             row[f"{pol.name}:speedup"] = base / r.makespan
-        if simd_ok:
-            orig = None
-            for form in ("original", "cost-effective", "expand"):
-                s = _simd_loop(costs, p, form, units, task_cost)
-                if orig is None:
-                    orig = s["cycles"]
-                row[f"simd-{form}:util"] = s["utilisation"]
-                row[f"simd-{form}:speedup"] = orig / s["cycles"]
-                row[f"simd-{form}:decisions"] = s["decisions"]
+        orig = None
+        for form in ("original", "cost-effective", "expand"):
+            s = _simd_loop(costs, p, form, units, task_cost, workload=lines)
+            if orig is None:
+                orig = s["cycles"]
+            row[f"simd-{form}:util"] = s["utilisation"]
+            row[f"simd-{form}:speedup"] = orig / s["cycles"]
+            row[f"simd-{form}:decisions"] = s["decisions"]
         mimd = {pol.name: row[f"{pol.name}:util"] for pol in pols[1:]}
-        simd = {f"simd-{f}": row.get(f"simd-{f}:util", -1) for f in ("cost-effective", "expand")}
+        simd = {f"simd-{f}": row[f"simd-{f}:util"] for f in ("cost-effective", "expand")}
         best = max({**mimd, **simd}.items(), key=lambda kv: kv[1])
         row["best"] = best[0]
         rows.append(row)
     return {
         "rows": rows,
-        "simd_available": simd_ok,
-        "note": simd_note,
+        "note": "; ".join(notes),
         "units": units,
         "task_cost": task_cost,
     }
 
 
-def scale(*, quick: bool = False) -> dict:
-    """Wall time of the simulation at 4096 processors x 100,000 tasks on this host."""
+def scale(*, quick: bool = False, backend: str = "numpy", progress=None) -> dict:
+    """Wall time of the simulation at 4096 processors x 100,000 tasks on this host.
+
+    ``backend``: the SIMD machine's backend ("numpy", "cupy" or "auto"); ``progress``: a
+    callable given one line of text before each policy's run (they take seconds each).
+    """
+    from simd import Machine
+
     p, n = (1024, 25_000) if quick else (4096, 100_000)
     costs = linear(n, 4.0, total=10.0 * p)
     rows = []
     pols = [Diffusion(), WorkStealing(), ExtendedGradient(), GradientModel(), Farmer()]
     if quick:
         pols = pols[:1]
-    for pol in pols:
+    net = Network.cluster(p)
+    for i, pol in enumerate(pols):
+        machine = Machine(pes=net.shape, backend=backend)
+        if progress is not None:
+            progress(f"  scale {i + 1}/{len(pols)}: {pol.name}, {p} x {n} on {machine.backend}")
         r = simulate(
             costs,
             pol,
-            network=Network.cluster(p),
+            network=net,
+            machine=machine,
             placement=None if isinstance(pol, Farmer) else "block",
         )
         rows.append(
             {
                 "policy": pol.name,
+                "backend": machine.backend,
                 "processors": p,
                 "tasks": n,
                 "makespan": r.makespan,
@@ -432,6 +513,7 @@ def _plots(results: dict, out: Path, tag: str) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.lines
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
@@ -462,6 +544,8 @@ def _plots(results: dict, out: Path, tag: str) -> list[str]:
                 )
                 ax.set_title(f"{name}, {p} processors")
                 ax.set_xscale("log", base=2)
+                ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+                ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
                 if i == 1:
                     ax.set_xlabel("tasks per processor")
                 if j == 0:
@@ -507,13 +591,21 @@ def _plots(results: dict, out: Path, tag: str) -> list[str]:
                         ax.plot(*zip(*sims, strict=True), "o", color=c, mfc="none")
                 ax.set_xscale("log", base=2 if param != "quantum" else 10)
                 if param != "quantum":
-                    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+                    # whole numbers of tasks and neighbours: 2, 4, 8, not 2.0 or 2^1
+                    ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
                     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-                ax.set_title(f"{p} processors", fontsize=9)
+                ax.set_title(f"{p} processors, by {xlabels[param]}", fontsize=9)
                 ax.set_xlabel(xlabels[param])
                 if j == 0:
-                    ax.set_ylabel("predicted run time (s)")
-        axes[0, 0].legend(fontsize=8)
+                    ax.set_ylabel("run time (s)")
+        # level colours, plus what lines and circles mean
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        handles += [
+            matplotlib.lines.Line2D([], [], color="k", ls="-"),
+            matplotlib.lines.Line2D([], [], color="k", ls="", marker="o", mfc="none"),
+        ]
+        labels += ["model average", "simulated"]
+        axes[0, 0].legend(handles, labels, fontsize=8)
         fig.suptitle(f"Seed 002 parametric study, {title}: model (lines), simulation (circles)")
         fig.tight_layout()
         f = out / f"mimd{tag}-{key}.png"
@@ -541,18 +633,28 @@ def run(
     out: str | Path | None = None,
     plots: bool = True,
     echo=print,
+    backend: str = "numpy",
 ) -> dict:
     """Run the benchmark parts, print tables, write JSON (and PNG plots) under ``out``.
 
     Parameters
     ----------
     quick : bool
-        Smaller sweeps (about a minute on two cores).
-    parts : tuple of str, optional
-        Subset of :data:`PARTS` (default all).
+        Smaller sweeps (about 20 s on two cores).
+    parts : str or tuple of str, optional
+        One or several of :data:`PARTS` (default all).
     out : path, optional
         Output folder (default ``bench/results`` of the repository).
+    plots : bool
+        Also write the PNG plots of Figures 1-3.
+    echo : callable
+        Where the tables and progress lines go (default ``print``).
+    backend : {"numpy", "cupy", "auto"}
+        Backend of the SIMD machine for the ``scale`` part; the other parts are small and
+        run on NumPy.
     """
+    if isinstance(parts, str):
+        parts = (parts,)
     parts = PARTS if parts is None else tuple(parts)
     bad = [p for p in parts if p not in PARTS]
     if bad:
@@ -566,11 +668,13 @@ def run(
         "benchmark": "mimd",
         "quick": quick,
         "backend": "numpy",
+        "scale_backend": backend,
         "environment": _environment(),
     }
     walls = {}
     for part in parts:
         t0 = time.perf_counter()
+        echo(f"\n[{part}] running ...")
         if part == "table1":
             r = table1(quick=quick)
             echo("\nSeed 001 Table 1 in form: ray tracer 150x150, 64 sub-surfaces, 4x4 torus")
@@ -668,30 +772,34 @@ def run(
             )
             cols = [("task_set", "task set", ""), ("processors", "P", "d")]
             names = ["farmer", "gradient", "extended-gradient", "diffusion", "work-stealing"]
-            if r["simd_available"]:
-                names += ["simd-original", "simd-cost-effective", "simd-expand"]
+            names += ["simd-original", "simd-cost-effective", "simd-expand"]
             for row in r["rows"]:
                 for nm in names:
                     row[nm] = f"{row[nm + ':util']:.2f} ({row[nm + ':speedup']:.2f}x)"
-                if r["simd_available"]:
-                    row["simd-cost-effective"] += f" {row['simd-cost-effective:decisions']}d"
+                row["simd-cost-effective"] += f" {row['simd-cost-effective:decisions']}d"
+            cols += [("tasks", "tasks", "d")]
             cols += [(nm, nm, "") for nm in names] + [("best", "best", "")]
             echo(format_table(r["rows"], cols))
-            if not r["simd_available"]:
+            if r["note"]:
                 echo(f"note: {r['note']}")
-            else:
-                echo(
-                    f"SIMD: one datum per task, workload = cost in units of max/{r['units']}, "
-                    f"{r['task_cost']:g} model cycles per unit; Nd = redistributions taken"
-                )
+            echo(
+                f"SIMD: one datum per task, workload = cost in units of max/{r['units']} "
+                "(render: the polygon's scan lines), "
+                f"{r['task_cost']:g} model cycles per unit; Nd = redistributions taken"
+            )
+            echo(
+                "render: the renderer's scan-conversion workload, one task per polygon "
+                "(unbalanced isosurface, view M(45,45), 256x256)"
+            )
         elif part == "scale":
-            r = scale(quick=quick)
-            echo("\nScale: simulation wall time on this host (NumPy backend)")
+            r = scale(quick=quick, backend=backend, progress=echo)
+            echo("\nScale: simulation wall time on this host")
             echo(
                 format_table(
                     r["rows"],
                     [
                         ("policy", "policy", ""),
+                        ("backend", "backend", ""),
                         ("processors", "P", "d"),
                         ("tasks", "tasks", "d"),
                         ("makespan", "makespan s", ".2f"),
@@ -719,7 +827,3 @@ def _json_default(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     return str(o)
-
-
-# keep names used in docs importable
-_ = (torus_shape, bimodal_fit)

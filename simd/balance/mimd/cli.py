@@ -38,7 +38,18 @@ def _run(args: argparse.Namespace) -> int:
         bad = [p for p in parts if p not in PARTS]
         if bad:
             raise SystemExit(f"simd-emu bench mimd: unknown part(s) {bad}; choose from {PARTS}")
-    run(quick=args.quick, parts=parts, out=args.out, plots=not args.no_plots)
+    from simd.errors import BackendUnavailableError
+
+    try:
+        run(
+            quick=args.quick,
+            parts=parts,
+            out=args.out,
+            plots=not args.no_plots,
+            backend=args.backend,
+        )
+    except BackendUnavailableError as exc:
+        raise SystemExit(f"simd-emu bench mimd: {exc}") from exc
     return 0
 
 
@@ -55,11 +66,12 @@ def register(subparsers) -> None:
             "Seed 001 Table 1 in form (ray tracer on a 4x4 transputer torus), GM/EG status "
             "interval sensitivity, seed 002 Figure 1 (bi-modal model vs simulated Diffusion), "
             "Figures 2 and 3 (parametric studies, PNG), MIMD policies vs the cost-effective "
-            "SIMD balancer on the same task sets, and a 4096 x 100,000 scale run. Prints "
+            "SIMD balancer on the same task sets (synthetic, ray tracer, the renderer's "
+            "per-polygon scan lines), and a 4096 x 100,000 scale run. Prints "
             "tables; writes bench/results/mimd[-quick].json and PNG plots."
         ),
     )
-    p.add_argument("--quick", action="store_true", help="smaller sweeps (about a minute)")
+    p.add_argument("--quick", action="store_true", help="smaller sweeps (about 20 s on two cores)")
     p.add_argument(
         "--only",
         default="",
@@ -67,6 +79,12 @@ def register(subparsers) -> None:
     )
     p.add_argument("--out", default=None, help="output folder (default bench/results)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument(
+        "--backend",
+        choices=("numpy", "cupy", "auto"),
+        default="numpy",
+        help="SIMD machine backend of the scale part (default numpy; the rest runs on NumPy)",
+    )
     p.set_defaults(func=_run)
 
 

@@ -389,26 +389,17 @@ def predict(
     avg = 0.5 * (lower + upper)
     mid = evaluate(0.5 * (1.0 + worst_rounds))
     dom = "alpha" if mid["alpha"] >= mid["beta"] else "beta"
-    if dom == "alpha":
-        comp = {
-            "T_work": mid["work_a"],
-            "T_thread": frac * mid["work_a"],
-            "T_comm_app": mid["app"],
-            "T_comm_lb": mid["lb_a"],
-            "T_migr_lb": mid["migr_a"],
-            "T_decision_lb": 0.0,
-            "T_overlap": prm.overlap,
-        }
-    else:
-        comp = {
-            "T_work": mid["work_b"],
-            "T_thread": frac * mid["work_b"],
-            "T_comm_app": mid["app"],
-            "T_comm_lb": mid["lb_b"],
-            "T_migr_lb": mid["migr_b"],
-            "T_decision_lb": mid["dec_b"],
-            "T_overlap": prm.overlap,
-        }
+    side = dom[0]  # "a" or "b": the dominating processor's terms of equation 6
+    comp = {
+        "T_work": mid[f"work_{side}"],
+        "T_thread": frac * mid[f"work_{side}"],
+        "T_comm_app": mid["app"],
+        "T_comm_lb": mid[f"lb_{side}"],
+        "T_migr_lb": mid[f"migr_{side}"],
+        # only a sink (beta) processor decides where to ask for work (section 4.6)
+        "T_decision_lb": mid["dec_b"] if side == "b" else 0.0,
+        "T_overlap": prm.overlap,
+    }
     return Prediction(
         lower=lower,
         upper=upper,

@@ -74,8 +74,8 @@ class Farmer(Policy):
 
     def __post_init__(self) -> None:
         _check_nonneg(self, "serve", "routing_factor")
-        if self.farmer < 0:
-            raise ValueError(f"Farmer.farmer must be a processor id >= 0, got {self.farmer}")
+        if isinstance(self.farmer, bool) or not isinstance(self.farmer, int) or self.farmer < 0:
+            raise ValueError(f"Farmer.farmer must be a processor id >= 0, got {self.farmer!r}")
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,11 @@ def bimodal(
 
 
 WORKLOADS = ("linear-2", "linear-4", "step", "bimodal", "raytrace", "uniform")
+#: the keyword options each workload takes (the others take none)
+_OPTIONS = {
+    "bimodal": ("heavy_fraction", "variance"),
+    "raytrace": ("pixels", "tiles", "total", "machine", "seed"),
+}
 
 
 def workload(
@@ -108,6 +113,12 @@ def workload(
     processors, tasks_per_processor : int
     work_per_processor : float
         Total work divided by the processors (seconds).
+    seed : int
+        Seed of ``uniform``.
+    **kw
+        ``bimodal``: ``heavy_fraction`` (0.5) and ``variance`` (1.0); ``raytrace``: the
+        options of :func:`~simd.balance.mimd.raytrace.raytrace_costs`. Any other option
+        is a ``TypeError``.
 
     Examples
     --------
@@ -116,6 +127,13 @@ def workload(
     """
     if name not in WORKLOADS:
         raise ValueError(f"unknown workload {name!r}; expected one of {WORKLOADS}")
+    allowed = _OPTIONS.get(name, ())
+    unknown = sorted(set(kw) - set(allowed))
+    if unknown:
+        raise TypeError(
+            f"workload {name!r} takes no option(s) {unknown}"
+            + (f"; its options are {list(allowed)}" if allowed else "")
+        )
     if name == "raytrace":
         from .raytrace import raytrace_costs
 

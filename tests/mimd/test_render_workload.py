@@ -1,0 +1,46 @@
+"""The renderer's real per-polygon scan-line workloads as MIMD and SIMD task sets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simd.balance.mimd import POLICIES, Network, simulate
+from simd.balance.mimd.bench import compare, render_workload
+
+renderer = pytest.importorskip("renderer")
+
+
+@pytest.fixture(scope="module")
+def lines():
+    return render_workload(resolution=16, size=96)
+
+
+def test_render_workload_is_the_scan_conversion_workload(lines):
+    from renderer.datasets import load_dataset
+    from renderer.pipeline import loop_workloads
+
+    w = loop_workloads(load_dataset("unbalanced", 16), view=(45, 45), magnification=2.0, size=96)
+    # the polygons that cover at least one scan line, in mesh order
+    np.testing.assert_array_equal(lines, w.scan[w.scan > 0])
+    assert lines.dtype == np.int64 and lines.min() >= 1
+    # the unbalanced set: a few long slivers among many short polygons
+    assert lines.max() > 5 * lines.mean()
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_every_policy_runs_each_polygon_once(lines, name):
+    costs = lines * (10.0 * 16 / lines.sum())
+    r = simulate(costs, POLICIES[name](), network=Network.cluster(16), placement="block")
+    assert r.runs.tolist() == [1] * lines.size
+
+
+def test_compare_has_the_render_row():
+    (row,) = compare(sets=[("render", 16, 16)])["rows"]
+    assert row["task_set"] == "render" and row["processors"] == 16
+    assert row["tasks"] == render_workload(resolution=16).size
+    for key in ("farmer", "diffusion", "simd-original", "simd-cost-effective", "simd-expand"):
+        assert 0 < row[f"{key}:util"] <= 1 + 1e-9
+    # the SIMD loops run the scan lines themselves: the expanded loop wastes nothing but
+    # the last, partly filled chunk
+    assert row["simd-expand:util"] > row["simd-original:util"]
