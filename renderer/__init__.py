@@ -15,16 +15,18 @@ from __future__ import annotations
 from renderer.camera import Camera, default_camera
 from renderer.image import save_depth, save_image
 from renderer.mesh import Mesh, as_mesh, load_mesh
-from renderer.pipeline import LOOP_FORMS, Frame, render
+from renderer.pipeline import LOOP_FORMS, Frame, LoopWorkloads, loop_workloads, render
 
 __all__ = [
     "Camera",
     "Frame",
     "LOOP_FORMS",
+    "LoopWorkloads",
     "Mesh",
     "as_mesh",
     "default_camera",
     "load_mesh",
+    "loop_workloads",
     "render",
     "save_depth",
     "save_image",
