@@ -325,7 +325,11 @@ extern "C" __global__ void __launch_bounds__(%(init_block)d)
 simd_scan_init(void *tile_mem, unsigned long long tile_bytes, int num_tiles,
                unsigned int *ticket) {
   TileState state;
-  state.Init(num_tiles, tile_mem, (size_t)tile_bytes);
+  // Init fails (and leaves the state's pointers unset) when tile_bytes is smaller than
+  // CUB's AllocationSize: stop with a launch error rather than scribble over memory.
+  if (state.Init(num_tiles, tile_mem, (size_t)tile_bytes) != cudaSuccess) {
+    __trap();
+  }
   state.InitializeStatus(num_tiles);
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     *ticket = 0u;

@@ -36,12 +36,14 @@ def _apply_typed(code, a, b):
     if isinstance(a, types.Float):
 
         def arithmetic(code, a, b):
+            # max and min propagate NaN as numpy.maximum / minimum do (a NaN operand gives
+            # NaN): `a >= b` alone is False for a NaN `a` and would drop it.
             if code == 0:
                 return a + b
             if code == 1:
-                return a if a >= b else b
+                return a if (a >= b or a != a) else b
             if code == 2:
-                return a if a <= b else b
+                return a if (a <= b or a != a) else b
             return b  # overwrite
 
         return arithmetic
@@ -104,9 +106,8 @@ def scan(
     has_starts = starts is not None
     if not has_starts:
         starts = np.zeros((1, 1), dtype=np.bool_)
-    dtype = x.dtype.type
-    ident = reference.identity(op, x.dtype)
-    fill = ident if initial is None else dtype(initial)
+    # The value at a segment's start of an exclusive scan, and what is combined in front.
+    fill = reference.identity(op, x.dtype) if initial is None else x.dtype.type(initial)
     out = np.empty_like(rows)
     _scan_rows(
         rows,
@@ -116,7 +117,7 @@ def scan(
         bool(exclusive),
         bool(reverse),
         initial is not None and op != "copy",
-        ident if initial is None else dtype(initial),
+        fill,
         fill,
         out,
     )

@@ -31,6 +31,15 @@ def _version(name: str) -> str | None:
         return None
 
 
+def _versions() -> dict[str, str | None]:
+    versions = {name: _version(name) for name in _PACKAGES}
+    if versions["simd-emu"] is None:  # run from a source tree without installing
+        from simd import __version__
+
+        versions["simd-emu"] = f"{__version__} (source tree)"
+    return versions
+
+
 def _cpu_name() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -68,7 +77,7 @@ def environment() -> dict:
         "gpu_unavailable_reason": None if gpu_ok else gpu_detail,
         "platform": platform.platform(),
         "python": sys.version.split()[0],
-        "versions": {name: _version(name) for name in _PACKAGES},
+        "versions": _versions(),
         "hostname": platform.node(),
         "SIMD_BACKEND": os.environ.get("SIMD_BACKEND"),
     }

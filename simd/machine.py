@@ -214,6 +214,7 @@ class Machine:
             ``add`` and kept bool by the logical operators).
         op : {"add", "max", "min", "and", "or", "xor", "copy"}
             ``copy`` gives every element its segment's first element in scan direction.
+            ``max`` and ``min`` propagate NaN as ``numpy.maximum`` / ``minimum`` do.
         exclusive : bool
             Each element gets the combination of the elements before it in its segment;
             the first gets ``initial``. The papers' "scan addition variant" is
@@ -326,6 +327,8 @@ class Machine:
         if axis is None:
             raise ValueError("spread needs an axis")
         n = x.shape[axis]
+        if not isinstance(index, int | np.integer) or isinstance(index, bool):
+            raise TypeError(f"spread index must be an int, got {index!r}")
         if not -n <= index < n:
             raise IndexError(f"spread index {index} is out of range for an axis of length {n}")
         self._account("scan", x.size, x.nbytes * 2, label="spread")
@@ -461,12 +464,18 @@ class Machine:
         """
         source = self._values(source, "source")
         index = self._indices(index, "index")
-        if mask is not None:
+        if mask is None:
+            self._check_range(index, source.size, "get index")
+        elif source.size == 0:  # nothing can be read: legal only if every VP is masked off
             mask = self._flags(mask, index.shape, "mask")
-            index = self.xp.where(mask, index, 0)
-        if index.size:
+            self._check_range(index[mask], 0, "get index")
+        else:
+            mask = self._flags(mask, index.shape, "mask")
+            index = self.xp.where(mask, index, 0)  # masked-off VPs read a valid address
             self._check_range(index, source.size, "get index")
         self._account("router", index.size, index.nbytes * 2, label="get")
+        if source.size == 0:  # every VP is masked off, or there are none
+            return self.xp.full(index.shape, fill, dtype=source.dtype)
         out = lookup("get", self.backend)(self.xp, source, index)
         if mask is not None:
             out = self.xp.where(mask, out, self.xp.asarray(fill, dtype=out.dtype))
@@ -491,7 +500,13 @@ class Machine:
             X-Net moves; ``XNET`` names the eight compass directions.
         boundary : {"wrap", "zero", "edge"} or number
             What enters at the mesh border: the torus wrap-around, zeros, the border
-            element itself, or a constant.
+            element itself, or a constant (an integer one for integer ``x``).
+
+        Notes
+        -----
+        Any offset is allowed; the model clock charges the mesh steps the shift really
+        takes: on the torus (``"wrap"``) the short way round, otherwise at most the axis
+        length (after which everything has left the mesh).
 
         Examples
         --------
@@ -501,9 +516,9 @@ class Machine:
                [1, 2]])
         """
         x = self._values(x, "x")
-        offsets = _offsets(offset, axis, x.ndim)
-        _check_boundary(boundary)
-        distance = max((abs(k) for k in offsets), default=0)
+        _check_boundary(boundary, x.dtype)
+        offsets = _normalise_offsets(_offsets(offset, axis, x.ndim), x.shape, boundary)
+        distance = max(map(abs, offsets), default=0)
         self._account("shift", x.size, x.nbytes * 2, label="shift", distance=distance)
         if x.dtype == np.bool_:
             out = lookup("shift", self.backend)(
@@ -541,14 +556,14 @@ class Machine:
         R, C, BH, BW = tiles.shape
         heights = _extent_vector(heights, R, BH, "heights")
         widths = _extent_vector(widths, C, BW, "widths")
-        if not isinstance(width, int | np.integer) or width < 1:
+        if not isinstance(width, int | np.integer) or isinstance(width, bool) or width < 1:
             raise ValueError(f"halo width must be a positive integer, got {width!r}")
         if R and C and (heights.min() < width or widths.min() < width):
             raise ValueError(
                 f"halo width {width} exceeds the smallest tile ({heights.min()} x "
                 f"{widths.min()}): a neighbour exchange could not fill it"
             )
-        _check_boundary(boundary)
+        _check_boundary(boundary, tiles.dtype)
         per_pe = 2 * width * (BH + BW) + 4 * width * width
         self._account(
             "shift", R * C * per_pe, R * C * per_pe * tiles.itemsize * 2, label="halo_exchange"
@@ -632,7 +647,7 @@ def _check_axis(axis: int | None, ndim: int) -> int | None:
 def _offsets(offset: Any, axis: int | None, ndim: int) -> tuple[int, ...]:
     if axis is not None:
         axis = _check_axis(axis, ndim)
-        if not isinstance(offset, int | np.integer):
+        if not isinstance(offset, int | np.integer) or isinstance(offset, bool):
             raise TypeError(f"with axis={axis}, offset must be an int, got {offset!r}")
         offsets = [0] * ndim
         offsets[axis] = int(offset)
@@ -650,7 +665,34 @@ def _offsets(offset: Any, axis: int | None, ndim: int) -> tuple[int, ...]:
     return offsets
 
 
-def _check_boundary(boundary: Any) -> None:
+def _normalise_offsets(
+    offsets: tuple[int, ...], shape: tuple[int, ...], boundary: Any
+) -> tuple[int, ...]:
+    """The shortest equivalent offsets: the mesh steps a shift really takes.
+
+    On the torus (``"wrap"``) an offset counts modulo the axis length and goes the short
+    way round (``n - 1`` is ``-1``); otherwise everything moves off the mesh after ``n``
+    steps, so longer offsets are clamped to ``n``. This keeps the model clock's distance
+    honest and the kernels' index arithmetic within int64 whatever the caller passes.
+
+    Examples
+    --------
+    >>> _normalise_offsets((7, -2**70), (5, 4), "wrap"), _normalise_offsets((7, -9), (5, 4), 0)
+    ((2, 0), (5, -4))
+    """
+    out = []
+    for k, n in zip(offsets, shape, strict=True):
+        if n == 0:
+            out.append(0)
+        elif isinstance(boundary, str) and boundary == "wrap":
+            k %= n
+            out.append(k - n if 2 * k > n else k)
+        else:
+            out.append(max(-n, min(n, k)))
+    return tuple(out)
+
+
+def _check_boundary(boundary: Any, dtype: np.dtype) -> None:
     if isinstance(boundary, str):
         if boundary not in ("wrap", "zero", "edge"):
             raise ValueError(
@@ -658,6 +700,11 @@ def _check_boundary(boundary: Any) -> None:
             )
     elif not isinstance(boundary, int | float | np.number) or isinstance(boundary, bool):
         raise TypeError(f"boundary must be 'wrap', 'zero', 'edge' or a number, got {boundary!r}")
+    elif dtype.kind in "iu" and not float(boundary).is_integer():
+        # NumPy would truncate 2.5 to 2 (and refuse NaN with an obscure message).
+        raise ValueError(
+            f"a constant boundary for {dtype} values must be an integer, got {boundary!r}"
+        )
 
 
 def _bool_boundary(boundary: Any) -> Any:

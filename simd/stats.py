@@ -37,6 +37,9 @@ class Stats:
 
     Printing it gives a table in the form of Table 4 of Ahrens & Hansen: one row per
     phase with model cycles (and emulated seconds), wall seconds, bytes moved and calls.
+    Nested phases are listed by path (``outer/inner``); ``total`` sums the cycles and bytes
+    of every phase and the wall time of the top-level ones (nested wall time is included
+    in its parent's).
     """
 
     phases: dict[str, PhaseStats]
@@ -86,7 +89,7 @@ class Stats:
             model_s = p.cycles / self.clock_hz if self.clock_hz else float("nan")
             calls = ", ".join(f"{k} {v}" for k, v in sorted(p.calls.items()))
             lines.append(
-                f"{name:<{name_width}}  {p.cycles:>14.0f}  {model_s:>10.4f}  {p.wall:>9.4f}"
+                f"{name:<{name_width}}  {p.cycles:>14.0f}  {model_s:>10.6f}  {p.wall:>9.4f}"
                 f"  {p.bytes / 1e6:>9.2f}  {calls}"
             )
         return "\n".join(lines)

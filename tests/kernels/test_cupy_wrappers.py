@@ -90,6 +90,10 @@ def fake_scan(monkeypatch):
             assert isinstance(form, np.int32)
             assert state.pop("ready"), "the tile states were not initialised before the scan"
             assert isinstance(n, np.int64) and isinstance(row_len, np.int64)
+            # The kernel's `value_t initial` is read as exactly x's type: a wider scalar
+            # (a Python int is passed as 8 bytes) would shift every later argument.
+            assert type(fill) is x.dtype.type, (type(fill), x.dtype)
+            assert flags is None or flags.dtype == np.uint8 or flags is x
             assert x.flags.c_contiguous and out.flags.c_contiguous and x.ndim == 1
             b, items = SMALL_TUNING[x.dtype.itemsize]
             assert block == (b,) and grid == (int(num_tiles),)
@@ -203,6 +207,8 @@ def fake_router(monkeypatch):
         def combine_kernel(grid, block, args):
             values, dest, out, n = args
             assert values.dtype == out.dtype == dtype and dest.dtype == np.int64
+            assert isinstance(n, np.int64)  # the kernels' `long long n`
+            assert values.flags.c_contiguous and dest.flags.c_contiguous
             assert grid[0] >= 1 and block == (router_src.BLOCK,) and int(n) == dest.size
             calls.append(combine)
             if combine in ("max", "min") and dtype.kind == "f":
@@ -216,10 +222,12 @@ def fake_router(monkeypatch):
         def winner_kernel(grid, block, args):
             dest, winner, n = args
             assert winner.dtype == np.int64 and (winner == -1).all()
+            assert dest.dtype == np.int64 and isinstance(n, np.int64)
             np.maximum.at(winner, dest, np.arange(int(n)))
 
         def write_kernel(grid, block, args):
             values, dest, winner, out, n = args
+            assert values.dtype == out.dtype == dtype and isinstance(n, np.int64)
             calls.append("overwrite")
             i = np.arange(int(n))
             won = winner[dest] == i

@@ -166,6 +166,45 @@ def test_scan_repeated_large_is_stable(machines):
     np.testing.assert_array_equal(plain, np.cumsum(x, dtype=np.int32))
 
 
+@pytest.mark.slow
+def test_scan_beyond_2_to_the_31_elements(machines):
+    """64-bit index math of the scan kernel: positions, reverse reads ``n - 1 - q`` and the
+    reverse flags ``seg[n - q]`` past 2^31 (about 20 GiB of device memory)."""
+    import cupy
+
+    gpu, _ = machines
+    if cupy.cuda.Device().mem_info[1] < 40 * 2**30:
+        pytest.skip("needs 40 GiB of device memory")
+    n = 2**31 + 4099  # not a whole number of tiles
+    k = 2**20 + 3  # segment length
+    chunk = 2**28
+
+    def positions(start):
+        return cupy.arange(start, min(start + chunk, n), dtype=cupy.int64)
+
+    ones = cupy.ones(n, dtype=cupy.int32)
+    out = gpu.scan(ones, "add", exclusive=True, reverse=True)
+    del ones
+    for start in range(0, n, chunk):
+        i = positions(start)
+        assert bool((out[start : start + chunk] == (n - 1 - i).astype(cupy.int32)).all()), start
+    del out
+    x = cupy.empty(n, dtype=cupy.int32)
+    seg = cupy.empty(n, dtype=cupy.bool_)
+    for start in range(0, n, chunk):
+        i = positions(start)
+        x[start : start + chunk] = (i * 7).astype(cupy.int32)
+        seg[start : start + chunk] = i % k == 0
+    for reverse in (False, True):
+        out = gpu.scan(x, "copy", segments=seg, reverse=reverse)
+        for start in range(0, n, chunk):
+            i = positions(start)
+            head = cupy.minimum((i // k + 1) * k, n) - 1 if reverse else i // k * k
+            want = (head * 7).astype(cupy.int32)
+            assert bool((out[start : start + chunk] == want).all()), (reverse, start)
+        del out
+
+
 # --- the other instructions -----------------------------------------------------------------
 
 

@@ -11,10 +11,21 @@ import operator
 
 import numpy as np
 
+
+def _nan_max(a, b):
+    """numpy.maximum on two scalars: a NaN operand gives NaN (Python's max does not)."""
+    return a if a != a else b if b != b else max(a, b)
+
+
+def _nan_min(a, b):
+    """numpy.minimum on two scalars: a NaN operand gives NaN."""
+    return a if a != a else b if b != b else min(a, b)
+
+
 BINARY = {
     "add": operator.add,
-    "max": max,
-    "min": min,
+    "max": _nan_max,
+    "min": _nan_min,
     "and": operator.and_,
     "or": operator.or_,
     "xor": operator.xor,

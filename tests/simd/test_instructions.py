@@ -42,8 +42,12 @@ def scan_cases(draw):
     if dtype.kind == "b":
         values = draw(st.lists(st.booleans(), min_size=n, max_size=n))
     else:
-        # Small integers keep float sums exact, so the oracle can compare with ==.
-        values = draw(st.lists(st.integers(-50, 50), min_size=n, max_size=n))
+        # Small integers keep float sums exact, so the oracle can compare with ==; floats
+        # also get NaN and infinities, which max and min must propagate like NumPy.
+        element = st.integers(-50, 50)
+        if dtype.kind == "f":
+            element = element | st.sampled_from([np.nan, np.inf, -np.inf])
+        values = draw(st.lists(element, min_size=n, max_size=n))
     flags = draw(st.none() | st.lists(st.booleans(), min_size=n, max_size=n))
     initial = draw(st.none() | st.integers(-5, 5))
     if dtype.kind == "b" and initial is not None:
@@ -83,14 +87,15 @@ def expected_line(values, op, flags, exclusive, reverse, initial):
 @given(scan_cases())
 def test_scan_1d_matches_serial_oracle(case):
     m = machine(case["pes"])
-    got = m.scan(
-        case["values"],
-        case["op"],
-        exclusive=case["exclusive"],
-        reverse=case["reverse"],
-        segments=case["flags"],
-        initial=case["initial"],
-    )
+    with np.errstate(invalid="ignore"):  # inf + -inf: NumPy's reductions warn, as cumsum does
+        got = m.scan(
+            case["values"],
+            case["op"],
+            exclusive=case["exclusive"],
+            reverse=case["reverse"],
+            segments=case["flags"],
+            initial=case["initial"],
+        )
     want = expected_line(
         case["values"],
         case["op"],
@@ -175,6 +180,41 @@ def test_reduce_matches_serial_fold(values, op):
     assert int(got) == acc
 
 
+@given(
+    values=st.lists(st.integers(-100, 100), max_size=40),
+    mask_bits=st.lists(st.booleans(), min_size=40, max_size=40),
+    op=st.sampled_from(["add", "max", "min", "and", "or", "xor"]),
+)
+def test_masked_reduce_and_scan_skip_masked_elements(values, mask_bits, op):
+    x = np.array(values, dtype=np.int64)
+    mask = np.array(mask_bits[: x.size], dtype=bool)
+    m = machine()
+    kept = [v for v, k in zip(values, mask_bits, strict=False) if k]
+    acc = oracle.identity(op, np.int64)
+    for v in kept:
+        acc = oracle.BINARY[op](acc, v)
+    assert int(m.reduce(x, op, mask=mask)) == acc
+    identity = oracle.identity(op, np.int64)
+    work = [v if k else identity for v, k in zip(values, mask_bits, strict=False)]
+    want = oracle.scan_line(work, op) if values else []
+    assert m.scan(x, op, mask=mask).tolist() == want
+
+
+@given(
+    shape=st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple),
+    data=st.data(),
+)
+def test_spread_copies_one_slice_along_its_axis(shape, data):
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    index = data.draw(st.integers(-shape[axis], shape[axis] - 1))
+    x = np.arange(np.prod(shape)).reshape(shape)
+    got = machine().spread(x, axis, index=index)
+    for pos in np.ndindex(*shape):
+        src = list(pos)
+        src[axis] = index % shape[axis]
+        assert got[pos] == x[tuple(src)]
+
+
 def test_reduce_along_axis():
     x = np.arange(12).reshape(3, 4)
     np.testing.assert_array_equal(machine().reduce(x, "max", axis=1), [3, 7, 11])
@@ -249,6 +289,29 @@ def test_send_matches_serial_router(case):
         else:
             want[d] = v
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("combine", ["max", "min"])
+def test_send_float_max_min_propagate_nan(combine):
+    m = machine()
+    values = np.array([1.0, np.nan, 3.0, 2.0, np.nan, -1.0])
+    dest = np.array([0, 0, 0, 1, 2, 2])
+    with np.errstate(invalid="ignore"):
+        got = m.send(values, dest, 4, combine=combine, fill=9.0)
+        into = m.send(np.array([5.0]), np.array([3]), combine=combine, into=np.array([np.nan] * 4))
+    want_b = 2.0
+    np.testing.assert_array_equal(got, [np.nan, want_b, np.nan, 9.0])
+    assert np.isnan(into[3])
+
+
+def test_scan_max_min_propagate_nan_like_numpy():
+    m = machine()
+    x = np.array([1.0, np.nan, 3.0, 5.0, 2.0])
+    np.testing.assert_array_equal(m.scan(x, "max"), np.maximum.accumulate(x))
+    np.testing.assert_array_equal(m.scan(x, "min", reverse=True), [np.nan, np.nan, 2.0, 2.0, 2.0])
+    seg = np.array([True, False, True, False, False])
+    np.testing.assert_array_equal(m.scan(x, "max", segments=seg), [1.0, np.nan, 3.0, 5.0, 5.0])
+    assert np.isnan(m.reduce(x, "max")) and np.isnan(m.reduce(x, "min"))
 
 
 def test_send_into_updates_in_place_and_float_min():
@@ -327,6 +390,40 @@ def test_xnet_directions_fetch_from_the_named_neighbour():
     }
     for name, (r, c) in neighbour.items():
         assert m.shift(x, XNET[name])[centre] == x[r, c], name
+
+
+def test_shift_offsets_beyond_the_mesh_are_exact_and_cheap():
+    m = Machine(pes=(4,), backend="numpy")
+    x = np.arange(6)
+    for k in (7, -13, 2**40, -(2**70)):
+        np.testing.assert_array_equal(m.shift(x, k, 0), np.roll(x, k % 6))
+        np.testing.assert_array_equal(
+            m.shift(x, k, 0, boundary="zero"), oracle.shift_nd(x, (max(-6, min(6, k)),), "zero")
+        )
+    # The model clock charges the short way round the torus, and at most the mesh length.
+    before = m.clock
+    m.shift(x, 5, 0)  # the same as -1 on a torus of 6
+    one_step = m.clock - before
+    before = m.clock
+    m.shift(x, 1, 0)
+    assert one_step == m.clock - before
+    before = m.clock
+    m.shift(x, 2**40, 0, boundary="zero")
+    assert m.clock - before == 6 * one_step
+
+
+def test_get_with_every_vp_masked_off_reads_nothing():
+    m = machine()
+    got = m.get(np.array([], dtype=np.int32), np.array([0, 5]), mask=np.zeros(2, bool), fill=-1)
+    assert got.tolist() == [-1, -1] and got.dtype == np.int32
+    with pytest.raises(IndexError, match="get index 5"):
+        m.get(np.arange(3), np.array([0, 5]), mask=np.array([True, True]))
+    for mask in (None, np.array([False, True])):
+        with pytest.raises(IndexError, match="out of range for 0 addresses"):
+            m.get(np.array([], dtype=np.int32), np.array([0, 5]), mask=mask)
+    np.testing.assert_array_equal(
+        m.get(np.arange(3), np.array([0, 5]), mask=np.array([True, False]), fill=-1), [0, -1]
+    )
 
 
 def test_shift_single_axis_form():
@@ -410,6 +507,10 @@ def test_halo_exchange_rejects_tiles_thinner_than_the_halo():
         (lambda m: m.send(np.array([1.0]), np.array([0]), 1, combine="or"), TypeError, "integer"),
         (lambda m: m.send(np.array([1]), np.array([0]), 1, combine="sum"), ValueError, "combiner"),
         (lambda m: m.scan(np.array(["a"])), TypeError, "numbers"),
+        (lambda m: m.shift(np.arange(3), True, 0), TypeError, "offset must be an int"),
+        (lambda m: m.shift(np.arange(3), 1, 0, boundary=2.5), ValueError, "must be an integer"),
+        (lambda m: m.shift(np.arange(3), 1, 0, boundary=np.nan), ValueError, "must be an integer"),
+        (lambda m: m.spread(np.ones((2, 2)), 0, index=1.0), TypeError, "index must be an int"),
     ],
 )
 def test_bad_input_is_named(call, error, match):
