@@ -7,29 +7,15 @@ import numpy as np
 import pytest
 
 from diffusion.cuda_source import KERNEL_NAME, pm_source
+from tests.nvrtc_support import compile_sm90, nvrtc_unavailable
 
-nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) is not installed")
+_why = nvrtc_unavailable()
 
 
 def _compile_sm90(source: str) -> str:
-    try:
-        err, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"pm.cu", 0, [], [])
-    except (OSError, RuntimeError) as exc:  # libnvrtc missing
-        pytest.skip(f"NVRTC not loadable: {exc}")
-    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS
-    options = [b"--gpu-architecture=sm_90", b"-std=c++17"]
-    try:
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
-        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode(errors="replace")[:4000]
-        _, size = nvrtc.nvrtcGetPTXSize(prog)
-        ptx = b" " * size
-        nvrtc.nvrtcGetPTX(prog, ptx)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-    return ptx.decode(errors="replace")
+    if _why is not None:
+        pytest.skip(_why)
+    return compile_sm90(source, "pm.cu")[0]
 
 
 @pytest.mark.parametrize("option", [1, 2, 3])

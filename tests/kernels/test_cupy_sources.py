@@ -15,46 +15,16 @@ import pytest
 
 from kernels import cuda_router_source as router_src
 from kernels import cuda_scan_source as scan_src
+from tests.nvrtc_support import compile_sm90 as compile_nvrtc
+from tests.nvrtc_support import nvrtc_unavailable
 
-nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) is not installed")
-
-
-def _nvrtc_available() -> str | None:
-    try:
-        err, *_ = nvrtc.nvrtcVersion()
-    except (OSError, RuntimeError) as exc:  # libnvrtc missing: the wheel is not installed
-        return f"NVRTC library not loadable: {exc}"
-    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        return f"nvrtcVersion failed: {err}"
-    return None
-
-
-_why = _nvrtc_available()
+_why = nvrtc_unavailable()
 pytestmark = pytest.mark.skipif(_why is not None, reason=_why or "")
 
 
 def compile_sm90(source: str, name: str = "kernel.cu", include_dirs=()) -> tuple[str, str, bytes]:
-    """Compile ``source`` for sm_90; return (PTX, log, CUBIN). Fails the test on errors."""
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
-    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS
-    options = [b"--gpu-architecture=sm_90", b"-std=c++17", b"-ftz=true", b"--ptxas-options=-v"]
-    options += [f"-I{d}".encode() for d in include_dirs]
-    try:
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
-        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        log_text = log.decode(errors="replace").rstrip("\x00 ")
-        assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, f"NVRTC failed:\n{log_text[:4000]}"
-        _, size = nvrtc.nvrtcGetPTXSize(prog)
-        ptx = b" " * size
-        nvrtc.nvrtcGetPTX(prog, ptx)
-        _, size = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b" " * size
-        nvrtc.nvrtcGetCUBIN(prog, cubin)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-    return ptx.decode(errors="replace"), log_text, cubin
+    """Compile with flush-to-zero (as CuPy does) and ptxas's resource report."""
+    return compile_nvrtc(source, name, include_dirs, options=("-ftz=true", "--ptxas-options=-v"))
 
 
 def _entries(ptx: str) -> set[str]:
