@@ -68,31 +68,35 @@ def _apply_typed(code, a, b):
 
 @numba.njit(cache=True, nogil=True)
 def _scan_rows(rows, starts, has_starts, code, exclusive, reverse, has_initial, initial, fill, out):
-    """Serial segmented scan of every row; ``starts`` are index-order segment starts."""
+    """Serial segmented scan of every row.
+
+    ``starts`` marks segment starts in *scan direction* (the caller converts index-order
+    flags for a reverse scan). The loop walks the row once in scan direction; every test in
+    it but the segment start is loop-invariant, so the compiler hoists it.
+    """
     n_rows, n = rows.shape
+    step = -1 if reverse else 1
+    first = n - 1 if reverse else 0
     for r in range(n_rows):
         acc = fill
+        i = first
         for k in range(n):
-            i = n - 1 - k if reverse else k
-            if reverse:
-                start = i == n - 1 or (has_starts and starts[r, i + 1])
-            else:
-                start = i == 0 or (has_starts and starts[r, i])
             v = rows[r, i]
+            start = k == 0 or (has_starts and starts[r, i])
             if code == 6:  # copy: the segment's first element in scan direction
                 if start:
                     acc = v
                     out[r, i] = fill if exclusive else v
                 else:
                     out[r, i] = acc
-                continue
-            if start:
-                before = fill
+            elif start:
+                out[r, i] = fill if exclusive else (_apply(code, initial, v) if has_initial else v)
                 acc = _apply(code, initial, v) if has_initial else v
             else:
                 before = acc
                 acc = _apply(code, acc, v)
-            out[r, i] = before if exclusive else acc
+                out[r, i] = before if exclusive else acc
+            i += step
 
 
 @register("scan", "numpy")
@@ -106,6 +110,12 @@ def scan(
     has_starts = starts is not None
     if not has_starts:
         starts = np.zeros((1, 1), dtype=np.bool_)
+    elif reverse:
+        # A segment's start in reverse direction is its last element in index order.
+        last = np.empty_like(starts)
+        last[:, :-1] = starts[:, 1:]
+        last[:, -1] = True
+        starts = last
     # The value at a segment's start of an exclusive scan, and what is combined in front.
     fill = reference.identity(op, x.dtype) if initial is None else x.dtype.type(initial)
     out = np.empty_like(rows)
