@@ -338,9 +338,35 @@ def shift(xp, x, offsets: tuple[int, ...], boundary="wrap"):
     for axis, k in enumerate(offsets):
         if k == 0 or x.shape[axis] == 0:
             continue
-        positions = xp.arange(x.shape[axis], dtype=np.int64) - int(k)
-        out = _boundary_take(xp, out, positions, axis, boundary)
+        out = _shift_axis(xp, out, int(k), axis, boundary)
     return out.copy() if out is x else out
+
+
+def _shift_axis(xp, x, k: int, axis: int, boundary):
+    """Shift along one axis by slicing (one copy), the border filled by ``boundary``."""
+    n = x.shape[axis]
+    if boundary == "wrap":
+        return xp.roll(x, k, axis=axis)
+    k = max(-n, min(n, k))
+
+    def cut(start, stop):
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(start, stop)
+        return tuple(index)
+
+    out = xp.empty_like(x)
+    # Data moves by k; the |k| positions it leaves empty take the boundary.
+    moved, empty, edge = (
+        (cut(k, n), cut(0, k), cut(0, 1))
+        if k > 0
+        else (cut(0, n + k), cut(n + k, n), cut(n - 1, n))
+    )
+    out[moved] = x[cut(0, n - k) if k > 0 else cut(-k, n)]
+    if boundary == "edge":
+        out[empty] = x[edge]
+    else:
+        out[empty] = 0 if boundary == "zero" else boundary
+    return out
 
 
 def halo_exchange(xp, tiles, heights, widths, width: int = 1, boundary="edge"):
