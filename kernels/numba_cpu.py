@@ -67,12 +67,14 @@ def _apply_typed(code, a, b):
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_rows(rows, starts, has_starts, code, exclusive, reverse, has_initial, initial, fill, out):
+def _scan_rows(rows, starts, has_starts, code, exclusive, reverse, has_initial, fill, out):
     """Serial segmented scan of every row.
 
     ``starts`` marks segment starts in *scan direction* (the caller converts index-order
-    flags for a reverse scan). The loop walks the row once in scan direction; every test in
-    it but the segment start is loop-invariant, so the compiler hoists it.
+    flags for a reverse scan). ``fill`` is both what an exclusive scan puts at a segment's
+    start and, with ``has_initial``, the initial value combined in front of each segment
+    (the two are the same value: ``initial``, or the operator's identity). The loop walks
+    the row once in scan direction.
     """
     n_rows, n = rows.shape
     step = -1 if reverse else 1
@@ -90,8 +92,8 @@ def _scan_rows(rows, starts, has_starts, code, exclusive, reverse, has_initial, 
                 else:
                     out[r, i] = acc
             elif start:
-                out[r, i] = fill if exclusive else (_apply(code, initial, v) if has_initial else v)
-                acc = _apply(code, initial, v) if has_initial else v
+                acc = _apply(code, fill, v) if has_initial else v
+                out[r, i] = fill if exclusive else acc
             else:
                 before = acc
                 acc = _apply(code, acc, v)
@@ -127,7 +129,6 @@ def scan(
         bool(exclusive),
         bool(reverse),
         initial is not None and op != "copy",
-        fill,
         fill,
         out,
     )
