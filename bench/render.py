@@ -137,9 +137,9 @@ def calibrate_overestimates(
 
 
 def store_calibration(over: dict[int, dict[str, Any]], where: str, backend: str) -> None:
-    from simd.balance.cost_effective import _PACKAGE_STORE, store_overestimate
+    from simd.balance.cost_effective.store import PACKAGE_STORE, store_overestimate
 
-    path = {"user": None, "package": _PACKAGE_STORE}.get(where, where)
+    path = {"user": None, "package": PACKAGE_STORE}.get(where, where)
     written = None
     for p, entry in over.items():
         for loop in LOOPS:

@@ -35,7 +35,7 @@ isosurface of the same simulation output, made by two isosurface algorithms. Her
   160 and 260 pixels per span, against 9 and 14 in the paper).
 
 Meshes are cached on disk after the first run, in simd-emu's cache folder
-(:func:`simd.balance.cost_effective.cache_dir`: ``$SIMD_EMU_CACHE_DIR``, else
+(:func:`simd.cache.cache_dir`: ``$SIMD_EMU_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/simd-emu``, else ``~/.cache/simd-emu``).
 """
 
@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from renderer.mesh import Mesh, as_mesh
-from simd.balance.cost_effective import cache_dir
+from simd.cache import cache_dir
 
 __all__ = [
     "DATASETS",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from simd.cost import CostModel
 from simd.errors import BackendUnavailableError, CollisionError, SimdError
 from simd.machine import COMBINERS, XNET, Machine
-from simd.stats import PhaseStats, Stats
+from simd.stats import PhaseRecord, PhaseStats, Stats
 
 __all__ = [
     "COMBINERS",
@@ -18,6 +18,7 @@ __all__ = [
     "CollisionError",
     "CostModel",
     "Machine",
+    "PhaseRecord",
     "PhaseStats",
     "SimdError",
     "Stats",

@@ -9,7 +9,6 @@ charged to the model clock (``simd.cost``) and accounted to the current phase.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from copy import deepcopy
@@ -22,7 +21,7 @@ from kernels.registry import lookup
 from simd.backend import resolve_backend
 from simd.cost import CostModel
 from simd.errors import CollisionError
-from simd.stats import PhaseStats, Stats
+from simd.stats import DeviceInterval, HostInterval, PhaseRecord, PhaseStats, Stats
 
 __all__ = ["COMBINERS", "Machine", "XNET"]
 
@@ -85,6 +84,8 @@ class Machine:
         self.cost = _resolve_cost(cost, self.pes, self.npes)
         self._phases: dict[str, PhaseStats] = {}
         self._phase_stack: list[str] = []
+        self._open: list[PhaseRecord] = []  # records of the open phases, outermost first
+        self._unread: list[tuple[PhaseStats, PhaseRecord]] = []  # GPU times not yet read
         self._vp_stack: list[int] = []
         self._clock = 0.0
 
@@ -119,8 +120,12 @@ class Machine:
         """A snapshot of the per-phase statistics.
 
         Nested phases are named by their path, e.g. ``"z-buffer/redistribution"``.
-        Instructions outside any phase are listed under ``"(no phase)"``.
+        Instructions outside any phase are listed under ``"(no phase)"``. On a GPU, reading
+        this waits for the phases timed so far to finish on the device.
         """
+        for entry, record in self._unread:
+            entry.wall += record.wall
+        self._unread.clear()
         return Stats(
             phases=deepcopy(self._phases), machine=self.cost.name, clock_hz=self.cost.clock_hz
         )
@@ -128,13 +133,17 @@ class Machine:
     def reset_stats(self) -> None:
         """Forget all statistics and set the model clock to zero."""
         self._phases.clear()
+        self._unread.clear()
         self._clock = 0.0
 
     @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
+    def phase(self, name: str, *, sync: bool = False) -> Iterator[PhaseRecord]:
         """Account the instructions and wall time inside the block to phase ``name``.
 
-        The device is synchronised at the block's boundaries so the wall time is true.
+        Yields the :class:`~simd.stats.PhaseRecord` of this execution: its calls, bytes and
+        model cycles (nested phases included) and its wall time. The device is not stopped:
+        on a GPU the wall time lies between two CUDA events and is read when asked for.
+        ``sync=True`` waits for the device at both ends instead and times on the host.
         """
         if not isinstance(name, str) or not name or "/" in name:
             raise ValueError(f"a phase name must be a non-empty string without '/', got {name!r}")
@@ -142,14 +151,24 @@ class Machine:
         path = "/".join(self._phase_stack)
         entry = self._phases.setdefault(path, PhaseStats())
         entry.entries += 1
-        self.sync()
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
+        if sync:
             self.sync()
-            entry.wall += time.perf_counter() - start
+        on_device = self.backend == "cupy" and not sync
+        interval = DeviceInterval(self.xp.cuda) if on_device else HostInterval()
+        record = PhaseRecord(path, interval=interval)
+        self._open.append(record)
+        try:
+            yield record
+        finally:
+            if sync:
+                self.sync()
+            interval.stop()
+            self._open.pop()
             self._phase_stack.pop()
+            if on_device:
+                self._unread.append((entry, record))
+            else:
+                entry.wall += record.wall
 
     @contextmanager
     def vp_set(self, n: int) -> Iterator[None]:
@@ -188,6 +207,10 @@ class Machine:
         entry.calls[label] += 1
         entry.bytes += int(nbytes)
         entry.cycles += cycles
+        for record in self._open:
+            record.calls[label] += 1
+            record.bytes += int(nbytes)
+            record.cycles += cycles
         self._clock += cycles
         return cycles
 

@@ -1,20 +1,116 @@
-"""Per-phase statistics of the machine: calls, bytes moved, model cycles, wall time."""
+"""Phase records of the machine: calls, bytes moved, model cycles, wall time.
+
+``with machine.phase(name) as record:`` gives a :class:`PhaseRecord` for that one execution
+of the phase; the machine also adds every execution into a :class:`PhaseStats` per phase
+path, and :attr:`simd.Machine.stats` returns those as :class:`Stats`. Every program reports
+its phases with these two types.
+
+Wall time is measured without stopping the device: on the CPU with the host's
+performance counter, on a GPU between two CUDA events recorded on the current stream and
+read only when someone asks for the number (``record.wall``, ``machine.stats``).
+"""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["PhaseStats", "Stats"]
+__all__ = ["DeviceInterval", "HostInterval", "PhaseRecord", "PhaseStats", "Stats"]
+
+
+class HostInterval:
+    """Wall time on the host's performance counter."""
+
+    def __init__(self) -> None:
+        self._start = time.perf_counter()
+        self._stop: float | None = None
+
+    def stop(self) -> None:
+        self._stop = time.perf_counter()
+
+    @property
+    def seconds(self) -> float:
+        end = self._stop if self._stop is not None else time.perf_counter()
+        return end - self._start
+
+
+class DeviceInterval:
+    """Wall time between two CUDA events on the current stream.
+
+    Recording an event does not wait for the device; reading :attr:`seconds` waits for the
+    second event only (once, then the value is kept).
+    """
+
+    def __init__(self, cuda: Any) -> None:
+        self._cuda = cuda
+        self._start = cuda.Event()
+        self._start.record()
+        self._stop: Any = None
+        self._seconds: float | None = None
+
+    def stop(self) -> None:
+        self._stop = self._cuda.Event()
+        self._stop.record()
+
+    @property
+    def seconds(self) -> float:
+        if self._seconds is None:
+            if self._stop is None:
+                self.stop()
+            self._stop.synchronize()
+            self._seconds = self._cuda.get_elapsed_time(self._start, self._stop) / 1e3
+        return self._seconds
+
+
+@dataclass(eq=False)
+class PhaseRecord:
+    """One execution of a phase: what the instructions inside the block cost.
+
+    ``calls``, ``bytes`` and ``cycles`` include the instructions of nested phases; ``wall``
+    is the block's wall time in seconds (on a GPU, read from CUDA events when asked).
+
+    Examples
+    --------
+    >>> from simd import Machine
+    >>> m = Machine(pes=4, backend="numpy")
+    >>> with m.phase("demo") as p:
+    ...     _ = m.scan(m.asarray([1, 2, 3]))
+    >>> p.name, p.calls["scan"], p.cycles > 0, p.wall >= 0
+    ('demo', 1, True, True)
+    """
+
+    name: str
+    calls: Counter = field(default_factory=Counter)
+    bytes: int = 0
+    cycles: float = 0.0
+    interval: HostInterval | DeviceInterval | None = field(default=None, repr=False)
+
+    @property
+    def wall(self) -> float:
+        """Wall seconds of the block (0 for a record that was not timed)."""
+        return self.interval.seconds if self.interval is not None else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {
+            "name": self.name,
+            "calls": dict(self.calls),
+            "bytes": self.bytes,
+            "cycles": self.cycles,
+            "wall_seconds": self.wall,
+        }
 
 
 @dataclass
 class PhaseStats:
-    """What the instructions of one phase cost.
+    """What the executions of one phase cost together.
 
-    ``wall`` is the phase's wall time in seconds, inclusive of nested phases and measured
-    with the device synchronised at the phase's boundaries; ``cycles`` and ``calls`` count
-    only the instructions charged to this phase itself (the innermost open phase).
+    In :class:`Stats` (the machine's table) ``cycles``, ``bytes`` and ``calls`` count only the
+    instructions charged to this phase itself (the innermost open phase) and ``wall`` is
+    inclusive of nested phases; :meth:`of` sums whole :class:`PhaseRecord` s instead.
     """
 
     calls: Counter = field(default_factory=Counter)
@@ -29,6 +125,37 @@ class PhaseStats:
         self.cycles += other.cycles
         self.wall += other.wall
         self.entries += other.entries
+
+    @classmethod
+    def of(cls, records: Iterable[PhaseRecord]) -> PhaseStats:
+        """The sum of some phase records (one entry each).
+
+        Examples
+        --------
+        >>> a, b = PhaseRecord("x", cycles=3.0), PhaseRecord("x", cycles=4.0)
+        >>> total = PhaseStats.of([a, b])
+        >>> total.cycles, total.entries
+        (7.0, 2)
+        """
+        total = cls()
+        for r in records:
+            total.calls.update(r.calls)
+            total.bytes += r.bytes
+            total.cycles += r.cycles
+            total.wall += r.wall
+            total.entries += 1
+        return total
+
+    def to_dict(self, clock_hz: float = 0.0) -> dict[str, Any]:
+        """Plain data for JSON (with emulated seconds when the clock rate is given)."""
+        return {
+            "calls": dict(self.calls),
+            "bytes": self.bytes,
+            "cycles": self.cycles,
+            "model_seconds": self.cycles / clock_hz if clock_hz else None,
+            "wall_seconds": self.wall,
+            "entries": self.entries,
+        }
 
 
 @dataclass
@@ -65,16 +192,7 @@ class Stats:
         """Plain data for JSON."""
         return {
             "machine": self.machine,
-            "phases": {
-                name: {
-                    "calls": dict(p.calls),
-                    "bytes": p.bytes,
-                    "cycles": p.cycles,
-                    "model_seconds": p.cycles / self.clock_hz if self.clock_hz else None,
-                    "wall_seconds": p.wall,
-                }
-                for name, p in self.phases.items()
-            },
+            "phases": {name: p.to_dict(self.clock_hz) for name, p in self.phases.items()},
         }
 
     def __str__(self) -> str:

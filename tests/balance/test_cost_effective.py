@@ -31,6 +31,7 @@ from simd.balance import (
 )
 from simd.balance.cost_effective import (
     PHASE_DECISION,
+    store,
     PHASE_INFORMATION,
     PHASE_REDISTRIBUTION,
     PHASE_SOLUTION,
@@ -40,11 +41,14 @@ from simd.balance.cost_effective import (
 )
 
 
+SHIPPED_STORE = store.PACKAGE_STORE  # before the fixture below replaces it
+
+
 @pytest.fixture(autouse=True)
 def _private_store(tmp_path, monkeypatch):
     """Never read or write the user's calibration file, nor read the package's."""
     monkeypatch.setenv("SIMD_EMU_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(cost_effective, "_PACKAGE_STORE", tmp_path / "package.json")
+    monkeypatch.setattr(store, "PACKAGE_STORE", tmp_path / "package.json")
 
 
 def machine(pes: int = 7) -> Machine:
@@ -542,9 +546,8 @@ def test_forms_on_the_gpu_run_the_same_tasks_as_on_numpy(gpu_machine):
 
 def test_shipped_calibrations_are_valid():
     """The package's stored overestimates (bench/render.py --store package) load back."""
-    path = Path(cost_effective.__file__).with_name("overestimates.json")
-    if not path.exists():
-        pytest.skip("no calibration shipped")
+    path = SHIPPED_STORE
+    assert path.exists(), "the package ships its calibrations (bench/render.py --store package)"
     data = json.loads(path.read_text())
     assert data
     for key, entry in data.items():
@@ -578,9 +581,3 @@ def test_warning_points_at_the_caller_of_run_loop():
         run_loop(PAPER_WORKLOAD, None, machine=machine(), overestimate=0.5)
     # the warning names the line that called run_loop, here, not one inside simd/
     assert Path(caught[0].filename).name == "test_cost_effective.py"
-
-
-def test_docstring_examples():
-    from tests.test_doctests import test_docstring_examples as run_examples
-
-    run_examples("simd.balance.cost_effective")

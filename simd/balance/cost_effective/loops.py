@@ -1,0 +1,432 @@
+"""The balanced loop in its three forms: original (Figure 1), cost-effective (Figure 2),
+expand (all tasks at once through a load-balancing search).
+
+Every form runs the caller's solution phase (``body``) on the same (datum, task) pairs and
+charges the model clock as the emulated machine would: all the VPs of the VP set step in
+every iteration, the idle ones masked off.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from simd.balance.cost_effective.estimate import Overestimate
+from simd.balance.cost_effective.phases import decide, gather_information, redistribute
+from simd.balance.cost_effective.records import (
+    FORMS,
+    PHASE_DECISION,
+    PHASE_EXPANSION,
+    PHASE_INFORMATION,
+    PHASE_REDISTRIBUTION,
+    PHASE_SOLUTION,
+    BalanceEvent,
+    CostOverestimateWarning,
+    LoopResult,
+    PhaseTiming,
+    check_clock,
+)
+from simd.balance.cost_effective.search import load_balancing_search
+
+__all__ = ["run_loop"]
+
+# Elementwise operations per VP charged per iteration by the loops themselves.
+#: Figure 1: the WHERE test ``index <= workload``.
+ORIGINAL_OPS = 1
+#: Figure 2: the WHERE test, ``workload - 1`` and ``parallel_index + 1``.
+BALANCED_OPS = 3
+#: Figure 2 before the first redistribution: ``workload = W - index`` for the gathering.
+IMPLICIT_WORKLOAD_OPS = 1
+#: Figure 2 at the first redistribution: materialising ``workload`` and ``parallel_index``.
+MATERIALISE_OPS = 2
+#: The expand form: ``ends = offsets + workload``.
+EXPAND_ENDS_OPS = 1
+
+#: Default chunk of the expand form (tasks per step).
+DEFAULT_CHUNK = 1 << 22
+
+
+def run_loop(
+    workload: Any,
+    body: Callable[[Any, Any], None] | None,
+    *,
+    machine: Any,
+    form: str = "cost-effective",
+    overestimate: float | None = None,
+    clock: str = "model",
+    name: str = "scan-conversion",
+    task_cost: float = 1.0,
+    progress: Any = None,
+    prune: bool = True,
+    chunk: int | None = None,
+    warn: bool = True,
+) -> LoopResult:
+    """Run every task of ``workload`` through ``body`` in one of three loop forms.
+
+    Parameters
+    ----------
+    workload : 1-D integer array (NumPy, CuPy or sequence)
+        Tasks per problem datum; datum ``i`` has tasks ``0 .. workload[i] - 1``.
+    body : callable(items, tasks) or None
+        The solution phase: called once per iteration with two equal-length int64 backend
+        arrays, the datum and the 0-based task index of every task run in that iteration
+        (live tasks only, packed). It runs inside ``machine.vp_set(slots)`` so its own
+        instructions are charged for the whole VP set (``len(workload)``, or the chunk for
+        ``expand``). The order of tasks within a call is unspecified.
+    machine : simd.Machine
+    form : str
+        "original" (Figure 1), "cost-effective" (Figure 2) or "expand".
+    overestimate : float, optional
+        Cost overestimate in iterations for the decision phase; None: a stored calibration
+        for this loop and machine, else an online estimate (module docstring).
+    clock : str
+        "model" (machine cycles) or "wall" (seconds on this host): the clock the costs are
+        measured with for the decision and the warning.
+    name : str
+        Name of the loop; the machine phase enclosing the loop's phases and the key of
+        stored calibrations.
+    task_cost : float
+        Model cycles per VP per iteration for the body's own elementwise work, charged as
+        ``machine.charge("elementwise", slots, ops=task_cost)``.
+    progress : None, True or callable(done, total)
+        Progress report in tasks done (True: a tqdm bar).
+    prune : bool
+        Skip information gathering once no decision can be positive (module docstring).
+    chunk : int, optional
+        Tasks per step of the expand form (default 4 Mi).
+    warn : bool
+        Issue :class:`CostOverestimateWarning` when a measured cost exceeds the
+        overestimate.
+
+    Returns
+    -------
+    LoopResult
+
+    Raises
+    ------
+    ValueError
+        Bad form, clock, workload (negative, fractional, not 1-D), overestimate or chunk.
+    TypeError
+        Non-integer workload dtype or a body that is not callable.
+
+    Examples
+    --------
+    >>> from simd import Machine
+    >>> seen = []
+    >>> res = run_loop([3, 0, 1], lambda i, t: seen.extend(zip(i.tolist(), t.tolist())),
+    ...                machine=Machine(pes=4, backend="numpy"), form="original")
+    >>> sorted(seen), res.iterations
+    ([(0, 0), (0, 1), (0, 2), (2, 0)], 3)
+    """
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {', '.join(FORMS)}; got {form!r}")
+    check_clock(clock)
+    if body is not None and not callable(body):
+        raise TypeError("body must be a callable body(items, tasks) or None")
+    if overestimate is not None:
+        if isinstance(overestimate, bool) or not isinstance(overestimate, (int, float)):
+            raise TypeError(f"overestimate must be a number, got {overestimate!r}")
+        if not (math.isfinite(overestimate) and overestimate >= 0):
+            raise ValueError(f"overestimate must be a finite number >= 0, got {overestimate}")
+    if not (isinstance(task_cost, (int, float)) and math.isfinite(task_cost) and task_cost >= 0):
+        raise ValueError(f"task_cost must be a finite number >= 0, got {task_cost!r}")
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+
+    w = _validate_workload(workload, machine)
+    n = int(w.size)
+    total_tasks = int(w.sum()) if n else 0
+    max_w = int(w.max()) if n else 0
+    call = body if body is not None else (lambda items, tasks: None)
+    advance, close = _progress_callback(progress, total_tasks)
+    result = LoopResult(
+        form=form,
+        name=name,
+        iterations=0,
+        max_workload=max_w,
+        mean_workload=float(total_tasks / n) if n else 0.0,
+        total_tasks=total_tasks,
+        decisions=0,
+        stats={},
+        clock=clock,
+        vps=n,
+    )
+    loop = _Loop(machine, call, task_cost, result, advance)
+    try:
+        with machine.phase(name) as result.record:
+            if n == 0:
+                pass
+            elif form == "original":
+                loop.original(w)
+            elif form == "expand":
+                loop.expand(w, chunk or DEFAULT_CHUNK)
+            else:
+                estimate = Overestimate(machine, n, overestimate, clock, name)
+                _CostEffective(loop, w, estimate, prune=prune, warn=warn).run()
+    finally:
+        close()
+    return result
+
+
+class _Loop:
+    """What every form shares: the machine, the body, the result being filled in."""
+
+    def __init__(self, machine: Any, call: Callable, task_cost: float, result: LoopResult, advance):
+        self.m = machine
+        self.call = call
+        self.task_cost = task_cost
+        self.result = result
+        self.advance = advance
+
+    def timing(self, phase: str) -> PhaseTiming:
+        """The per-execution records of ``phase`` in this loop."""
+        return self.result.stats.setdefault(phase, PhaseTiming())
+
+    def solve(self, items: Any, tasks: Any, slots: int, ops: float) -> None:
+        """Run the body on the live tasks, charged for the whole VP set of ``slots``."""
+        with self.m.vp_set(slots):
+            self.call(items, tasks)
+        self.m.charge("elementwise", slots, ops=ops + self.task_cost)
+
+    def original(self, w: Any) -> None:
+        """Figure 1: ``forloop index = 1, MAX(workload) / WHERE (index <= workload)``."""
+        m, xp = self.m, self.m.xp
+        n = int(w.size)
+        soln = self.timing(PHASE_SOLUTION)
+        with m.phase(PHASE_SOLUTION):
+            iterations = int(m.reduce(w, "max"))  # the loop bound, MAX(workload)
+        # Live processors only ever drop out, so the packed list is filtered, never rebuilt.
+        live = xp.nonzero(w > 0)[0]
+        for index in range(iterations):
+            with m.phase(PHASE_SOLUTION) as record:
+                tasks = xp.full(live.size, index, dtype=np.int64)
+                self.solve(live, tasks, n, ORIGINAL_OPS)
+                done = int(live.size)
+                live = live[w[live] > index + 1]
+            soln.records.append(record)
+            self.result.iterations += 1
+            self.advance(done)
+
+    def expand(self, w: Any, chunk: int) -> None:
+        """All tasks at once: an add-scan of the workload, a load-balancing search per chunk."""
+        m = self.m
+        n = int(w.size)
+        expansion = self.timing(PHASE_EXPANSION)
+        soln = self.timing(PHASE_SOLUTION)
+        with m.phase(PHASE_EXPANSION) as record:
+            offsets = m.scan(w, "add", exclusive=True, initial=0)
+            total = int(m.reduce(w, "add"))
+            ends = offsets + w
+            m.charge("elementwise", n, ops=EXPAND_ENDS_OPS)
+        expansion.records.append(record)
+        for start in range(0, total, chunk):
+            stop = min(start + chunk, total)
+            with m.phase(PHASE_EXPANSION) as record:
+                items, tasks = load_balancing_search(offsets, ends, start, stop, machine=m)
+            expansion.records.append(record)
+            with m.phase(PHASE_SOLUTION) as record:
+                self.solve(items, tasks, stop - start, 0)
+            soln.records.append(record)
+            self.result.iterations += 1
+            self.advance(stop - start)
+
+
+class _CostEffective:
+    """Figure 2: information gathering, decision, redistribution, solution, per iteration.
+
+    Until the first redistribution every processor works on the same task index, so the
+    loop runs as Figure 1 with a front-end index: ``workload`` and ``parallel_index`` are
+    implicit (W - index, index + 1) and materialised at the first redistribution.
+    """
+
+    def __init__(self, loop: _Loop, w: Any, estimate: Overestimate, *, prune: bool, warn: bool):
+        xp = loop.m.xp
+        self.loop, self.m, self.estimate = loop, loop.m, estimate
+        self.prune, self.warn = prune, warn
+        self.clock = loop.result.clock
+        self.n = int(w.size)
+        self.w = w.copy()
+        self.parallel_index = (w > 0).astype(np.int64)  # 1-based, 0 on idle processors
+        self.problem_data = xp.arange(self.n, dtype=np.int64)  # the datum of each processor
+        self.live = xp.nonzero(w > 0)[0]
+        self.remaining: int | None = None  # MAX(workload), known to the front end
+        self.redistributed = False
+        loop.result.overestimate_source = estimate.source
+        # Table 4's phases in the paper's order, even where one never runs.
+        for phase in (PHASE_INFORMATION, PHASE_DECISION, PHASE_REDISTRIBUTION, PHASE_SOLUTION):
+            loop.timing(phase)
+
+    def run(self) -> None:
+        while self.remaining is None or self.remaining > 0:
+            gathering, info = self.gather()
+            if self.remaining == 0:
+                break
+            redistribution, event = self.decide_and_redistribute(info) if info else (None, None)
+            solution = self.solve()
+            self.remaining -= 1
+            info_t, redis_t, soln_t = map(self._time, (gathering, redistribution, solution))
+            if event is not None:
+                self.record_event(event, info_t + redis_t, soln_t)
+            self.estimate.observe(info_t, redis_t, soln_t)
+        # Processors whose work finished keep a stale parallel index; it is never read.
+        self.loop.result.overestimate = self.estimate.value
+
+    def _time(self, record: Any) -> float | None:
+        if record is None:
+            return None
+        return record.cycles if self.clock == "model" else record.wall
+
+    def worth_gathering(self) -> bool:
+        """Savings are at most MAX(workload) - 1: gather only while that beats the cost."""
+        value = self.estimate.value
+        return not self.prune or (value is not None and self.remaining - 1 > value)
+
+    def gather(self):
+        """The information gathering phase; returns its record (or None) and the result."""
+        m = self.m
+        first = self.prune and self.remaining is None
+        if not first and not self.worth_gathering():
+            return None, None
+        info = None
+        with m.phase(PHASE_INFORMATION) as record:
+            if first:
+                # MAX(workload) alone (Figure 1's loop bound) tells whether any decision
+                # can be positive.
+                self.remaining = int(m.reduce(self.w, "max"))
+            if self.remaining != 0 and self.worth_gathering():
+                if not self.redistributed and self.loop.result.iterations:
+                    m.charge("elementwise", self.n, ops=IMPLICIT_WORKLOAD_OPS)
+                threshold = self.estimate.value if self.prune else None
+                info = gather_information(
+                    self.w, machine=m, max_workload=self.remaining, threshold=threshold
+                )
+                self.remaining = info.max_workload
+        self.loop.timing(PHASE_INFORMATION).records.append(record)
+        return record, info
+
+    def decide_and_redistribute(self, info: Any):
+        """The decision and, when balancing pays, the redistribution.
+
+        Returns the redistribution's record and its :class:`BalanceEvent`, or two Nones.
+        """
+        m, loop, result = self.m, self.loop, self.loop.result
+        with m.phase(PHASE_DECISION) as record:
+            threshold = self.estimate.value
+            balanced = threshold is not None and info.complete and decide(info.savings, threshold)
+        loop.timing(PHASE_DECISION).records.append(record)
+        if not balanced:
+            return None, None
+        with m.phase(PHASE_REDISTRIBUTION) as record:
+            if not self.redistributed:
+                m.charge("elementwise", self.n, ops=MATERIALISE_OPS)
+            self.redistributed = True
+            red = redistribute(self.w, self.parallel_index, self.problem_data, info, machine=m)
+            self.w, self.parallel_index = red.workload, red.parallel_index
+            self.problem_data = red.problem_data
+            self.live = m.xp.nonzero(self.w > 0)[0]
+        loop.timing(PHASE_REDISTRIBUTION).records.append(record)
+        result.decisions += 1
+        event = BalanceEvent(
+            iteration=result.iterations + 1,
+            savings=info.savings,
+            overestimate=threshold,
+            measured_cost=math.nan,  # known once the next solution iteration is timed
+            max_before=self.remaining,
+            max_after=info.max_new_workload,
+        )
+        self.remaining = info.max_new_workload
+        return record, event
+
+    def solve(self):
+        """One iteration of the solution phase on every processor with work left."""
+        m, loop = self.m, self.loop
+        with m.phase(PHASE_SOLUTION) as record:
+            items = self.problem_data[self.live]
+            tasks = self.parallel_index[self.live] - 1
+            loop.solve(items, tasks, self.n, BALANCED_OPS if self.redistributed else ORIGINAL_OPS)
+            self.w[self.live] -= 1
+            self.parallel_index[self.live] += 1
+            done = int(self.live.size)
+            self.live = self.live[self.w[self.live] > 0]
+        loop.timing(PHASE_SOLUTION).records.append(record)
+        loop.result.iterations += 1
+        loop.advance(done)
+        return record
+
+    def record_event(self, event: BalanceEvent, spent: float, soln_time: float) -> None:
+        """Keep a redistribution's measured cost; warn when it exceeded the estimate."""
+        event.measured_cost = spent / soln_time if soln_time > 0 else math.inf
+        result = self.loop.result
+        result.events.append(event)
+        if self.warn and event.measured_cost > event.overestimate:
+            warnings.warn(
+                f"{result.name}: measured balancing cost {event.measured_cost:.2f} iterations "
+                f"({self.clock} clock) exceeds the cost overestimate {event.overestimate:.2f} "
+                f"at iteration {result.iterations}; recalibrate (calibrate()) or pass a "
+                "larger overestimate",
+                CostOverestimateWarning,
+                stacklevel=4,  # the caller of run_loop
+            )
+
+
+def _validate_workload(workload: Any, machine: Any) -> Any:
+    """Return the workload as an int64 backend array, or raise a clear error."""
+    if isinstance(workload, (str, bytes)):
+        raise TypeError("workload must be a 1-D array of non-negative integers, got a string")
+    xp = machine.xp
+    if not hasattr(workload, "__array__") and not hasattr(workload, "__cuda_array_interface__"):
+        try:
+            workload = np.asarray(workload)
+        except ValueError as exc:
+            raise ValueError(f"workload must be a 1-D integer array: {exc}") from exc
+        except TypeError as exc:
+            raise TypeError(f"workload must be a 1-D integer array: {exc}") from exc
+    arr = workload
+    if arr.dtype == object:
+        raise TypeError("workload must be a 1-D integer array, got an object array")
+    if arr.ndim != 1:
+        raise ValueError(
+            f"workload must be 1-D (one entry per problem datum), got shape {tuple(arr.shape)}"
+        )
+    kind = np.dtype(arr.dtype).kind
+    if kind == "b":
+        raise TypeError("workload must hold integers (task counts), got booleans")
+    if kind == "f":
+        host = machine.asnumpy(arr) if not isinstance(arr, np.ndarray) else arr
+        if not np.all(np.isfinite(host)):
+            raise ValueError("workload must be finite non-negative integers, got NaN or inf")
+        if not np.all(host == np.floor(host)):
+            raise ValueError("workload must hold whole numbers of tasks, got fractions")
+    elif kind not in "iu":
+        raise TypeError(f"workload must be an integer array, got dtype {arr.dtype}")
+    out = machine.asarray(arr, dtype=np.int64)
+    if out.size and int(xp.min(out)) < 0:
+        raise ValueError("workload must be non-negative (a number of tasks per datum)")
+    return out
+
+
+
+def _progress_callback(progress: Any, total: int) -> tuple[Callable[[int], None], Callable]:
+    """Normalise ``progress`` into (advance(done_now), close())."""
+    if progress is None or progress is False:
+        return (lambda done: None), (lambda: None)
+    if progress is True:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # pragma: no cover - tqdm is a declared extra
+            return (lambda done: None), (lambda: None)
+        bar = tqdm(total=total, unit="task", leave=False)
+        return bar.update, bar.close
+    if callable(progress):
+        state = {"done": 0}
+
+        def advance(done: int) -> None:
+            state["done"] += done
+            progress(state["done"], total)
+
+        return advance, (lambda: None)
+    raise TypeError("progress must be None, True or a callable(done, total)")

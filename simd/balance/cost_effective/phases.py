@@ -1,0 +1,341 @@
+"""The three phases of the cost-effective loop (seed 000, Figure 2, section 2.3).
+
+Information gathering (:func:`gather_information`) computes the trial workload of section
+2.3; the decision (:func:`decide`) compares its savings with the overestimated cost;
+redistribution (:func:`redistribute`) moves the work to the idle processors with a send to
+block heads through scan pointers, segmented copy-scans and a segmented add-scan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Information", "Redistribution", "decide", "gather_information", "redistribute"]
+
+# Elementwise operations per VP charged to the model clock by each step (hand-counted
+# from the array expressions below; the golden test pins their effect).
+#: Gathering step 1, ``workload == 0``; step 2, ``workload > avg``.
+IDLE_TEST_OPS = 1
+ACTIVE_TEST_OPS = 1
+#: Gathering steps 4 and 5: the assignment (5) and the ceiling division (4).
+ASSIGNMENT_OPS = 9
+#: Redistribution step 1: the two ``where`` of the pointers.
+POINTER_OPS = 2
+#: Packing workload and task index into one two-word message, and unpacking it.
+PACK_OPS = 2
+#: The segment flags of the blocks: a compare, a compare and an or.
+HEAD_OPS = 3
+#: Step 4: renumbering, the exact share and the index of idle processors.
+RENUMBER_OPS = 5
+
+#: Workloads and task indices below this travel as one two-word message.
+PACK_LIMIT = 1 << 31
+
+
+@dataclass
+class Information:
+    """The information gathering phase of seed 000, section 2.3 (steps 1 to 5).
+
+    Arrays are backend arrays over the VP set; names follow the paper. ``complete`` is
+    False when the gathering stopped early because balancing could not pay (see
+    :func:`gather_information`); the arrays are None then.
+    """
+
+    num_idle: int
+    total: int
+    avg: int
+    act_mask: Any
+    sum_workload: int
+    assignment: Any
+    new_workload_values: Any
+    max_workload: int
+    max_new_workload: int
+    complete: bool = True
+
+    @property
+    def savings(self) -> int:
+        """Savings in iterations: ``MAX(workload) - MAX(new_workload_values)``.
+
+        An upper bound when the gathering stopped early (``complete`` False).
+        """
+        return self.max_workload - self.max_new_workload
+
+
+@dataclass
+class Redistribution:
+    """The redistribution phase of seed 000, section 2.3.1 (steps 1 to 4).
+
+    ``pointers_scan`` is the scan of step 1 (0-based, 0 where the processor sends
+    nothing) and ``pointers`` the paper's 1-based pointers; ``sent_*`` are the arrays after
+    the send of step 2, ``new_workload``, ``copied_parallel_index`` and ``problem_data``
+    after the segmented copy-scans of step 3, ``scan_add_new_workload`` and
+    ``parallel_index`` after step 4. ``workload`` is the exact number of tasks left on
+    every processor afterwards (``new_workload`` except at the end of a block whose
+    workload does not divide evenly), and ``heads`` the segment flags of the blocks.
+    """
+
+    pointers_scan: Any
+    pointers: Any
+    sent_new_workload_values: Any
+    sent_workload: Any
+    sent_parallel_index: Any
+    sent_problem_data: Any
+    heads: Any
+    new_workload: Any
+    copied_parallel_index: Any
+    problem_data: Any
+    scan_add_new_workload: Any
+    parallel_index: Any
+    workload: Any
+
+
+def decide(savings: int, overestimate: float) -> bool:
+    """The decision phase (seed 000, section 2.1): balance when savings exceed the cost.
+
+    Parameters
+    ----------
+    savings : int
+        ``MAX(workload) - MAX(new_workload)`` in iterations.
+    overestimate : float
+        Overestimated cost of gathering plus redistribution, in iterations.
+
+    Returns
+    -------
+    bool
+        True when ``savings > overestimate``.
+
+    Examples
+    --------
+    >>> decide(80, 20), decide(20, 20), decide(3, 2.5)
+    (True, False, True)
+    """
+    return bool(savings > overestimate)
+
+
+
+def gather_information(
+    workload: Any,
+    *,
+    machine: Any,
+    max_workload: int | None = None,
+    threshold: float | None = None,
+) -> Information:
+    """Information gathering phase of seed 000, section 2.3: the trial workload.
+
+    Steps, for ``n`` processors (one per element of ``workload``):
+
+    1. ``num_idle``: count of processors whose workload is 0.
+    2. ``avg = sum(workload) // n`` and ``act_mask = workload > avg``.
+    3. ``sum_workload``: sum of the masked workloads.
+    4. ``assignment = workload * num_idle // sum_workload + 1`` on masked processors (the
+       integer form of the paper's ``workload / sum_workload * num_idle + 1``), 1 on the
+       other active processors (they keep their work: the paper's example has none, but
+       without them their work would be overwritten by the blocks) and 0 on idle ones.
+    5. ``new_workload_values = ceil(workload / assignment)`` (ceil so that no task is lost
+       when the division is not exact; the paper's example divides evenly).
+
+    With ``threshold`` (the overestimate of the decision phase) the gathering stops as soon
+    as the savings provably cannot exceed it: after step 1, because the heaviest processor
+    gets at most ``num_idle`` helpers, ``MAX(new_workload) >= ceil(MAX(workload) /
+    (num_idle + 1))``; after step 2, ``MAX(new_workload) >= ceil(sum / n)``; after step 3,
+    the heaviest processor's own new workload, computed from the scalars. The record is
+    then incomplete (``complete`` False, arrays None) and ``max_new_workload`` holds that
+    lower bound, so ``savings`` is an upper bound that the decision rejects: the decisions
+    are the paper's, at a fraction of the cost when balancing cannot pay.
+
+    Parameters
+    ----------
+    workload : 1-D int64 backend array
+        Tasks left per processor.
+    machine : simd.Machine
+    max_workload : int, optional
+        ``MAX(workload)`` when the front end already knows it (the reduction is skipped).
+    threshold : float, optional
+        Stop early when the savings cannot exceed this.
+
+    Returns
+    -------
+    Information
+        With ``savings = max_workload - max_new_workload``.
+
+    Examples
+    --------
+    >>> from simd import Machine
+    >>> m = Machine(pes=7, backend="numpy")
+    >>> info = gather_information(m.asarray([100, 19, 0, 0, 0, 0, 0]), machine=m)
+    >>> info.assignment.tolist(), info.new_workload_values.tolist(), info.savings
+    ([5, 1, 0, 0, 0, 0, 0], [20, 19, 0, 0, 0, 0, 0], 80)
+    """
+    m = machine
+    xp = m.xp
+    n = int(workload.size)
+    if n == 0:
+        empty = xp.zeros(0, dtype=np.int64)
+        return Information(0, 0, 0, xp.zeros(0, dtype=bool), 0, empty, empty, 0, 0)
+    if max_workload is None:
+        max_workload = int(m.reduce(workload, "max"))
+
+    def stop(bound: int, num_idle: int, total: int = -1) -> Information | None:
+        if threshold is None or max_workload - bound > threshold:
+            return None
+        avg = total // n if total >= 0 else -1
+        return Information(
+            num_idle, total, avg, None, -1, None, None, max_workload, bound, complete=False
+        )
+
+    # Step 1.
+    idle = workload == 0
+    m.charge("elementwise", n, ops=IDLE_TEST_OPS)
+    num_idle = m.count(idle)
+    early = stop(-(-max_workload // (num_idle + 1)), num_idle)
+    if early is not None:
+        return early
+    # Step 2.
+    total = int(m.reduce(workload, "add"))
+    avg = total // n
+    early = stop(max(-(-max_workload // (num_idle + 1)), -(-total // n)), num_idle, total)
+    if early is not None:
+        return early
+    act_mask = workload > avg
+    m.charge("elementwise", n, ops=ACTIVE_TEST_OPS)
+    # Step 3.
+    sum_workload = int(m.reduce(workload, "add", mask=act_mask))
+    # The heaviest processor's own share, computed on the front end from the scalars.
+    if max_workload > avg:
+        helpers = (max_workload * num_idle) // max(sum_workload, 1)
+        early = stop(-(-max_workload // (helpers + 1)), num_idle, total)
+        if early is not None:
+            return early
+    # Steps 4 and 5.
+    share = (workload * num_idle) // max(sum_workload, 1) + 1
+    assignment = xp.where(act_mask, share, (workload > 0).astype(np.int64))
+    new_workload_values = xp.where(
+        assignment > 0, (workload + assignment - 1) // xp.maximum(assignment, 1), 0
+    )
+    m.charge("elementwise", n, ops=ASSIGNMENT_OPS)
+    max_new = int(m.reduce(new_workload_values, "max"))
+    return Information(
+        num_idle=num_idle,
+        total=total,
+        avg=avg,
+        act_mask=act_mask,
+        sum_workload=sum_workload,
+        assignment=assignment.astype(np.int64, copy=False),
+        new_workload_values=new_workload_values.astype(np.int64, copy=False),
+        max_workload=max_workload,
+        max_new_workload=max_new,
+    )
+
+
+def redistribute(
+    workload: Any,
+    parallel_index: Any,
+    problem_data: Any,
+    info: Information,
+    *,
+    machine: Any,
+) -> Redistribution:
+    """Redistribution phase of seed 000, section 2.3.1.
+
+    1. ``pointers``: exclusive add-scan of ``info.assignment`` (block heads).
+    2. A send of ``new_workload_values``, ``parallel_index`` and ``problem_data`` to the
+       block heads. The block's remaining ``workload`` travels too, in one two-word
+       message with ``parallel_index`` (so there are three sends, as in the paper): it
+       gives the last processor of a block its exact share when the division is not
+       exact.
+    3. Segmented copy-scans spread them over every block.
+    4. A segmented exclusive add-scan of ``new_workload`` added to ``parallel_index``
+       renumbers the task indices.
+
+    Parameters
+    ----------
+    workload : 1-D int64 backend array
+        Tasks left per processor.
+    parallel_index : 1-D int64 backend array
+        Next task index per processor, 1-based as in the paper (0 on idle processors).
+    problem_data : 1-D backend array
+        One datum per processor (any dtype); in :func:`run_loop`, the datum's number.
+    info : Information
+        The result of :func:`gather_information` on ``workload``.
+    machine : simd.Machine
+
+    Returns
+    -------
+    Redistribution
+        The intermediate arrays and the new ``workload``, ``parallel_index`` and
+        ``problem_data``.
+
+    Examples
+    --------
+    The example of section 2.3.1: processors 1 to 5 share datum 1.0, processor 6 keeps 2.0.
+
+    >>> from simd import Machine
+    >>> m = Machine(pes=7, backend="numpy")
+    >>> w = m.asarray([100, 19, 0, 0, 0, 0, 0])
+    >>> red = redistribute(w, m.asarray([1, 1, 0, 0, 0, 0, 0]),
+    ...                    m.asarray([1.0, 2.0, 0, 0, 0, 0, 0]),
+    ...                    gather_information(w, machine=m), machine=m)
+    >>> red.pointers.tolist(), red.workload.tolist()
+    ([1, 6, 0, 0, 0, 0, 0], [20, 20, 20, 20, 20, 19, 0])
+    >>> red.parallel_index.tolist(), red.problem_data.tolist()
+    ([1, 21, 41, 61, 81, 1, 0], [1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 0.0])
+    """
+    m = machine
+    xp = m.xp
+    n = int(workload.size)
+    active = info.assignment > 0
+    # Step 1: scan pointers. The scan addition variant (exclusive, initial 0).
+    scanned = m.scan(info.assignment, "add", exclusive=True, initial=0)
+    pointers_scan = xp.where(active, scanned, 0)
+    pointers = xp.where(active, scanned + 1, 0)
+    # The front end reads one element: where the last block ends.
+    total_assigned = int(scanned[-1] + info.assignment[-1]) if n else 0
+    m.charge("elementwise", n, ops=POINTER_OPS)
+    # Step 2: general send to the block heads (no collisions: assignments are >= 1).
+    sent_nwv = m.send(info.new_workload_values, pointers_scan, n, mask=active, fill=0)
+    if n and int(xp.max(workload)) < PACK_LIMIT and int(xp.max(parallel_index)) < PACK_LIMIT:
+        # One two-word message (as a CM program sends a struct): workload and index.
+        packed = workload * PACK_LIMIT + parallel_index
+        m.charge("elementwise", n, ops=PACK_OPS)
+        sent = m.send(packed, pointers_scan, n, mask=active, fill=0)
+        sent_w, sent_pi = sent // PACK_LIMIT, sent % PACK_LIMIT
+        m.charge("elementwise", n, ops=PACK_OPS)
+    else:
+        sent_w = m.send(workload, pointers_scan, n, mask=active, fill=0)
+        sent_pi = m.send(parallel_index, pointers_scan, n, mask=active, fill=0)
+    sent_pd = m.send(problem_data, pointers_scan, n, mask=active, fill=0)
+    # Segments: every block head, plus the first unassigned processor so that the
+    # processors after the last block stay idle (processor 7 of the paper's example).
+    processor = xp.arange(n, dtype=np.int64)
+    heads = (sent_nwv > 0) | (processor == total_assigned)
+    m.charge("elementwise", n, ops=HEAD_OPS)
+    # Step 3: segmented copy-scans.
+    new_workload = m.scan(sent_nwv, "copy", segments=heads)
+    block_workload = m.scan(sent_w, "copy", segments=heads)
+    copied_pi = m.scan(sent_pi, "copy", segments=heads)
+    new_problem_data = m.scan(sent_pd, "copy", segments=heads)
+    # Step 4: renumber with a segmented add-scan (the scan addition variant).
+    offset = m.scan(new_workload, "add", exclusive=True, segments=heads, initial=0)
+    new_pi = copied_pi + offset
+    # Exact share of every processor of a block; the last ones may get fewer (or none).
+    new_w = xp.clip(block_workload - offset, 0, new_workload)
+    new_pi = xp.where(new_w > 0, new_pi, 0)
+    m.charge("elementwise", n, ops=RENUMBER_OPS)
+    return Redistribution(
+        pointers_scan=pointers_scan,
+        pointers=pointers,
+        sent_new_workload_values=sent_nwv,
+        sent_workload=sent_w,
+        sent_parallel_index=sent_pi,
+        sent_problem_data=sent_pd,
+        heads=heads,
+        new_workload=new_workload,
+        copied_parallel_index=copied_pi,
+        problem_data=new_problem_data,
+        scan_add_new_workload=offset,
+        parallel_index=new_pi,
+        workload=new_w,
+    )
