@@ -80,7 +80,7 @@ def render(
 
 
 def loop_result(frame: Any, name: str) -> Any:
-    return frame.stats["loops"][name]["loop"]
+    return frame.stats.loops[name]
 
 
 def model_seconds(m: Machine, cycles: float) -> float:
@@ -185,14 +185,15 @@ def run_tables(
                     t0 = time.perf_counter()
                     frame, n_warn = render(mesh, view, mag, form, m, image, **kwargs)
                     wall = time.perf_counter() - t0
-                    loops_cycles = sum(frame.stats["loops"][lp]["model"] for lp in LOOPS)
+                    loops = frame.stats.loops
+                    loops_cycles = sum(loops[lp].cycles for lp in LOOPS)
                     row[label] = {
-                        "model_s": model_seconds(m, frame.stats["total"]["model"]),
+                        "model_s": model_seconds(m, frame.stats.cycles),
                         "loops_model_s": model_seconds(m, loops_cycles),
                         "wall_s": wall,
-                        "loops_wall_s": sum(frame.stats["loops"][lp]["wall"] for lp in LOOPS),
-                        "iterations": {lp: frame.stats["loops"][lp]["iterations"] for lp in LOOPS},
-                        "decisions": {lp: frame.stats["loops"][lp]["decisions"] for lp in LOOPS},
+                        "loops_wall_s": sum(loops[lp].wall for lp in LOOPS),
+                        "iterations": {lp: loops[lp].iterations for lp in LOOPS},
+                        "decisions": {lp: loops[lp].decisions for lp in LOOPS},
                         "warnings": n_warn,
                     }
                     if form == "cost-effective" and p == max(nodes):
@@ -230,7 +231,7 @@ def wall_clock_decisions(meshes: dict, views: dict, image: int, backend: str) ->
                     "dataset": kind,
                     "view": vname,
                     "wall_s": time.perf_counter() - t0,
-                    "decisions": {lp: frame.stats["loops"][lp]["decisions"] for lp in LOOPS},
+                    "decisions": {lp: frame.stats.loops[lp].decisions for lp in LOOPS},
                     "warnings": n_warn,
                 }
             )

@@ -37,6 +37,7 @@ from simd.balance.scan_directed import (
     hierarchical_boundaries,
     locality_violations,
 )
+from simd.stats import PhaseRecord, PhaseStats
 
 __all__ = ["FLAG_OPS", "UPDATE_OPS", "MeshResult", "mesh_diffusion"]
 
@@ -74,11 +75,15 @@ class MeshResult:
         so one run gives both.
     balance_reports : list of list of AxisReport
         One list per balancing step.
-    cycles : dict
-        Model cycles per phase ("diffusion", "balancing") and "total".
-    wall : dict
-        Wall seconds per phase and "total" (without the emulator's own bookkeeping for
+    phases : dict of str to simd.PhaseStats
+        The machine phases of the run, "diffusion" and "balancing": calls, bytes, model
+        cycles and wall time, summed over their executions.
+    elapsed : float
+        Wall seconds of the run (without the emulator's own bookkeeping for
         ``track_static``).
+    cycles, wall : dict
+        Model cycles and wall seconds per phase, and their "total" (``elapsed`` for the
+        wall clock).
     grid : TiledGrid
         The final decomposition and buffers.
     activity : numpy.ndarray or None
@@ -93,10 +98,24 @@ class MeshResult:
     max_load: list[int] = field(default_factory=list)
     static_max_load: list[int] = field(default_factory=list)
     balance_reports: list[list[AxisReport]] = field(default_factory=list)
-    cycles: dict[str, float] = field(default_factory=dict)
-    wall: dict[str, float] = field(default_factory=dict)
+    phases: dict[str, PhaseStats] = field(default_factory=dict)
+    elapsed: float = 0.0
     grid: TiledGrid | None = None
     activity: np.ndarray | None = None
+
+    @property
+    def cycles(self) -> dict[str, float]:
+        """Model cycles per phase and in total."""
+        out = {name: p.cycles for name, p in self.phases.items()}
+        out["total"] = sum(out.values())
+        return out
+
+    @property
+    def wall(self) -> dict[str, float]:
+        """Wall seconds per phase, and ``elapsed`` as the total."""
+        out = {name: p.wall for name, p in self.phases.items()}
+        out["total"] = self.elapsed
+        return out
 
     @property
     def mean_max_load(self) -> float:
@@ -288,12 +307,12 @@ def mesh_diffusion(
 
         bar = tqdm(total=niter, desc="diffuse", unit="it")
     start = time.perf_counter()
-    before = {name: (ph.cycles, ph.wall) for name, ph in m.stats.phases.items()}
+    records: dict[str, list[PhaseRecord]] = {"diffusion": [], "balancing": []}
     valid = grid.valid()
     bookkeeping = 0.0
     for it in range(niter):
         if balance_every and it > 0 and it % balance_every == 0:
-            with m.phase("balancing"):
+            with m.phase("balancing") as record:
                 reports = balance(
                     grid,
                     machine=m,
@@ -302,11 +321,12 @@ def mesh_diffusion(
                     limited=limited_buffers,
                     on_cycle=(lambda g: check_grid(g, n)) if check else None,
                 )
+            records["balancing"].append(record)
             res.balance_reports.append(reports)
             valid = grid.valid()
             if check:
                 check_grid(grid, n)
-        with m.phase("diffusion"):
+        with m.phase("diffusion") as record:
             values = grid.channels["value"]
             active = grid.channels["active"]
             heights, widths = grid.extents
@@ -314,6 +334,7 @@ def mesh_diffusion(
             counts = act.sum(axis=(2, 3))
             busiest = int(counts.max())
             total = int(counts.sum())
+        records["diffusion"].append(record)
         if total == 0:
             res.converged = True
             break
@@ -327,7 +348,7 @@ def mesh_diffusion(
             activity += glob
             m.sync()
             bookkeeping += time.perf_counter() - t0
-        with m.phase("diffusion"):
+        with m.phase("diffusion") as record:
             halo = m.halo_exchange(values, heights, widths, width=1, boundary="edge")
             # The busiest PE sets the pace: charge its active count.
             m.charge("local", npes * busiest, ops=UPDATE_OPS[option])
@@ -366,6 +387,7 @@ def mesh_diffusion(
             else:
                 values[r, c, y, x] = v + upd
             res.iterations += 1
+        records["diffusion"].append(record)
         if bar is not None:
             bar.update(1)
         elif callable(progress):
@@ -383,14 +405,8 @@ def mesh_diffusion(
     else:
         out = xp_in.asarray(out)
     res.image = out
-    res.wall["total"] = time.perf_counter() - start - bookkeeping
-    stats = m.stats
-    for name in ("diffusion", "balancing"):
-        ph = stats.phases.get(name)
-        c0, w0 = before.get(name, (0.0, 0.0))
-        res.cycles[name] = (ph.cycles - c0) if ph else 0.0
-        res.wall[name] = (ph.wall - w0) if ph else 0.0
-    res.cycles["total"] = res.cycles["diffusion"] + res.cycles["balancing"]
+    res.elapsed = time.perf_counter() - start - bookkeeping
+    res.phases = {name: PhaseStats.of(recs) for name, recs in records.items()}
     if activity is not None:
         res.activity = m.asnumpy(activity)
     return res

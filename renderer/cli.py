@@ -195,26 +195,26 @@ def _loop_table(frame: Any, machine: Any) -> list[str]:
         f"{'loop':<16} {'form':<15} {'iter':>6} {'max':>6} {'avg':>7} {'decis':>6} "
         f"{'model cycles':>13} {'model s':>9} {'wall s':>8}"
     ]
-    for name, s in frame.stats["loops"].items():
+    for name, loop in frame.stats.loops.items():
         lines.append(
-            f"{name:<16} {frame.loop:<15} {s['iterations']:>6} {s['max_workload']:>6} "
-            f"{s['mean_workload']:>7.2f} {s['decisions']:>6} {s['model']:>13.0f} "
-            f"{seconds(s['model']):>9.4f} {s['wall']:>8.3f}"
+            f"{name:<16} {frame.loop:<15} {loop.iterations:>6} {loop.max_workload:>6} "
+            f"{loop.mean_workload:>7.2f} {loop.decisions:>6} {loop.cycles:>13.0f} "
+            f"{seconds(loop.cycles):>9.4f} {loop.wall:>8.3f}"
         )
     lines.append("")
     lines.append(f"{'phase':<38} {'calls':>6} {'model cycles':>13} {'model s':>9} {'wall s':>8}")
 
-    def row(name: str, calls: Any, t: dict) -> str:
+    def row(name: str, calls: Any, cycles: float, wall: float) -> str:
         return (
-            f"{name:<38} {calls:>6} {t['model']:>13.0f} {seconds(t['model']):>9.4f} "
-            f"{t['wall']:>8.3f}"
+            f"{name:<38} {calls:>6} {cycles:>13.0f} {seconds(cycles):>9.4f} {wall:>8.3f}"
         )
 
-    for stage, t in frame.stats["phases"].items():
-        lines.append(row(stage, "", t))
-        for phase, p in frame.stats["loops"].get(stage, {}).get("phases", {}).items():
-            lines.append(row(f"  {phase}", p["calls"], p))
-    lines.append(row("total", "", frame.stats["total"]))
+    for stage, record in frame.stats.stages.items():
+        lines.append(row(stage, "", record.cycles, record.wall))
+        loop = frame.stats.loops.get(stage)
+        for phase, t in (loop.stats if loop is not None else {}).items():
+            lines.append(row(f"  {phase}", t.calls, t.cycles, t.wall))
+    lines.append(row("total", "", frame.stats.cycles, frame.stats.wall))
     return lines
 
 
@@ -275,16 +275,16 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(f"loop form: {form}")
         print("\n".join(_loop_table(frame, m)))
-        counts = frame.stats["counts"]
+        counts = frame.stats.counts
         print(
-            f"triangles {counts['triangles']}, rejected {counts['rejected']}, clipped "
-            f"{counts['clipped']}, spans {counts['spans']}, fragments {counts['fragments']}, "
-            f"pixels {counts['pixels']}"
+            f"triangles {counts.triangles}, rejected {counts.rejected}, clipped "
+            f"{counts.clipped}, spans {counts.spans}, fragments {counts.fragments}, "
+            f"pixels {counts.pixels}"
         )
-        if counts["pixels"] == 0:
+        if counts.pixels == 0:
             print(
-                f"note: nothing was drawn ({counts['degenerate']} triangles of zero area on "
-                f"screen, {counts['rejected']} outside the view); the image is empty"
+                f"note: nothing was drawn ({counts.degenerate} triangles of zero area on "
+                f"screen, {counts.rejected} outside the view); the image is empty"
             )
     status = 0
     if args.compare:
@@ -310,16 +310,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _compare_table(frames: dict, seconds: Any) -> list[str]:
     """Total time of each loop form and its speedup over the original loop."""
-    base = frames["original"].stats["total"]
+    base = frames["original"].stats
     lines = [
         f"{'form':<15} {'model cycles':>13} {'model s':>9} {'wall s':>8} "
         f"{'speedup (model)':>16} {'speedup (wall)':>15}"
     ]
     for form, f in frames.items():
-        t = f.stats["total"]
+        t = f.stats
         lines.append(
-            f"{form:<15} {t['model']:>13.0f} {seconds(t['model']):>9.4f} {t['wall']:>8.3f} "
-            f"{base['model'] / t['model']:>16.2f} {base['wall'] / t['wall']:>15.2f}"
+            f"{form:<15} {t.cycles:>13.0f} {seconds(t.cycles):>9.4f} {t.wall:>8.3f} "
+            f"{base.cycles / t.cycles:>16.2f} {base.wall / t.wall:>15.2f}"
         )
     return lines
 
@@ -393,13 +393,5 @@ def _jsonable(frames: dict, mesh: Any, args: argparse.Namespace) -> dict:
         "forms": {},
     }
     for form, f in frames.items():
-        out["forms"][form] = {
-            "loops": {
-                k: {kk: vv for kk, vv in v.items() if kk != "loop"}
-                for k, v in f.stats["loops"].items()
-            },
-            "phases": f.stats["phases"],
-            "counts": f.stats["counts"],
-            "total": f.stats["total"],
-        }
+        out["forms"][form] = f.stats.to_dict()
     return out

@@ -27,6 +27,16 @@ GUARD_BAND = 8192
 #: Most vertices a triangle can have after clipping by the six planes.
 MAX_VERTS = 9
 
+# Elementwise operations per VP charged to the model clock (hand-counted; the golden test
+# pins their effect).
+#: Per vertex: the outcodes against the six clip planes and the guard band.
+OUTCODE_OPS = 24
+#: Per triangle: gathering the three outcodes, the reject and crossing tests.
+TRIANGLE_TEST_OPS = 8
+#: Per crossing triangle: six planes of Sutherland-Hodgman, each over up to MAX_VERTS
+#: vertices with 12 operations per edge (inside tests, the intersection, the append).
+SUTHERLAND_HODGMAN_OPS = 6 * MAX_VERTS * 12
+
 
 @dataclass
 class ClippedTriangles:
@@ -116,8 +126,8 @@ def clip_triangles(
     crossing = (((c0 | c1 | c2) >> 8) != 0) & ~rejected
     table = xp.concatenate([clip, attrs], axis=1)  # (N, 4 + A), gathered per corner below
     if machine is not None:
-        machine.charge("elementwise", clip.shape[0], ops=24)
-        machine.charge("elementwise", m, ops=8)
+        machine.charge("elementwise", clip.shape[0], ops=OUTCODE_OPS)
+        machine.charge("elementwise", m, ops=TRIANGLE_TEST_OPS)
 
     idx = xp.nonzero(crossing)[0]
     n_clipped = int(idx.size)
@@ -205,5 +215,5 @@ def _sutherland_hodgman(
                 new_n[sel] += 1
         poly, n = new, new_n
     if machine is not None:
-        machine.charge("elementwise", k, ops=6 * MAX_VERTS * 12)
+        machine.charge("elementwise", k, ops=SUTHERLAND_HODGMAN_OPS)
     return poly, n

@@ -11,7 +11,7 @@ three forms: ``"original"`` (Figure 1), ``"cost-effective"`` (Figure 2) or ``"ex
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -24,13 +24,97 @@ from renderer.shading import lambert, shade_pixels
 from renderer.transform import to_clip
 from renderer.zbuffer import EMPTY, ZBufferBody, decode_keys, id_bits
 from simd.balance import LoopResult, run_loop
+from simd.stats import PhaseRecord, PhaseStats, Stats
 
-__all__ = ["Frame", "LoopWorkloads", "render", "loop_workloads", "LOOP_FORMS", "MAX_SIZE"]
+__all__ = [
+    "Frame",
+    "FrameCounts",
+    "FrameStats",
+    "LoopWorkloads",
+    "render",
+    "loop_workloads",
+    "LOOP_FORMS",
+    "MAX_SIZE",
+]
 
 LOOP_FORMS = ("original", "cost-effective", "expand")
 SHADINGS = ("gouraud", "flat")
 MAX_SIZE = 4096
 LOOPS = ("scan-conversion", "z-buffer")
+#: The pipeline's stages, in order; each is a machine phase of the same name.
+STAGES = ("transform", "clip", "setup", "scan-conversion", "z-buffer", "shading")
+
+# Elementwise operations per VP charged to the model clock by the stages outside the
+# balanced loops (hand-counted; the golden test pins their effect).
+#: Per vertex: the 4x4 transform (28: 16 multiplies, 12 adds).
+TRANSFORM_OPS = 28
+#: Per pixel: decoding the depth key, the attribute interpolation and the colour.
+SHADING_OPS = 40
+
+
+@dataclass
+class FrameCounts:
+    """What went through the pipeline: triangles in, clipped, rejected (outside the view),
+    drawn and degenerate (no area on screen); spans and fragments of the loops; pixels
+    covered."""
+
+    triangles: int
+    clipped: int
+    rejected: int
+    drawn: int
+    degenerate: int
+    spans: int
+    fragments: int
+    pixels: int
+
+
+@dataclass
+class FrameStats:
+    """The statistics of one frame.
+
+    Attributes
+    ----------
+    stages : dict of str to simd.PhaseRecord
+        One record per pipeline stage (``STAGES``): calls, bytes, model cycles, wall time.
+        The two loop stages are the records of their loops (``loops[name].record``).
+    loops : dict of str to simd.balance.LoopResult
+        The scan-conversion and z-buffer loops: workloads, iterations, decisions and the
+        per-execution records of their balancing phases (Tables 1 and 4 of seed 000).
+    counts : FrameCounts
+    machine : simd.Stats
+        The machine's phase table after the frame (cumulative over the machine's life).
+    wall : float
+        Host seconds of the whole ``render`` call up to the image on the host.
+    workloads : LoopWorkloads or None
+        The two loops' workload arrays (only with ``keep_workloads=True``).
+    """
+
+    stages: dict[str, PhaseRecord]
+    loops: dict[str, LoopResult]
+    counts: FrameCounts
+    machine: Stats
+    wall: float
+    workloads: LoopWorkloads | None = None
+
+    @property
+    def cycles(self) -> float:
+        """Model cycles of the whole frame (all stages)."""
+        return sum(stage.cycles for stage in self.stages.values())
+
+    @property
+    def total(self) -> PhaseStats:
+        """All stages together (``wall`` is the stages' device time)."""
+        return PhaseStats.of(self.stages.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {
+            "stages": {name: r.to_dict() for name, r in self.stages.items()},
+            "loops": {name: loop.to_dict() for name, loop in self.loops.items()},
+            "counts": asdict(self.counts),
+            "cycles": self.cycles,
+            "wall_seconds": self.wall,
+        }
 
 
 @dataclass
@@ -49,15 +133,9 @@ class Frame:
         Model-view-projection matrix (OpenGL conventions, column vectors); with the viewport
         ``(0, 0, W, H)`` and depth range ``(0, 1)`` any OpenGL renderer draws the same view.
     camera : Camera
-    stats : dict
-        ``stats["loops"][name]`` for ``"scan-conversion"`` and ``"z-buffer"``: iterations,
-        max_workload, mean_workload, decisions, phases (per balancing phase: calls, model,
-        wall), model (cycles), wall (s), loop (the LoopResult);
-        ``stats["phases"][stage]``: model and wall time of each pipeline stage;
-        ``stats["counts"]``: triangles, clipped, rejected, drawn, spans, fragments, pixels;
-        ``stats["total"]``: model and wall; ``stats["machine"]``: the machine's own stats;
-        ``stats["workloads"]`` (only with ``keep_workloads=True``): the two loops' workload
-        arrays as a :class:`LoopWorkloads`.
+    stats : FrameStats
+        Per stage and per loop: model cycles, wall time, workloads, balancing decisions;
+        the pipeline's counts.
     writes : (H, W) int64 ndarray or None
         Number of fragments sent to each pixel (only with ``count_writes=True``).
     """
@@ -68,7 +146,7 @@ class Frame:
     mvp: np.ndarray
     camera: Camera | None
     loop: str
-    stats: dict = field(default_factory=dict)
+    stats: FrameStats
     writes: np.ndarray | None = None
 
     @property
@@ -111,38 +189,6 @@ def _default_machine() -> Any:
     from simd import Machine
 
     return Machine()
-
-
-class _Stage:
-    """Times one pipeline stage on both clocks (device synchronised at the boundaries)."""
-
-    def __init__(
-        self, machine: Any, stats: dict, name: str, bar: Any, *, machine_phase: bool = True
-    ) -> None:
-        self.m, self.stats, self.name, self.bar = machine, stats, name, bar
-        # run_loop opens the machine phase of a loop itself
-        self.machine_phase = machine_phase
-
-    def __enter__(self) -> _Stage:
-        self.m.sync()
-        self.cycles, self.t0 = float(self.m.clock), time.perf_counter()
-        self.ctx = self.m.phase(self.name) if self.machine_phase else None
-        if self.ctx is not None:
-            self.ctx.__enter__()
-        if self.bar is not None:
-            self.bar.set_postfix_str(self.name)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.ctx is not None:
-            self.ctx.__exit__(*exc)
-        self.m.sync()
-        self.stats["phases"][self.name] = {
-            "model": float(self.m.clock) - self.cycles,
-            "wall": time.perf_counter() - self.t0,
-        }
-        if self.bar is not None:
-            self.bar.update(1)
 
 
 def render(
@@ -195,7 +241,7 @@ def render(
         Also count the fragments sent to every pixel (``Frame.writes``), for testing the
         fill rule.
     keep_workloads : bool
-        Also return the workload arrays of both loops in ``frame.stats["workloads"]``
+        Also return the workload arrays of both loops in ``frame.stats.workloads``
         (copied to the host; see :func:`loop_workloads`).
 
     Returns
@@ -254,13 +300,30 @@ def render(
     if progress is True:
         from tqdm.auto import tqdm
 
-        bar, own_bar = tqdm(total=6, desc="render", unit="stage", leave=False), True
+        bar, own_bar = tqdm(total=len(STAGES), desc="render", unit="stage", leave=False), True
     elif progress not in (None, False) and hasattr(progress, "update"):
         bar = progress
-    stats: dict[str, Any] = {"phases": {}, "loops": {}, "counts": {}}
-    t_start, c_start = time.perf_counter(), float(m.clock)
+    stages: dict[str, PhaseRecord] = {}
+
+    def stage(name: str) -> Any:
+        """The bar names the stage; the stage's work runs in the machine phase returned."""
+        if bar is not None:
+            bar.set_postfix_str(name)
+        return m.phase(name)
+
+    def loop_stage(name: str) -> None:
+        """A loop stage: run_loop opens its machine phase, and its record is the stage's."""
+        if bar is not None:
+            bar.set_postfix_str(name)
+
+    def done(name: str, record: PhaseRecord) -> None:
+        stages[name] = record
+        if bar is not None:
+            bar.update(1)
+
+    t_start = time.perf_counter()
     try:
-        with _Stage(m, stats, "transform", bar):
+        with stage("transform") as record:
             vertices = m.asarray(mesh.vertices, dtype=np.float64)
             faces = m.asarray(mesh.faces, dtype=np.int64)
             clip = to_clip(xp, vertices, mvp)
@@ -272,8 +335,9 @@ def render(
                 ln = np.linalg.norm(fn, axis=1)
                 fn = fn / np.where(ln > 0, ln, 1.0)[:, None]
                 vcol = lambert(fn, light)
-            m.charge("elementwise", len(mesh.vertices), ops=28)
-        with _Stage(m, stats, "clip", bar):
+            m.charge("elementwise", len(mesh.vertices), ops=TRANSFORM_OPS)
+        done("transform", record)
+        with stage("clip") as record:
             if shading == "gouraud":
                 tris = clip_triangles(xp, clip, faces, m.asarray(vcol), width, height, machine=m)
             else:
@@ -283,38 +347,42 @@ def render(
                 tris = clip_triangles(
                     xp, clip[faces.reshape(-1)], corner, ccol, width, height, machine=m
                 )
-        with _Stage(m, stats, "setup", bar):
+        done("clip", record)
+        with stage("setup") as record:
             setup = setup_triangles(xp, tris.clip, width, height, machine=m)
+        done("setup", record)
         n_tri = int(tris.face.shape[0])
-        with _Stage(m, stats, "scan-conversion", bar, machine_phase=False):
-            scanner = ScanConverter(xp, setup, machine=m)
-            res_scan = run_loop(
-                setup.workload,
-                scanner,
-                machine=m,
-                form=loop,
-                name="scan-conversion",
-                task_cost=ScanConverter.TASK_COST,
-                overestimate=_pick(overestimate, 0),
-                clock=clock,
-            )
-            spans = scanner.spans()
+        loop_stage("scan-conversion")
+        scanner = ScanConverter(xp, setup, machine=m)
+        res_scan = run_loop(
+            setup.workload,
+            scanner,
+            machine=m,
+            form=loop,
+            name="scan-conversion",
+            task_cost=ScanConverter.TASK_COST,
+            overestimate=_pick(overestimate, 0),
+            clock=clock,
+        )
+        spans = scanner.spans()
+        done("scan-conversion", res_scan.record)
         bits = id_bits(max(n_tri, 1))
         zbuffer = xp.full(width * height, EMPTY, dtype=xp.int64)
         writes = xp.zeros(width * height, dtype=xp.int64) if count_writes else None
-        with _Stage(m, stats, "z-buffer", bar, machine_phase=False):
-            body = ZBufferBody(xp, spans, zbuffer, width, bits, machine=m, writes=writes)
-            res_z = run_loop(
-                spans.length,
-                body,
-                machine=m,
-                form=loop,
-                name="z-buffer",
-                task_cost=ZBufferBody.TASK_COST,
-                overestimate=_pick(overestimate, 1),
-                clock=clock,
-            )
-        with _Stage(m, stats, "shading", bar):
+        loop_stage("z-buffer")
+        body = ZBufferBody(xp, spans, zbuffer, width, bits, machine=m, writes=writes)
+        res_z = run_loop(
+            spans.length,
+            body,
+            machine=m,
+            form=loop,
+            name="z-buffer",
+            task_cost=ZBufferBody.TASK_COST,
+            overestimate=_pick(overestimate, 1),
+            clock=clock,
+        )
+        done("z-buffer", res_z.record)
+        with stage("shading") as record:
             covered, tri_px, depth = decode_keys(xp, zbuffer, bits)
             pix = xp.nonzero(covered)[0]
             tri_hit = tri_px[pix]
@@ -323,7 +391,8 @@ def render(
             image[pix] = rgb
             face = xp.full(width * height, -1, dtype=xp.int64)
             face[pix] = tris.face[tri_hit]
-            m.charge("elementwise", width * height, ops=40)
+            m.charge("elementwise", width * height, ops=SHADING_OPS)
+        done("shading", record)
     finally:
         if own_bar:
             bar.close()
@@ -332,29 +401,36 @@ def render(
     def _img(a: Any, *shape: int) -> np.ndarray:
         return np.ascontiguousarray(m.asnumpy(a).reshape(height, width, *shape)[::-1])
 
-    stats["loops"]["scan-conversion"] = _loop_stats(res_scan, stats["phases"]["scan-conversion"])
-    stats["loops"]["z-buffer"] = _loop_stats(res_z, stats["phases"]["z-buffer"])
-    stats["counts"] = {
-        "triangles": mesh.n_faces,
-        "clipped": tris.n_clipped,
-        "rejected": tris.n_rejected,
-        "drawn": n_tri - setup.n_degenerate,
-        "degenerate": setup.n_degenerate,
-        "spans": int(spans.length.shape[0]),
-        "fragments": int(spans.length.sum()) if spans.length.shape[0] else 0,
-        "pixels": int(pix.shape[0]),
-    }
-    stats["total"] = {"model": float(m.clock) - c_start, "wall": time.perf_counter() - t_start}
-    stats["machine"] = getattr(m, "stats", None)
+    n_fragments = int(spans.length.sum()) if spans.length.shape[0] else 0
+    counts = FrameCounts(
+        triangles=mesh.n_faces,
+        clipped=tris.n_clipped,
+        rejected=tris.n_rejected,
+        drawn=n_tri - setup.n_degenerate,
+        degenerate=setup.n_degenerate,
+        spans=int(spans.length.shape[0]),
+        fragments=n_fragments,
+        pixels=int(pix.shape[0]),
+    )
+    workloads = None
     if keep_workloads:
-        stats["workloads"] = LoopWorkloads(
+        workloads = LoopWorkloads(
             scan=m.asnumpy(setup.workload).astype(np.int64),
             zbuffer=m.asnumpy(spans.length).astype(np.int64),
         )
+    image, depth, face = _img(image, 3), _img(depth), _img(face)
+    stats = FrameStats(
+        stages=stages,
+        loops={"scan-conversion": res_scan, "z-buffer": res_z},
+        counts=counts,
+        machine=m.stats,
+        wall=time.perf_counter() - t_start,
+        workloads=workloads,
+    )
     return Frame(
-        image=_img(image, 3),
-        depth=_img(depth),
-        face=_img(face),
+        image=image,
+        depth=depth,
+        face=face,
         mvp=mvp,
         camera=cam,
         loop=loop,
@@ -441,7 +517,7 @@ def loop_workloads(
         machine=machine,
         keep_workloads=True,
     )
-    return frame.stats["workloads"]
+    return frame.stats.workloads
 
 
 def _pick(overestimate: Any, k: int) -> Any:
@@ -449,20 +525,3 @@ def _pick(overestimate: Any, k: int) -> Any:
     if isinstance(overestimate, tuple | list):
         return overestimate[k]
     return overestimate
-
-
-def _loop_stats(res: LoopResult, timing: dict) -> dict:
-    """A loop's line of Tables 1 and 4: workloads, iterations, decisions, phase times."""
-    return {
-        "iterations": res.iterations,
-        "max_workload": res.max_workload,
-        "mean_workload": res.mean_workload,
-        "decisions": res.decisions,
-        "phases": {
-            name: {"calls": t.calls, "model": t.cycles, "wall": t.wall}
-            for name, t in res.stats.items()
-        },
-        "model": timing["model"],
-        "wall": timing["wall"],
-        "loop": res,
-    }

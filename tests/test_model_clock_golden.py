@@ -134,12 +134,12 @@ def test_frame_model_cycles(form):
     phases = {name: p.cycles for name, p in m.stats.phases.items() if p.cycles or "/" in name}
     assert phases == MACHINE_PHASES[form]
     assert m.clock == sum(MACHINE_PHASES[form].values())
-    stages = {name: s["model"] for name, s in frame.stats["phases"].items()}
+    stages = {name: s.cycles for name, s in frame.stats.stages.items()}
     assert stages == STAGES[form]
-    assert frame.stats["total"]["model"] == sum(STAGES[form].values())
+    assert frame.stats.cycles == sum(STAGES[form].values())
     samples = {
-        loop: {name: t.cycle_samples for name, t in s["loop"].stats.items()}
-        for loop, s in frame.stats["loops"].items()
+        loop: {name: t.cycle_samples for name, t in s.stats.items()}
+        for loop, s in frame.stats.loops.items()
     }
     assert samples == SAMPLES[form]
 

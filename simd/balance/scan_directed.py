@@ -60,6 +60,14 @@ __all__ = [
 #: Local operations a PE spends per buffer slot of a hyperplane it puts or gets (reading or
 #: writing the slot and advancing the buffer's FIFO pointer).
 MOVE_OPS = 2.0
+#: Local operations per buffer slot to count the active points of each data hyperplane.
+PLANE_COUNT_OPS = 1
+#: Local operations per data hyperplane to add up a PE's load S_i.
+PLANE_SUM_OPS = 1
+#: Elementwise operations per PE for the pseudo-load ``S_i + alpha * D_i`` (Algorithm 2).
+PSEUDO_LOAD_OPS = 2
+#: Elementwise operations per PE for the flows ``F_i = i * A - L_i``.
+FLOW_OPS = 2
 
 
 class LocalityError(SimdError, AssertionError):
@@ -431,7 +439,7 @@ def _balance_axis(
     act = xp.where(grid.valid(), grid.channels[load], 0).astype(np.int64)
     other_buf = tuple(k + a for a in range(k) if a != axis)
     counts = act.sum(axis=other_buf) if other_buf else act  # pes + (b,)
-    m.charge("local", npes * b**k, ops=1)
+    m.charge("local", npes * b**k, ops=PLANE_COUNT_OPS)
     # W_x(i, g): max over the PE hyperplane p_x(i) of those counts, by a max-scan along
     # every other mesh axis (reverse, so the line's first PE gets the line's maximum) and
     # a copy-scan that hands it to the whole line.
@@ -442,7 +450,7 @@ def _balance_axis(
             w = m.scan(w, "copy", axis=a)
     # S_i = sum_g W(i, g): local.
     s = w.sum(axis=k)
-    m.charge("local", npes * b, ops=1)
+    m.charge("local", npes * b, ops=PLANE_SUM_OPS)
     # L_i: activity over the hyperplanes before i (the scan addition variant).
     left = m.scan(s, "add", axis=axis, exclusive=True, initial=0)
     # The total, computed at the last PE hyperplane and broadcast by a reverse copy-scan.
@@ -476,7 +484,7 @@ def _balance_axis(
             report.aborted = "no-room"
             return report
         alpha = average / (b - mean_extent)
-        m.charge("elementwise", npes, ops=2)
+        m.charge("elementwise", npes, ops=PSEUDO_LOAD_OPS)
         pseudo = s.astype(np.float64) + alpha * xp.asarray(
             np.expand_dims(extents, tuple(a for a in range(k) if a != axis)).astype(np.float64)
         )
@@ -489,7 +497,7 @@ def _balance_axis(
         average_p = average
     report.alpha = alpha
     flows = np.arange(p) * average_p - left_line  # F_i = i A-bar' - L'_i
-    m.charge("elementwise", npes, ops=2)
+    m.charge("elementwise", npes, ops=FLOW_OPS)
     report.flows = flows.copy()
     # ---- 2. Shift data (Algorithm 3/4, step 2): follow the boundaries on the front end,
     # move the data hyperplanes with mesh shifts.

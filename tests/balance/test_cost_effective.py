@@ -22,7 +22,6 @@ from simd.balance import (
     CostOverestimateWarning,
     LoopResult,
     calibrate,
-    cost_effective,
     gather_information,
     load_overestimate,
     redistribute,
@@ -31,15 +30,14 @@ from simd.balance import (
 )
 from simd.balance.cost_effective import (
     PHASE_DECISION,
-    store,
     PHASE_INFORMATION,
     PHASE_REDISTRIBUTION,
     PHASE_SOLUTION,
     decide,
     overestimate_key,
+    store,
     user_store_path,
 )
-
 
 SHIPPED_STORE = store.PACKAGE_STORE  # before the fixture below replaces it
 

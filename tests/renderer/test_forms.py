@@ -37,9 +37,9 @@ def test_images_identical_across_loop_forms(small_meshes, kind, view, mag):
         np.testing.assert_array_equal(frame.depth, base.depth, err_msg=form)
         np.testing.assert_array_equal(frame.face, base.face, err_msg=form)
         for loop in ("scan-conversion", "z-buffer"):
-            a, b = frame.stats["loops"][loop], base.stats["loops"][loop]
-            assert a["max_workload"] == b["max_workload"]
-            assert a["mean_workload"] == pytest.approx(b["mean_workload"])
+            a, b = frame.stats.loops[loop], base.stats.loops[loop]
+            assert a.max_workload == b.max_workload
+            assert a.mean_workload == pytest.approx(b.mean_workload)
 
 
 def test_flat_shading_identical_across_forms(small_meshes):
@@ -62,9 +62,9 @@ def test_original_iterations_equal_max_workload(small_meshes):
         machine=Machine(pes=32, backend="numpy"),
     )
     for loop in ("scan-conversion", "z-buffer"):
-        s = frame.stats["loops"][loop]
-        assert s["iterations"] == s["max_workload"]
-        assert s["decisions"] == 0
+        s = frame.stats.loops[loop]
+        assert s.iterations == s.max_workload
+        assert s.decisions == 0
 
 
 def test_cost_effective_balances_unbalanced_data(small_meshes):
@@ -73,31 +73,30 @@ def test_cost_effective_balances_unbalanced_data(small_meshes):
         form: renderer.render(mesh, size=128, loop=form, machine=Machine(pes=32, backend="numpy"))
         for form in ("original", "cost-effective")
     }
-    scan = runs["cost-effective"].stats["loops"]["scan-conversion"]
-    assert scan["decisions"] >= 1
-    assert scan["iterations"] < scan["max_workload"]
-    assert runs["cost-effective"].stats["total"]["model"] < runs["original"].stats["total"]["model"]
+    scan = runs["cost-effective"].stats.loops["scan-conversion"]
+    assert scan.decisions >= 1
+    assert scan.iterations < scan.max_workload
+    assert runs["cost-effective"].stats.cycles < runs["original"].stats.cycles
 
 
 def test_stats_layout(small_meshes):
     frame = renderer.render(
         small_meshes["balanced"], size=48, machine=Machine(pes=32, backend="numpy")
     )
-    assert set(frame.stats["loops"]) == {"scan-conversion", "z-buffer"}
-    for s in frame.stats["loops"].values():
-        for key in (
-            "iterations",
-            "max_workload",
-            "mean_workload",
-            "decisions",
-            "model",
-            "wall",
-            "phases",
-        ):
-            assert key in s
-    assert {"transform", "clip", "setup", "shading"} <= set(frame.stats["phases"])
-    counts = frame.stats["counts"]
-    assert counts["fragments"] >= counts["pixels"] == int(frame.coverage.sum())
+    stats = frame.stats
+    assert list(stats.stages) == list(renderer.pipeline.STAGES)
+    assert list(stats.loops) == ["scan-conversion", "z-buffer"]
+    for name, loop in stats.loops.items():
+        # a loop stage is its loop's machine phase
+        assert stats.stages[name] is loop.record and loop.record.name == name
+    # the stages' cycles are the frame's, and add up to what the machine was charged
+    assert stats.cycles == sum(r.cycles for r in stats.stages.values())
+    assert stats.machine.total.cycles == stats.cycles
+    assert all(r.wall >= 0 for r in stats.stages.values()) and stats.wall > 0
+    counts = stats.counts
+    assert counts.fragments >= counts.pixels == int(frame.coverage.sum())
+    assert counts.fragments == stats.loops["z-buffer"].total_tasks
+    assert counts.spans == stats.loops["z-buffer"].vps <= stats.loops["scan-conversion"].total_tasks
     assert frame.image.dtype == np.uint8 and frame.image.shape == (48, 48, 3)
     assert frame.depth.dtype == np.float32
     assert (frame.depth[~frame.coverage] == 1.0).all()
@@ -128,7 +127,7 @@ def test_forms_identical_with_near_plane_clipping():
         )
         for form in renderer.LOOP_FORMS
     ]
-    assert frames[0].stats["counts"]["clipped"] > 0
+    assert frames[0].stats.counts.clipped > 0
     for f in frames[1:]:
         np.testing.assert_array_equal(f.image, frames[0].image)
         np.testing.assert_array_equal(f.depth, frames[0].depth)

@@ -86,7 +86,7 @@ def test_degenerate_triangles_are_skipped(machine):
     faces = np.array([[0, 1, 2], [0, 0, 3], [3, 3, 3]])  # collinear, repeated vertices
     frame = renderer.render((verts, faces), view=(0, 0), size=32, machine=machine)
     assert not frame.coverage.any()
-    assert frame.stats["counts"]["degenerate"] + frame.stats["counts"]["rejected"] == 3
+    assert frame.stats.counts.degenerate + frame.stats.counts.rejected == 3
     # mixed with a proper triangle, only that one is drawn
     faces = np.concatenate([faces, [[0, 1, 3]]])
     frame = renderer.render((verts, faces), view=(0, 0), size=32, machine=machine)
@@ -98,7 +98,7 @@ def test_mesh_wholly_outside_gives_empty_image(machine):
     frame = renderer.render(TRI, camera=cam, size=32, machine=machine)
     assert not frame.coverage.any()
     assert (frame.image == 0).all() and (frame.depth == 1.0).all()
-    assert frame.stats["counts"]["rejected"] == 1
+    assert frame.stats.counts.rejected == 1
 
 
 def test_mesh_beside_the_view_gives_empty_image(machine):

@@ -31,12 +31,12 @@ def test_workloads_are_what_the_loops_ran(mesh):
         machine=Machine(pes=64, backend="numpy"),
         count_writes=True,
     )
-    scan = frame.stats["loops"]["scan-conversion"]["loop"]
-    zbuf = frame.stats["loops"]["z-buffer"]["loop"]
+    scan = frame.stats.loops["scan-conversion"]
+    zbuf = frame.stats.loops["z-buffer"]
     assert scan.total_tasks == int(w.scan.sum()) and scan.vps == w.scan.size
     assert scan.max_workload == int(w.scan.max())
     assert zbuf.total_tasks == int(w.zbuffer.sum()) == int(frame.writes.sum())
-    assert zbuf.vps == w.zbuffer.size == frame.stats["counts"]["spans"]
+    assert zbuf.vps == w.zbuffer.size == frame.stats.counts.spans
     # every span is one scan line of one polygon; some scan lines miss every pixel centre
     assert w.zbuffer.size <= w.scan.sum()
 
@@ -56,4 +56,4 @@ def test_workload_table_is_the_summary(mesh):
 
 
 def test_render_keeps_workloads_only_when_asked(mesh):
-    assert "workloads" not in render(mesh, size=32, loop="expand").stats
+    assert render(mesh, size=32, loop="expand").stats.workloads is None

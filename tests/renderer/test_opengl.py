@@ -68,7 +68,7 @@ def test_near_plane_clipping_agrees_with_gl(gl, machine):
     verts = verts[:, [0, 2, 1]]
     cam = renderer.Camera(eye=(0.0, 0.4, 0.5), target=(0.0, 0.0, -1.0), fovy=70, near=0.3, far=10)
     frame = renderer.render((verts, faces), camera=cam, size=64, machine=machine)
-    assert frame.stats["counts"]["clipped"] > 0
+    assert frame.stats.counts.clipped > 0
     result = gl.compare(frame, gl.render_gl((verts, faces), frame.mvp, (64, 64)))
     # clipping makes new vertices: GL computes them in float32, so allow a pixel or two
     assert result["coverage_diff"] <= 3, result

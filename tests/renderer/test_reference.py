@@ -58,7 +58,7 @@ def test_near_plane_clipping_matches_reference(machine):
     verts = verts[:, [0, 2, 1]]  # a floor at y = 0
     cam = Camera(eye=(0.0, 0.4, 0.5), target=(0.0, 0.0, -1.0), fovy=70, near=0.3, far=10)
     frame = _check((verts, faces), cam.mvp(1.0), (40, 40), machine)
-    assert frame.stats["counts"]["clipped"] > 0
+    assert frame.stats.counts.clipped > 0
     assert frame.coverage.any()
 
 
@@ -83,7 +83,7 @@ def test_huge_triangles_beyond_guard_band_match_reference(machine):
     )
     faces = np.array([[0, 1, 2], [3, 4, 5]])
     frame = _check((verts, faces), window_mvp(32, 32), (32, 32), machine)
-    assert frame.stats["counts"]["clipped"] == 1
+    assert frame.stats.counts.clipped == 1
     assert frame.coverage.all()
 
 
@@ -94,7 +94,7 @@ def test_far_plane_clipping_matches_reference(machine):
     verts = verts[:, [0, 2, 1]]  # a floor at y = 0 from z = 0 to z = -6
     cam = Camera(eye=(0.0, 0.5, 0.5), target=(0.0, 0.0, -1.5), fovy=70, near=0.1, far=3.0)
     frame = _check((verts, faces), cam.mvp(1.0), (40, 40), machine)
-    counts = frame.stats["counts"]
-    assert counts["clipped"] > 0 and counts["rejected"] > 0
+    counts = frame.stats.counts
+    assert counts.clipped > 0 and counts.rejected > 0
     assert frame.coverage.any()
     assert frame.depth[frame.coverage].max() > 0.99  # drawn right up to the far plane
