@@ -15,11 +15,21 @@ from __future__ import annotations
 from renderer.camera import Camera, default_camera
 from renderer.image import save_depth, save_image
 from renderer.mesh import Mesh, as_mesh, load_mesh
-from renderer.pipeline import LOOP_FORMS, Frame, LoopWorkloads, loop_workloads, render
+from renderer.pipeline import (
+    LOOP_FORMS,
+    Frame,
+    FrameCounts,
+    FrameStats,
+    LoopWorkloads,
+    loop_workloads,
+    render,
+)
 
 __all__ = [
     "Camera",
     "Frame",
+    "FrameCounts",
+    "FrameStats",
     "LOOP_FORMS",
     "LoopWorkloads",
     "Mesh",
