@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from simd.balance.mimd import cli
-from simd.balance.mimd.bench import format_table, run
+from mimd import cli
+from mimd.report import format_table, run
 
 
 def test_register_adds_bench_mimd():
@@ -66,7 +66,7 @@ def test_backend_option_and_unavailable_backend(monkeypatch):
     def unavailable(**kw):
         raise BackendUnavailableError("backend 'cupy' was asked for but is unavailable: test")
 
-    monkeypatch.setattr("simd.balance.mimd.bench.run", unavailable)
+    monkeypatch.setattr("mimd.report.run", unavailable)
     args = parser.parse_args(["bench", "mimd", "--backend", "cupy"])
     with pytest.raises(SystemExit, match="bench mimd: backend 'cupy'"):
         args.func(args)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simd.balance.mimd import POLICIES, Network, simulate
-from simd.balance.mimd.bench import compare, render_workload
+from mimd import POLICIES, Network, simulate
+from mimd.experiments import compare, render_workload
 
 renderer = pytest.importorskip("renderer")
 
