@@ -23,9 +23,12 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+# ``python bench/mimd.py`` puts bench/ first on the path, where this file would shadow the
+# ``mimd`` package: the source tree's root goes first instead
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+sys.path.insert(0, str(ROOT))
 
 from mimd.cli import DESCRIPTION, add_arguments, run_args  # noqa: E402
 

@@ -6,7 +6,7 @@ declares its command in the ``simd_emu.commands`` entry-point group of its distr
 (``pyproject.toml``)::
 
     [project.entry-points."simd_emu.commands"]
-    bench = "mimd.cli:register"
+    mycommand = "myprogram.cli:register"
 
 and :func:`build_parser` calls every ``register(subparsers)`` it finds. The entry point's
 name is the command's name: when a program cannot be imported because a third-party
@@ -43,7 +43,7 @@ GROUP = "simd_emu.commands"
 
 
 def command_entry_points() -> dict[str, str]:
-    """The subcommands to register: ``{command: "module:function"}``, in declared order.
+    """The subcommands to register: ``{command: "module:function"}``, sorted by command.
 
     From the installed metadata; where it has none, from this source tree's
     ``pyproject.toml`` (see the module docstring); otherwise empty (``info`` only).
@@ -51,7 +51,7 @@ def command_entry_points() -> dict[str, str]:
     found: dict[str, str] = {}
     for ep in importlib.metadata.entry_points(group=GROUP):
         found.setdefault(ep.name, ep.value)
-    return found or _source_tree_commands()
+    return dict(sorted((found or _source_tree_commands()).items()))
 
 
 def _source_tree_commands() -> dict[str, str]:
@@ -99,7 +99,10 @@ def _register_missing(sub, command: str, exc: ModuleNotFoundError) -> None:
         print(message, file=sys.stderr)
         return 2
 
-    parser = sub.add_parser(command, help=f"(unavailable: needs {exc.name})")
+    # no option prefix: every argument, "--help" and options included, reaches ``fail``
+    parser = sub.add_parser(
+        command, help=f"(unavailable: needs {exc.name})", add_help=False, prefix_chars="\0"
+    )
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     parser.set_defaults(func=fail)
 
