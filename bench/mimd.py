@@ -5,23 +5,52 @@ Extended Gradient, single-processor control run), seed 002 Figure 1 in form (bi-
 against simulated Diffusion), Figures 2 and 3 (parametric studies, PNG), one table of MIMD
 policies next to the cost-effective SIMD balancer on the same task sets (synthetic, the ray
 tracer, and the renderer's real per-polygon scan-line workload), and the wall time of a
-4096-processor x 100,000-task simulation. Same code as ``simd-emu bench mimd``.
+4096-processor x 100,000-task simulation.
 
-Run ``python bench/mimd.py [--quick] [--only table1,figure1,...] [--backend numpy|cupy|auto]``
-(the backend is the SIMD machine's for the scale part); results go to
-``bench/results/mimd.json`` (``mimd-quick.json`` with ``--quick``) with PNG plots beside it.
+Run ``python bench/mimd.py [--quick] [--only table1,figure1,...] [--backend numpy|cupy|auto]
+[--out DIR | --save]`` (the backend is the SIMD machine's for the scale part). Results
+(``mimd.json``, ``mimd-quick.json`` with ``--quick``, and PNG plots) go to the current
+folder, to ``--out DIR``, or with ``--save`` to this source tree's ``bench/results``.
+
+This is the script entry of the benchmark; the experiments, the report and the plots are
+the installed package's (:mod:`mimd.experiments`, :mod:`mimd.report`, :mod:`mimd.plots`),
+which ``simd-emu bench mimd`` runs with the same options (less ``--save``).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+# ``python bench/mimd.py`` puts bench/ first on the path, where this file would shadow the
+# ``mimd`` package: the source tree's root goes first instead
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+sys.path.insert(0, str(ROOT))
 
-from simd.balance.mimd.cli import main  # noqa: E402
+from mimd.cli import DESCRIPTION, add_arguments, run_args  # noqa: E402
+
+#: Where ``--save`` writes: the results committed with the source tree.
+SAVE_DIR = ROOT / "bench" / "results"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench/mimd.py", description=DESCRIPTION)
+    add_arguments(parser)
+    parser.add_argument(
+        "--save",
+        action="store_true",
+        help=f"write to the source tree's bench/results ({SAVE_DIR}) instead of --out",
+    )
+    args = parser.parse_args(argv)
+    if args.save:
+        if args.out is not None:
+            parser.error("--save and --out are exclusive")
+        args.out = str(SAVE_DIR)
+    return run_args(args, prog="bench/mimd.py")
+
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))

@@ -1,24 +1,71 @@
 """The ``simd-emu`` command line.
 
-``simd-emu info`` reports the backend, the device and the versions. The programs add
-their own subcommands (``render``, ``diffuse``, ``bench``): each lives beside its program
-(``renderer.cli``, ...) and has a ``register(subparsers)`` function. They are imported by
-name here, so the machine's package does not depend on the programs built on it.
+``simd-emu info`` reports the backend, the device and the versions. The programs built on
+the machine add their own subcommands; this module names none of them. Each program
+declares its command in the ``simd_emu.commands`` entry-point group of its distribution
+(``pyproject.toml``)::
+
+    [project.entry-points."simd_emu.commands"]
+    mycommand = "myprogram.cli:register"
+
+and :func:`build_parser` calls every ``register(subparsers)`` it finds. The entry point's
+name is the command's name: when a program cannot be imported because a third-party
+package is missing, its command still shows in ``--help`` and, when run, says which
+package to install (``pip install 'simd-emu[data]'``) and exits with status 2. Command
+modules import nothing heavy at module level, so ``--help`` stays fast.
+
+Where the commands come from (:func:`command_entry_points`): the installed distributions'
+metadata, as ``pip install`` (editable or not) writes it. A source tree that is used
+without being installed (``PYTHONPATH=.``, as on a GPU box) or whose installed metadata
+predates the group has no such entry points; then, and only then, the group is read from
+the ``pyproject.toml`` beside the ``simd`` package, when that file is this project's. So
+``python -m simd.cli render`` works from a plain checkout and the list of commands has
+one source, ``pyproject.toml``, either way. Tests pass ``commands=`` to
+:func:`build_parser` or :func:`main` to choose the command modules themselves.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import json
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 
 from simd.info import environment
 
-__all__ = ["main"]
+__all__ = ["GROUP", "build_parser", "command_entry_points", "main"]
 
-#: Modules that add subcommands, imported lazily by name.
-COMMAND_MODULES = ("renderer.cli", "diffusion.cli", "simd.balance.mimd.cli")
+#: Entry-point group of the programs' subcommands.
+GROUP = "simd_emu.commands"
+
+
+def command_entry_points() -> dict[str, str]:
+    """The subcommands to register: ``{command: "module:function"}``, sorted by command.
+
+    From the installed metadata; where it has none, from this source tree's
+    ``pyproject.toml`` (see the module docstring); otherwise empty (``info`` only).
+    """
+    found: dict[str, str] = {}
+    for ep in importlib.metadata.entry_points(group=GROUP):
+        found.setdefault(ep.name, ep.value)
+    return dict(sorted((found or _source_tree_commands()).items()))
+
+
+def _source_tree_commands() -> dict[str, str]:
+    """The group as declared in the ``pyproject.toml`` of the checkout ``simd`` runs from."""
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    try:
+        import tomllib
+
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+    except (OSError, ValueError):
+        return {}
+    if project.get("name") != "simd-emu":
+        return {}
+    return {str(k): str(v) for k, v in project.get("entry-points", {}).get(GROUP, {}).items()}
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -41,9 +88,8 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _register_missing(sub, module_name: str, exc: ModuleNotFoundError) -> None:
+def _register_missing(sub, command: str, exc: ModuleNotFoundError) -> None:
     """A subcommand whose program needs a package that is not installed explains so."""
-    command = {"renderer.cli": "render", "diffusion.cli": "diffuse"}.get(module_name, "bench")
     message = (
         f"'simd-emu {command}' needs the package {exc.name!r}, which is not installed: "
         "pip install 'simd-emu[data]'"
@@ -53,12 +99,20 @@ def _register_missing(sub, module_name: str, exc: ModuleNotFoundError) -> None:
         print(message, file=sys.stderr)
         return 2
 
-    parser = sub.add_parser(command, help=f"(unavailable: needs {exc.name})")
+    # no option prefix: every argument, "--help" and options included, reaches ``fail``
+    parser = sub.add_parser(
+        command, help=f"(unavailable: needs {exc.name})", add_help=False, prefix_chars="\0"
+    )
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     parser.set_defaults(func=fail)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
+    """The parser with ``info`` and the programs' subcommands.
+
+    ``commands``: ``{command: "module:function"}`` to register instead of
+    :func:`command_entry_points` (for tests).
+    """
     parser = argparse.ArgumentParser(
         prog="simd-emu",
         description="A SIMD computer (CM-5, MasPar MP-1) emulated on the GPU or with NumPy.",
@@ -67,21 +121,29 @@ def build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="backend, device and versions")
     info.add_argument("--json", action="store_true", help="print JSON")
     info.set_defaults(func=_info)
-    for module_name in COMMAND_MODULES:
+    if commands is None:
+        commands = command_entry_points()
+    for command, target in commands.items():
+        module_name, _, function = target.partition(":")
+        module_name = module_name.strip()
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name and module_name.startswith(exc.name):
+            missing = exc.name or ""
+            if missing and (module_name == missing or module_name.startswith(missing + ".")):
                 continue  # that program is not part of this installation
-            _register_missing(sub, module_name, exc)
+            _register_missing(sub, command, exc)
             continue
-        module.register(sub)
+        register = module
+        for part in (function.strip() or "register").split("."):
+            register = getattr(register, part)
+        register(sub)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, *, commands: Mapping[str, str] | None = None) -> int:
+    """Run the command line; returns the exit status (``commands``: see build_parser)."""
+    args = build_parser(commands).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from simd.balance.mimd import cli
-from simd.balance.mimd.bench import format_table, run
+from mimd import cli
+from mimd.report import format_table, run
+from simd.cli import main
+from tests.entry_points import pyproject_commands
 
 
 def test_register_adds_bench_mimd():
@@ -19,12 +25,25 @@ def test_register_adds_bench_mimd():
     assert args.quick and args.only == "table1" and args.func is cli._run
 
 
+def _other_bench(args):
+    return "other"
+
+
 def test_register_beside_another_bench():
+    # another program made ``bench`` first, with its own table of benchmarks
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command")
+    bench = sub.add_parser("bench")
+    other = bench.add_subparsers(dest="which", required=True).add_parser("render")
+    other.add_argument("--frames", type=int, default=1)
+    other.set_defaults(func=_other_bench)
     cli.register(sub)
-    cli.register(sub)  # idempotent on the bench table: a second module may add its own
-    assert "bench" in sub.choices
+    cli.register(sub)  # a second registration changes nothing
+    args = parser.parse_args(["bench", "render", "--frames", "3"])
+    assert args.func is _other_bench and args.frames == 3
+    args = parser.parse_args(["bench", "mimd", "--quick"])
+    assert args.func is cli._run and args.quick
+    assert list(sub.choices) == ["bench"]
 
 
 def test_run_writes_json(tmp_path, capsys):
@@ -66,7 +85,7 @@ def test_backend_option_and_unavailable_backend(monkeypatch):
     def unavailable(**kw):
         raise BackendUnavailableError("backend 'cupy' was asked for but is unavailable: test")
 
-    monkeypatch.setattr("simd.balance.mimd.bench.run", unavailable)
+    monkeypatch.setattr("mimd.report.run", unavailable)
     args = parser.parse_args(["bench", "mimd", "--backend", "cupy"])
     with pytest.raises(SystemExit, match="bench mimd: backend 'cupy'"):
         args.func(args)
@@ -77,3 +96,73 @@ def test_progress_lines_before_each_part(tmp_path):
     # one part may be named by a plain string
     run(quick=True, parts="gradient", out=tmp_path, plots=False, echo=lines.append)
     assert lines[0] == "\n[gradient] running ..."
+
+
+def test_results_go_to_the_current_folder(tmp_path, monkeypatch, capsys):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    argv = ["bench", "mimd", "--quick", "--only", "gradient", "--no-plots"]
+    assert main(argv, commands=pyproject_commands()) == 0
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["mimd-quick.json", "work"]
+    data = json.loads((work / "mimd-quick.json").read_text())
+    assert data["quick"] and data["gradient"]["rows"]
+    assert f"wrote {work / 'mimd-quick.json'}" in capsys.readouterr().out
+
+
+def test_results_go_to_out(tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    out = tmp_path / "new" / "results"  # made if missing
+    argv = ["bench", "mimd", "--quick", "--only", "gradient", "--no-plots", "--out", str(out)]
+    assert main(argv, commands=pyproject_commands()) == 0
+    assert [p.name for p in out.iterdir()] == ["mimd-quick.json"]
+    assert list(work.iterdir()) == []
+
+
+def test_unwritable_out_fails_before_any_work(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+
+    def no_work(**kw):  # pragma: no cover - must not be reached
+        raise AssertionError("the benchmark ran")
+
+    monkeypatch.setattr("mimd.report.run", no_work)
+    argv = ["bench", "mimd", "--quick", "--out", str(blocker / "sub")]
+    assert main(argv, commands=pyproject_commands()) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip().splitlines() == [
+        f"simd-emu bench mimd: cannot write results to '{blocker / 'sub'}': Not a directory"
+    ]
+
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "mimd.py"
+
+
+def test_bench_script_runs_from_anywhere(tmp_path):
+    # bench/mimd.py must not shadow the mimd package it drives
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--only", "gradient", "--no-plots"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["mimd-quick.json"]
+
+
+def test_bench_script_save_writes_to_the_source_trees_results(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("bench_mimd_script", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.SAVE_DIR == SCRIPT.parent / "results"
+    monkeypatch.setattr(script, "SAVE_DIR", tmp_path / "results")
+    monkeypatch.chdir(tmp_path)
+    assert script.main(["--quick", "--only", "gradient", "--no-plots", "--save"]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["results"]
+    assert (tmp_path / "results" / "mimd-quick.json").is_file()
+    with pytest.raises(SystemExit):
+        script.main(["--save", "--out", str(tmp_path)])

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simd.balance.mimd import (
+from mimd import (
     Diffusion,
     ModelParams,
     Network,
@@ -121,7 +121,7 @@ def test_model_close_to_simulation(name, k):
 
 
 def test_model_rejects_other_policies():
-    from simd.balance.mimd import Farmer
+    from mimd import Farmer
 
     with pytest.raises(TypeError, match="Diffusion"):
         ModelParams.from_sim(Network.cluster(4), Farmer())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simd.balance.mimd import (
+from mimd import (
     Diffusion,
     ExtendedGradient,
     Farmer,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simd.balance.mimd import ExtendedGradient, Farmer, GradientModel, Network, simulate
-from simd.balance.mimd.raytrace import PIXEL_OVERHEAD, height_field, raytrace_costs, trace
+from mimd import ExtendedGradient, Farmer, GradientModel, Network, simulate
+from mimd.raytrace import PIXEL_OVERHEAD, height_field, raytrace_costs, trace
 
 
 def test_tile_costs_are_the_sum_of_their_pixels():

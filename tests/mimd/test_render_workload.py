@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simd.balance.mimd import POLICIES, Network, simulate
-from simd.balance.mimd.bench import compare, render_workload
+from mimd import POLICIES, Network, simulate
+from mimd.experiments import compare, render_workload
 
 renderer = pytest.importorskip("renderer")
 
@@ -17,12 +17,26 @@ def lines():
 
 
 def test_render_workload_is_the_scan_conversion_workload(lines):
+    from renderer import render
     from renderer.datasets import load_dataset
-    from renderer.pipeline import loop_workloads
+    from simd import Machine
 
-    w = loop_workloads(load_dataset("unbalanced", 16), view=(45, 45), magnification=2.0, size=96)
-    # the polygons that cover at least one scan line, in mesh order
-    np.testing.assert_array_equal(lines, w.scan[w.scan > 0])
+    # the oracle: the same frame rendered with the original loop of seed 000 Figure 1,
+    # whose statistics count the scan-conversion tasks the loop ran (one per scan line
+    # of a polygon) and the longest polygon it met
+    frame = render(
+        load_dataset("unbalanced", 16),
+        view=(45, 45),
+        magnification=2.0,
+        size=96,
+        loop="original",
+        machine=Machine(pes=64, backend="numpy"),
+    )
+    ran = frame.stats["loops"]["scan-conversion"]["loop"]
+    assert int(lines.sum()) == ran.total_tasks
+    assert int(lines.max()) == ran.max_workload
+    # one task per polygon that covers a scan line: no more than the loop's polygons
+    assert 0 < lines.size <= ran.vps
     assert lines.dtype == np.int64 and lines.min() >= 1
     # the unbalanced set: a few long slivers among many short polygons
     assert lines.max() > 5 * lines.mean()

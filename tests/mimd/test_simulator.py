@@ -7,8 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simd import Machine
-from simd.balance.mimd import (
+from mimd import (
     Diffusion,
     ExtendedGradient,
     Farmer,
@@ -20,6 +19,7 @@ from simd.balance.mimd import (
     simulate,
     torus_shape,
 )
+from simd import Machine
 
 POLICIES = [
     Farmer(),
@@ -138,7 +138,7 @@ def test_bad_policy():
 def test_delivered_work_is_started_not_bounced():
     # regression: a task delivered to an idle processor was given away again at the same
     # tick's poll, before it could start, and bounced between idle processors for ever
-    from simd.balance.mimd import bimodal
+    from mimd import bimodal
 
     costs = bimodal(128, 0.5, 3.0, total=640.0)
     r = simulate(costs, Diffusion(), network=Network.cluster(64), max_ticks=20_000)

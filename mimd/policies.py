@@ -1,6 +1,6 @@
 """Load-balancing policies of seeds 001 and 002, as parameter records.
 
-The simulator (:mod:`simd.balance.mimd.simulator`) reads these records; each docstring says
+The simulator (:mod:`mimd.simulator`) reads these records; each docstring says
 which mechanism of which paper the policy follows and what its parameters mean.
 """
 
@@ -40,9 +40,6 @@ class Policy:
     name = "policy"
     #: where the tasks are at time 0 unless the caller says: "root" (processor 0) or "block"
     default_placement = "block"
-
-    def __post_init__(self) -> None:  # pragma: no cover - subclasses validate
-        pass
 
 
 @dataclass(frozen=True)

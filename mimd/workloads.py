@@ -117,7 +117,7 @@ def workload(
         Seed of ``uniform``.
     **kw
         ``bimodal``: ``heavy_fraction`` (0.5) and ``variance`` (1.0); ``raytrace``: the
-        options of :func:`~simd.balance.mimd.raytrace.raytrace_costs`. Any other option
+        options of :func:`~mimd.raytrace.raytrace_costs`. Any other option
         is a ``TypeError``.
 
     Examples

@@ -1,0 +1,113 @@
+"""The PNG plots of ``simd-emu bench mimd``: seed 002 Figures 1, 2 and 3 in form."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["plots"]
+
+
+def plots(results: dict, out: Path, tag: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.lines
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    files = []
+    if "figure1" in results:
+        rows = results["figure1"]["rows"]
+        fig, axes = plt.subplots(2, 3, figsize=(13, 7), sharex=True)
+        for i, p in enumerate((32, 64)):
+            for j, name in enumerate(("linear-2", "linear-4", "step")):
+                ax = axes[i, j]
+                rr = [r for r in rows if r["processors"] == p and r["workload"] == name]
+                k = [r["tasks_per_proc"] for r in rr]
+                ax.plot(k, [r["simulated"] for r in rr], "ko-", label="simulated")
+                ax.plot(k, [r["average"] for r in rr], "b^--", label="model average")
+                ax.plot(
+                    k,
+                    [r["average_paper"] for r in rr],
+                    "g.:",
+                    label="paper's model (pure bi-modal)",
+                )
+                ax.fill_between(
+                    k,
+                    [r["lower"] for r in rr],
+                    [r["upper"] for r in rr],
+                    color="b",
+                    alpha=0.15,
+                    label="model bounds",
+                )
+                ax.set_title(f"{name}, {p} processors")
+                ax.set_xscale("log", base=2)
+                ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+                ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+                if i == 1:
+                    ax.set_xlabel("tasks per processor")
+                if j == 0:
+                    ax.set_ylabel("run time (s)")
+        axes[0, 0].legend()
+        fig.suptitle("Seed 002 Figure 1 in form: Diffusion, model vs simulation")
+        fig.tight_layout()
+        f = out / f"mimd{tag}-figure1.png"
+        fig.savefig(f, dpi=90)
+        plt.close(fig)
+        files.append(str(f))
+    for key, title in (
+        ("figure2", "bi-modal imbalance (Figure 2)"),
+        ("figure3", "linear imbalance (Figure 3)"),
+    ):
+        if key not in results:
+            continue
+        res = results[key]
+        procs = res["processors"]
+        fig, axes = plt.subplots(len(procs), 3, figsize=(13, 3.3 * len(procs)), squeeze=False)
+        xlabels = {
+            "tasks_per_proc": "tasks per processor",
+            "quantum": "quantum (s)",
+            "neighbours": "neighbourhood size",
+        }
+        for i, p in enumerate(procs):
+            for j, param in enumerate(("tasks_per_proc", "quantum", "neighbours")):
+                ax = axes[i, j]
+                for c, lvl in zip(("C0", "C1", "C3"), res["levels"], strict=False):
+                    s = next(
+                        s
+                        for s in res["series"]
+                        if s["processors"] == p and s["level"] == lvl and s["param"] == param
+                    )
+                    x = [pt["value"] for pt in s["points"]]
+                    ax.plot(x, [pt["average"] for pt in s["points"]], "-", color=c, label=lvl)
+                    sims = [
+                        (pt["value"], pt["simulated"])
+                        for pt in s["points"]
+                        if pt["simulated"] is not None
+                    ]
+                    if sims:
+                        ax.plot(*zip(*sims, strict=True), "o", color=c, mfc="none")
+                ax.set_xscale("log", base=2 if param != "quantum" else 10)
+                if param != "quantum":
+                    # whole numbers of tasks and neighbours: 2, 4, 8, not 2.0 or 2^1
+                    ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+                    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+                ax.set_title(f"{p} processors, by {xlabels[param]}", fontsize=9)
+                ax.set_xlabel(xlabels[param])
+                if j == 0:
+                    ax.set_ylabel("run time (s)")
+        # level colours, plus what lines and circles mean
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        handles += [
+            matplotlib.lines.Line2D([], [], color="k", ls="-"),
+            matplotlib.lines.Line2D([], [], color="k", ls="", marker="o", mfc="none"),
+        ]
+        labels += ["model average", "simulated"]
+        axes[0, 0].legend(handles, labels, fontsize=8)
+        fig.suptitle(f"Seed 002 parametric study, {title}: model (lines), simulation (circles)")
+        fig.tight_layout()
+        f = out / f"mimd{tag}-{key}.png"
+        fig.savefig(f, dpi=80)
+        plt.close(fig)
+        files.append(str(f))
+    return files

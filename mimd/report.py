@@ -1,0 +1,302 @@
+"""The MIMD benchmark: seed 001 Table 1, seed 002 Figures 1-3, and MIMD vs SIMD balancing.
+
+Run by ``simd-emu bench mimd [--quick]`` and ``python bench/mimd.py [--quick]``. Parts:
+
+``table1``
+    Seed 001 Table 1 in form: the height-field ray tracer (150x150 pixels, 64 sub-surfaces,
+    per-sub-surface cost measured by tracing, scaled to the paper's 328 s control run) on a
+    4x4 transputer torus under farmer (original and + VCR), Gradient Model, Extended
+    Gradient and the single-processor farmer control run: time, processor-seconds and
+    utilisation ``100 * T_control / (P * T)`` as the paper defines it.
+``gradient``
+    Sensitivity of GM and EG to the status interval (the one parameter seed 001 leaves open).
+``figure1``
+    Seed 002 Figure 1 in form: Diffusion on linear-2, linear-4 and step, 32 and 64
+    processors, 2 to 16 tasks per processor; simulated time against the model's lower,
+    upper and average predictions, with the error of the average.
+``figure2`` / ``figure3``
+    Seed 002 Figures 2 and 3 in form (model predictions, simulated points beside them):
+    over-decomposition, polling quantum and neighbourhood size, bi-modal imbalance
+    (heavy tasks 50 %, variance 0.5 / 1 / 3) and linear imbalance (mild 1.2x, moderate 2x,
+    severe 4x, four application messages per task).
+``compare``
+    One table with the MIMD policies and the cost-effective SIMD balancer (seed 000,
+    :func:`simd.balance.run_loop`) on the same task sets (seed 002's synthetic sets, the
+    ray tracer, and the renderer's real per-polygon scan-line workload): utilisation and
+    speed-up over no balancing on each machine.
+``scale``
+    4096 processors x 100,000 tasks: wall time of the simulation on this host.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .experiments import compare, figure1, gradient_sensitivity, parametric, scale, table1
+
+__all__ = ["PARTS", "run", "format_table", "output_folder"]
+
+PARTS = ("table1", "gradient", "figure1", "figure2", "figure3", "compare", "scale")
+
+
+def format_table(rows: list[dict], cols: list[tuple[str, str, str]]) -> str:
+    """Plain-text table: ``cols`` are (key, header, format)."""
+    head = [h for _, h, _ in cols]
+    body = []
+    for r in rows:
+        line = []
+        for k, _, f in cols:
+            v = r.get(k)
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                line.append("-")
+            else:
+                line.append(format(v, f) if f else str(v))
+        body.append(line)
+    w = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+    out = ["  ".join(h.rjust(w[i]) for i, h in enumerate(head))]
+    out.append("  ".join("-" * x for x in w))
+    out += ["  ".join(b[i].rjust(w[i]) for i in range(len(w))) for b in body]
+    return "\n".join(out)
+
+
+def output_folder(out: str | Path | None = None) -> Path:
+    """The folder the results go to, made if missing and checked writable.
+
+    ``out`` defaults to the current folder (never the repository's ``bench/results``
+    unless asked for). Called before any work, so that a bad folder fails at once.
+
+    Raises
+    ------
+    OSError
+        The folder cannot be made or written in; the message names it and says why.
+    """
+    folder = Path.cwd() if out is None else Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        # a real write: os.access says yes to root on read-only mounts
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise OSError(f"cannot write results to {str(folder)!r}: {reason}") from exc
+    return folder
+
+
+def _environment() -> dict:
+    try:
+        from simd.info import environment
+
+        return environment()
+    except Exception as exc:  # pragma: no cover - report anyway
+        import platform
+
+        return {"platform": platform.platform(), "numpy": np.__version__, "error": str(exc)}
+
+
+def run(
+    *,
+    quick: bool = False,
+    parts: tuple[str, ...] | None = None,
+    out: str | Path | None = None,
+    plots: bool = True,
+    echo=print,
+    backend: str = "numpy",
+) -> dict:
+    """Run the benchmark parts, print tables, write JSON (and PNG plots) under ``out``.
+
+    Parameters
+    ----------
+    quick : bool
+        Smaller sweeps (about 20 s on two cores).
+    parts : str or tuple of str, optional
+        One or several of :data:`PARTS` (default all).
+    out : path, optional
+        Output folder, made if missing (default the current folder).
+    plots : bool
+        Also write the PNG plots of Figures 1-3.
+    echo : callable
+        Where the tables and progress lines go (default ``print``).
+    backend : {"numpy", "cupy", "auto"}
+        Backend of the SIMD machine for the ``scale`` part; the other parts are small and
+        run on NumPy.
+    """
+    if isinstance(parts, str):
+        parts = (parts,)
+    parts = PARTS if parts is None else tuple(parts)
+    bad = [p for p in parts if p not in PARTS]
+    if bad:
+        raise ValueError(f"unknown benchmark part(s) {bad}; expected some of {PARTS}")
+    out = output_folder(out)
+    tag = "-quick" if quick else ""
+    res: dict[str, Any] = {
+        "benchmark": "mimd",
+        "quick": quick,
+        "backend": "numpy",
+        "scale_backend": backend,
+        "environment": _environment(),
+    }
+    walls = {}
+    for part in parts:
+        t0 = time.perf_counter()
+        echo(f"\n[{part}] running ...")
+        if part == "table1":
+            r = table1(quick=quick)
+            echo("\nSeed 001 Table 1 in form: ray tracer 150x150, 64 sub-surfaces, 4x4 torus")
+            echo(
+                f"(task costs measured by tracing, {r['min_task']:.2f}..{r['max_task']:.2f} s;"
+                " utilisation = 100 x control time / processor-seconds)"
+            )
+            echo(
+                format_table(
+                    r["rows"],
+                    [
+                        ("run", "run", ""),
+                        ("time", "time s", ".2f"),
+                        ("processor_seconds", "proc-s", ".1f"),
+                        ("utilisation", "util %", ".1f"),
+                        ("migrations", "moves", "d"),
+                        ("all_once", "each once", ""),
+                        ("paper", "paper (s/proc-s/%)", ""),
+                    ],
+                )
+            )
+            echo(
+                "note: task messages take milliseconds against 5 s tasks, so the farmer with "
+                "user-level routing (latency x4) and the farmer + VCR coincide here"
+            )
+        elif part == "gradient":
+            r = gradient_sensitivity(quick=quick)
+            echo(
+                "\nGM and EG vs status interval (ray tracer, 16 processors; window = 2 x interval)"
+            )
+            echo(
+                format_table(
+                    r["rows"],
+                    [
+                        ("interval", "interval s", ".2f"),
+                        ("farmer", "farmer s", ".2f"),
+                        ("eg", "EG s", ".2f"),
+                        ("gm", "GM s", ".2f"),
+                        ("eg_over_farmer", "EG/farmer", ".2f"),
+                        ("gm_over_farmer", "GM/farmer", ".2f"),
+                    ],
+                )
+            )
+        elif part == "figure1":
+            r = figure1(quick=quick)
+            echo(
+                "\nSeed 002 Figure 1 in form: Diffusion (quantum 10 ms, 4 neighbours), "
+                "10 s of work per processor"
+            )
+            echo(
+                format_table(
+                    r["rows"],
+                    [
+                        ("workload", "workload", ""),
+                        ("processors", "P", "d"),
+                        ("tasks_per_proc", "tasks/P", "d"),
+                        ("no_balancing", "static s", ".2f"),
+                        ("simulated", "sim s", ".3f"),
+                        ("lower", "lower", ".3f"),
+                        ("upper", "upper", ".3f"),
+                        ("average", "average", ".3f"),
+                        ("error_pct", "error %", "+.1f"),
+                        ("average_paper", "paper avg", ".3f"),
+                        ("error_paper_pct", "paper err %", "+.1f"),
+                        ("gamma", "Gamma", "d"),
+                    ],
+                )
+            )
+            s = r["summary"]
+            for key, label in (("", "refined model"), ("paper_", "paper's model")):
+                echo(
+                    f"{label}: mean |error| {s[key + 'mean_abs_error_pct']:.1f} % (linear-2 "
+                    f"{s[key + 'mean_abs_error_pct_linear-2']:.1f}, linear-4 "
+                    f"{s[key + 'mean_abs_error_pct_linear-4']:.1f}, step "
+                    f"{s[key + 'mean_abs_error_pct_step']:.1f}); max "
+                    f"{s[key + 'max_abs_error_pct']:.1f} %"
+                )
+        elif part in ("figure2", "figure3"):
+            r = parametric("bimodal" if part == "figure2" else "linear", quick=quick)
+            e = r.get("model_vs_sim_mean_abs_error_pct")
+            npts = sum(len(s["points"]) for s in r["series"])
+            echo(
+                f"\nSeed 002 {part} in form ({r['kind']} imbalance): {npts} model points"
+                + (
+                    f"; mean |model - sim| {e:.1f} % over the simulated ones"
+                    if e is not None
+                    else "; no simulated points in this mode"
+                )
+            )
+        elif part == "compare":
+            r = compare(quick=quick)
+            echo(
+                "\nMIMD policies vs SIMD balanced loops on the same task sets "
+                "(utilisation; speed-up over no balancing in brackets)"
+            )
+            cols = [("task_set", "task set", ""), ("processors", "P", "d")]
+            names = ["farmer", "gradient", "extended-gradient", "diffusion", "work-stealing"]
+            names += ["simd-original", "simd-cost-effective", "simd-expand"]
+            for row in r["rows"]:
+                for nm in names:
+                    row[nm] = f"{row[nm + ':util']:.2f} ({row[nm + ':speedup']:.2f}x)"
+                row["simd-cost-effective"] += f" {row['simd-cost-effective:decisions']}d"
+            cols += [("tasks", "tasks", "d")]
+            cols += [(nm, nm, "") for nm in names] + [("best", "best", "")]
+            echo(format_table(r["rows"], cols))
+            if r["note"]:
+                echo(f"note: {r['note']}")
+            echo(
+                f"SIMD: one datum per task, workload = cost in units of max/{r['units']} "
+                "(render: the polygon's scan lines), "
+                f"{r['task_cost']:g} model cycles per unit; Nd = redistributions taken"
+            )
+            echo(
+                "render: the renderer's scan-conversion workload, one task per polygon "
+                "(unbalanced isosurface, view M(45,45), 256x256)"
+            )
+        elif part == "scale":
+            r = scale(quick=quick, backend=backend, progress=echo)
+            echo("\nScale: simulation wall time on this host")
+            echo(
+                format_table(
+                    r["rows"],
+                    [
+                        ("policy", "policy", ""),
+                        ("backend", "backend", ""),
+                        ("processors", "P", "d"),
+                        ("tasks", "tasks", "d"),
+                        ("makespan", "makespan s", ".2f"),
+                        ("utilisation", "util", ".2f"),
+                        ("ticks", "event ticks", "d"),
+                        ("wall", "wall s", ".1f"),
+                        ("all_once", "each once", ""),
+                    ],
+                )
+            )
+        walls[part] = time.perf_counter() - t0
+        res[part] = r
+    res["wall_per_part"] = walls
+    if plots:
+        from .plots import plots as draw_plots
+
+        res["plots"] = draw_plots(res, out, tag)
+    path = out / f"mimd{tag}.json"
+    path.write_text(json.dumps(res, indent=1, default=_json_default))
+    echo(f"\nwrote {path}" + (f" and {len(res.get('plots', []))} plots" if plots else ""))
+    return res
+
+
+def _json_default(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
