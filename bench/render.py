@@ -395,13 +395,10 @@ class SyntheticBody:
 
 
 def task_costs() -> dict[str, float]:
-    try:
-        from renderer.scan import ScanConverter
-        from renderer.zbuffer import ZBufferBody
+    from renderer.scan import ScanConverter
+    from renderer.zbuffer import ZBufferBody
 
-        return {"scan-conversion": ScanConverter.TASK_COST, "z-buffer": ZBufferBody.TASK_COST}
-    except ImportError:
-        return {"scan-conversion": 32.0, "z-buffer": 10.0}
+    return {"scan-conversion": ScanConverter.TASK_COST, "z-buffer": ZBufferBody.TASK_COST}
 
 
 def paper_workload_tables(
@@ -559,11 +556,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
 
-    try:
-        from renderer.datasets import VIEWS, load_dataset
-    except ImportError as exc:
-        print(f"the renderer is not available ({exc}); nothing to measure", file=sys.stderr)
-        return 2
+    from renderer.datasets import VIEWS, load_dataset
 
     size = args.size or (48 if args.quick else "250k")
     if isinstance(size, str) and size.isdigit():

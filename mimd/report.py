@@ -251,8 +251,6 @@ def run(
             cols += [("tasks", "tasks", "d")]
             cols += [(nm, nm, "") for nm in names] + [("best", "best", "")]
             echo(format_table(r["rows"], cols))
-            if r["note"]:
-                echo(f"note: {r['note']}")
             echo(
                 f"SIMD: one datum per task, workload = cost in units of max/{r['units']} "
                 "(render: the polygon's scan lines), "

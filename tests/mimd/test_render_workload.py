@@ -32,7 +32,7 @@ def test_render_workload_is_the_scan_conversion_workload(lines):
         loop="original",
         machine=Machine(pes=64, backend="numpy"),
     )
-    ran = frame.stats["loops"]["scan-conversion"]["loop"]
+    ran = frame.stats.loops["scan-conversion"]
     assert int(lines.sum()) == ran.total_tasks
     assert int(lines.max()) == ran.max_workload
     # one task per polygon that covers a scan line: no more than the loop's polygons
