@@ -9,7 +9,6 @@ arrays and give back the same kind.
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from diffusion.conduction import flux, stable_gamma
+from kernels.registry import force_reference
 
 __all__ = [
     "DiffusionInfo",
@@ -284,7 +284,8 @@ def anisotropic_diffusion(
     Notes
     -----
     On CuPy arrays with ``epsilon=0`` every iteration is one fused CUDA kernel
-    (:mod:`diffusion.cuda_source`); ``SIMD_FORCE_REFERENCE=1`` forces the array-code path.
+    (:mod:`diffusion.cuda_source`); ``SIMD_FORCE_REFERENCE=1`` forces the array-code path
+    (:func:`kernels.registry.force_reference`).
     Skipping a point whose neighbourhood did not change is exact: its update would be
     the same number again, still below ``epsilon``. So the result equals the one of
     updating every point whose update reaches ``epsilon``, which is what this dense path
@@ -306,7 +307,7 @@ def anisotropic_diffusion(
     spacing = check_spacing(voxelspacing, out.ndim, "voxelspacing")
     warn_if_unstable(float(gamma), spacing, option)
     info = DiffusionInfo()
-    if xp is not np and epsilon == 0 and os.environ.get("SIMD_FORCE_REFERENCE") != "1":
+    if xp is not np and epsilon == 0 and not force_reference():
         # On a GPU, plain iterations run as one fused kernel each (the memory floor).
         from diffusion._cupy import pm_iterate
 

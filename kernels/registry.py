@@ -7,7 +7,8 @@ are imported the first time that backend asks for anything, never before (so CuP
 Numba's CUDA target are only imported when the CuPy backend is in use).
 
 Set the environment variable ``SIMD_FORCE_REFERENCE=1`` to make every lookup return the
-reference implementation, for debugging a kernel against its oracle.
+reference implementation, for debugging a kernel against its oracle
+(:func:`force_reference` reads it; other packages' fast paths ask it too).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable
 
 from kernels import reference
 
-__all__ = ["PRIMITIVES", "lookup", "register", "registered"]
+__all__ = ["PRIMITIVES", "force_reference", "lookup", "register", "registered"]
 
 #: The primitives that have an implementation per backend.
 PRIMITIVES = ("scan", "reduce", "send", "get", "shift", "halo_exchange")
@@ -32,6 +33,28 @@ _PROVIDERS: dict[str, tuple[str, ...]] = {
 _table: dict[tuple[str, str], Callable] = {}
 _loaded: set[str] = set()
 _load_errors: dict[str, str] = {}
+
+
+def force_reference() -> bool:
+    """Whether ``SIMD_FORCE_REFERENCE`` asks for the reference implementations.
+
+    Any value but "" and "0" switches them on; unset is off. Read on every call, so a
+    change of the environment takes effect at the next lookup.
+
+    Examples
+    --------
+    >>> import os
+    >>> saved = os.environ.pop("SIMD_FORCE_REFERENCE", None)
+    >>> force_reference()
+    False
+    >>> os.environ["SIMD_FORCE_REFERENCE"] = "0"; force_reference()
+    False
+    >>> os.environ["SIMD_FORCE_REFERENCE"] = "1"; force_reference()
+    True
+    >>> del os.environ["SIMD_FORCE_REFERENCE"]
+    >>> if saved is not None: os.environ["SIMD_FORCE_REFERENCE"] = saved
+    """
+    return os.environ.get("SIMD_FORCE_REFERENCE", "") not in ("", "0")
 
 
 def register(primitive: str, backend: str) -> Callable[[Callable], Callable]:
@@ -71,7 +94,7 @@ def lookup(primitive: str, backend: str) -> Callable:
     """
     if primitive not in PRIMITIVES:
         raise ValueError(f"unknown primitive {primitive!r}; expected one of {PRIMITIVES}")
-    if os.environ.get("SIMD_FORCE_REFERENCE", "") not in ("", "0"):
+    if force_reference():
         return getattr(reference, primitive)
     _load_providers(backend)
     return _table.get((primitive, backend), getattr(reference, primitive))

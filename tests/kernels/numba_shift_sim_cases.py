@@ -13,6 +13,7 @@ it prints one JSON line ``{case: null | "error message"}``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -133,15 +134,47 @@ def oracle_halo(tiles, heights, widths, width, boundary) -> np.ndarray:
 # ---------------------------------------------------------------------- the cases
 
 
-def _check_shift(x, offsets, boundary, axis=None, offset=None) -> None:
+def _check_shift(x, offsets, boundary) -> None:
     from kernels import numba_shift, reference
 
     exp = reference.shift(np, x, tuple(offsets), boundary)
     _same(exp, oracle_shift(x, offsets, boundary), "reference vs oracle")
-    got = numba_shift.shift(
-        x, tuple(offsets) if offset is None else offset, axis, boundary=boundary
-    )
+    got = numba_shift.shift(np, x, tuple(offsets), boundary)
     _same(got, exp, f"kernel shift {x.dtype}{x.shape} by {offsets} ({boundary!r})")
+
+
+@contextlib.contextmanager
+def _machine_on_kernels():
+    """A NumPy machine whose table lookups return what the "cupy" backend registered.
+
+    So the machine's own argument handling (offset / axis forms, offset normalisation, bool
+    as uint8, halo checks) runs in front of this module's kernels.
+    """
+    import simd.machine
+    from kernels import registry
+    from simd import Machine
+
+    for primitive in ("shift", "halo_exchange"):
+        fn = registry.lookup(primitive, "cupy")
+        if fn.__module__ != "kernels.numba_shift":
+            raise AssertionError(f"cupy {primitive} is {fn.__module__}.{fn.__name__}")
+    saved = simd.machine.lookup
+    simd.machine.lookup = lambda primitive, backend: registry.lookup(primitive, "cupy")
+    try:
+        yield Machine(pes=(4, 4), backend="numpy")
+    finally:
+        simd.machine.lookup = saved
+
+
+def _check_machine_shift(x, offsets, boundary, offset, axis=None) -> None:
+    """``Machine.shift(x, offset, axis)`` on the kernels equals the shift by ``offsets``."""
+    from kernels import reference
+
+    exp = reference.shift(np, x, tuple(offsets), boundary)
+    _same(exp, oracle_shift(x, offsets, boundary), "reference vs oracle")
+    with _machine_on_kernels() as m:
+        got = m.shift(x, offset, axis, boundary=boundary)
+    _same(got, exp, f"machine shift {x.dtype}{x.shape} by {offset}, axis {axis} ({boundary!r})")
 
 
 def _check_halo(tiles, heights, widths, width, boundary) -> None:
@@ -154,7 +187,7 @@ def _check_halo(tiles, heights, widths, width, boundary) -> None:
             exp,
             "reference vs oracle",
         )
-    got = numba_shift.halo_exchange(tiles, heights, widths, width=width, boundary=boundary)
+    got = numba_shift.halo_exchange(np, tiles, heights, widths, width, boundary)
     _same(
         got, exp, f"kernel halo {tiles.shape} h={heights} w={widths} width={width} ({boundary!r})"
     )
@@ -164,14 +197,10 @@ def _small_grids(fn: Callable[[], None]) -> Callable[[], None]:
     """Run ``fn`` with 1-block grids, so every grid-stride loop of the kernels iterates."""
 
     def run() -> None:
-        from kernels import numba_shift
+        from tests.kernels.numba_shift_support import simulator_launch_shape
 
-        saved = numba_shift._MAX_GRID_X, numba_shift._MAX_GRID_YZ
-        numba_shift._MAX_GRID_X = numba_shift._MAX_GRID_YZ = 1
-        try:
+        with simulator_launch_shape(max_grid=1):
             fn()
-        finally:
-            numba_shift._MAX_GRID_X, numba_shift._MAX_GRID_YZ = saved
 
     return run
 
@@ -205,8 +234,9 @@ def _cases() -> dict[str, Callable[[], None]]:
         x = _sample((9,), "int64", seed=3)
         for b in BOUNDARIES:
             for k in range(-11, 12, 2):
-                _check_shift(x, (k,), _boundary(b, "int64"), offset=k)
-                _check_shift(x, (k,), _boundary(b, "int64"), axis=0, offset=k)
+                _check_shift(x, (k,), _boundary(b, "int64"))
+                _check_machine_shift(x, (k,), _boundary(b, "int64"), k)
+                _check_machine_shift(x, (k,), _boundary(b, "int64"), k, axis=0)
 
     cases["shift-1d"] = one_d
 
@@ -232,9 +262,10 @@ def _cases() -> dict[str, Callable[[], None]]:
 
     def axis_forms():
         x = _sample((3, 4, 5), "float64", seed=5)
-        _check_shift(x, (0, 0, -2), "edge", axis=-1, offset=-2)
-        _check_shift(x, (1, 0, 2), "zero", axis=(0, 2), offset=(1, 2))
-        _check_shift(x, (3, 0, 0), "wrap", axis=(0, 0), offset=(1, 2))  # adds up, like roll
+        _check_machine_shift(x, (0, 0, -2), "edge", -2, axis=-1)
+        _check_machine_shift(x, (0, 3, 0), "wrap", 3, axis=1)
+        _check_machine_shift(x, (1, 0, 2), "zero", (1, 0, 2))
+        _check_shift(x, (3, 0, 0), "wrap")
 
     cases["shift-axis-forms"] = axis_forms
 
@@ -263,19 +294,6 @@ def _cases() -> dict[str, Callable[[], None]]:
                 _check_shift(x, move, _boundary(b, "int32"))
 
     cases["shift-grid-stride-loops"] = _small_grids(strides)
-
-    def device_array():
-        from numba import cuda
-
-        from kernels import numba_shift, reference
-
-        x = _sample((4, 5), "float32", seed=9)
-        got = numba_shift.shift(cuda.to_device(x), (1, -1), boundary="edge")
-        if isinstance(got, np.ndarray) or not hasattr(got, "copy_to_host"):
-            raise AssertionError(f"device input gave {type(got).__name__}, not a device array")
-        _same(got.copy_to_host(), reference.shift(np, x, (1, -1), "edge"), "device array")
-
-    cases["shift-numba-device-array"] = device_array
 
     # Halo exchange: uneven tiles, widths 1 and 2, every boundary, square and oblong buffers.
     halo_layouts = {
@@ -311,20 +329,11 @@ def _cases() -> dict[str, Callable[[], None]]:
 
     def machine_route():
         # The machine's own argument handling (offset/axis forms, bool as uint8, halo
-        # checks) in front of the kernels: a NumPy machine whose table lookups return what
-        # the "cupy" backend registered, i.e. this module's adapters.
-        import simd.machine
-        from kernels import registry
+        # checks) in front of the kernels, against a NumPy machine on the reference.
         from simd import Machine
 
-        fn = registry.lookup("shift", "cupy")
-        if fn.__module__ != "kernels.numba_shift":
-            raise AssertionError(f"cupy shift is {fn.__module__}.{fn.__name__}")
         ref = Machine(pes=(4, 4), backend="numpy")
-        kern = Machine(pes=(4, 4), backend="numpy")
-        saved = simd.machine.lookup
-        simd.machine.lookup = lambda primitive, backend: registry.lookup(primitive, "cupy")
-        try:
+        with _machine_on_kernels() as kern:
             for dt in ("float32", "bool", "int64"):
                 x = _sample((4, 6), dt, seed=20)
                 for b in ("wrap", "zero", "edge", 1):
@@ -337,8 +346,6 @@ def _cases() -> dict[str, Callable[[], None]]:
                 exp = ref.halo_exchange(tiles, [4, 3], [2, 4, 3], width=2, boundary=b)
                 got = kern.halo_exchange(tiles, [4, 3], [2, 4, 3], width=2, boundary=b)
                 _same(got, exp, f"machine halo {b!r}")
-        finally:
-            simd.machine.lookup = saved
 
     cases["machine-route-through-kernels"] = machine_route
 
@@ -417,10 +424,13 @@ def main() -> int:
     warnings.simplefilter("error")  # as strict as the pytest configuration
     # ... with the same exception for numba-cuda's own import under NumPy >= 2.5.
     warnings.filterwarnings("ignore", "The 'generic' unit for NumPy timedelta", DeprecationWarning)
+    from tests.kernels.numba_shift_support import simulator_launch_shape
+
     results: dict[str, str | None] = {}
     for name, case in _cases().items():
         try:
-            case()
+            with simulator_launch_shape():
+                case()
             results[name] = None
         except Exception:
             results[name] = traceback.format_exc(limit=6)[-3000:]

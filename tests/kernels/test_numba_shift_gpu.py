@@ -91,11 +91,11 @@ def test_large_grids_use_the_stride_loops(gpu_machine):
 
     x = cupy.arange(2**24 * 2, dtype=cupy.uint8).reshape(2**24, 2)  # grid y capped
     for boundary in ("wrap", "edge", 7):
-        got = numba_shift.shift(x, (3, -1), boundary=boundary)
+        got = numba_shift.shift(cupy, x, (3, -1), boundary)
         _equal(got, reference.shift(cupy, x, (3, -1), boundary))
     tiles = cupy.asarray(_sample((300, 300, 2, 2), "int32", seed=4))  # grid z capped
     hs = np.full(300, 2)
-    got = numba_shift.halo_exchange(tiles, hs, hs, width=1, boundary="edge")
+    got = numba_shift.halo_exchange(cupy, tiles, hs, hs, 1, "edge")
     _equal(got, reference.halo_exchange(cupy, tiles, hs, hs, 1, "edge"))
 
 
@@ -108,9 +108,9 @@ def test_runs_on_cupys_current_stream(gpu_machine):
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
         big = x * 2  # queued on the stream; the shift must run after it
-        got = numba_shift.shift(big, (1, 1), boundary="zero")
+        got = numba_shift.shift(cupy, big, (1, 1), "zero")
         halo = numba_shift.halo_exchange(
-            big.reshape(4, 256, 4, 256).transpose(0, 2, 1, 3), [256] * 4, [256] * 4
+            cupy, big.reshape(4, 256, 4, 256).transpose(0, 2, 1, 3), [256] * 4, [256] * 4
         )
     stream.synchronize()
     exp = reference.shift(cupy, x * 2, (1, 1), "zero")

@@ -1,5 +1,8 @@
 """The Numba shift and halo kernels compile to PTX for sm_90 (H100) without a GPU.
 
+The kernels compiled are the Python functions of the dispatchers that
+``kernels.numba_shift`` launches (``tests/kernels/numba_shift_support.py``).
+
 ``numba.cuda.compile_ptx`` needs the real ``numba.cuda`` (NVVM from the toolkit wheels),
 which cannot coexist with the simulator in one process; the compilation runs in a child
 process with ``NUMBA_ENABLE_CUDASIM=0`` so this holds however the suite was started.
@@ -21,7 +24,7 @@ KERNELS = [(k, t) for k in ("shift3", "halo") for t in ("uint8", "uint16", "uint
 
 _SCRIPT = """
 import json
-from kernels.numba_shift import compile_ptx
+from tests.kernels.numba_shift_support import compile_ptx
 print(json.dumps({f"{k}:{t}": ptx for (k, t), ptx in compile_ptx(cc=(9, 0)).items()}))
 """
 
@@ -54,7 +57,7 @@ def ptx() -> dict[str, str]:
 
 
 def test_every_specialisation_is_compiled(ptx):
-    from kernels.numba_shift import ptx_signatures
+    from tests.kernels.numba_shift_support import ptx_signatures
 
     assert sorted(ptx) == sorted(f"{k}:{t}" for k, t in ptx_signatures())
     assert sorted(ptx) == sorted(f"{k}:{t}" for k, t in KERNELS)

@@ -159,7 +159,9 @@ def model_kernel(x, flags, out, n, row_len, fill, form, *, key, block, items, wi
                 blocked_f[off // items][off % items] = striped_f[t][i]
         # Heads, with the row position advanced per item as the kernel does.
         heads = [[0] * items for _ in range(block)]
-        pairs = [[None] * items for _ in range(block)]
+        # (head, value) items; named apart from ``pairs``, the compiled variant's flag,
+        # which picks the head rule below.
+        scan_items = [[None] * items for _ in range(block)]
         for t in range(block):
             q0 = base + t * items
             r = q0 % row_len
@@ -172,13 +174,13 @@ def model_kernel(x, flags, out, n, row_len, fill, form, *, key, block, items, wi
                 else:
                     h = int(q0 + i == 0)
                 heads[t][i] = h
-                pairs[t][i] = (h, blocked_v[t][i])
+                scan_items[t][i] = (h, blocked_v[t][i])
         # Raking block scan: thread reductions, then an exclusive scan of them.
         thread_aggs = []
         for t in range(block):
-            acc = pairs[t][0]
+            acc = scan_items[t][0]
             for i in range(1, items):
-                acc = sop(acc, pairs[t][i])
+                acc = sop(acc, scan_items[t][i])
             thread_aggs.append(acc)
         tile_agg = thread_aggs[0]
         for a in thread_aggs[1:]:
@@ -204,18 +206,18 @@ def model_kernel(x, flags, out, n, row_len, fill, form, *, key, block, items, wi
                     # Undefined in CUB: random garbage that must never reach the output.
                     garbage = (rng.randint(0, 1), rng.choice(xs))
                     results[t][0] = garbage
-                    acc = pairs[t][0]
+                    acc = scan_items[t][0]
                 else:
                     results[t][0] = prefix
-                    acc = sop(prefix, pairs[t][0])
+                    acc = sop(prefix, scan_items[t][0])
                 for i in range(1, items):
                     results[t][i] = acc
-                    acc = sop(acc, pairs[t][i])
+                    acc = sop(acc, scan_items[t][i])
             else:
-                acc = pairs[t][0] if prefix is None else sop(prefix, pairs[t][0])
+                acc = scan_items[t][0] if prefix is None else sop(prefix, scan_items[t][0])
                 results[t][0] = acc
                 for i in range(1, items):
-                    acc = sop(acc, pairs[t][i])
+                    acc = sop(acc, scan_items[t][i])
                     results[t][i] = acc
         # Epilogue, then BlockedToStriped and the striped store.
         for t in range(block):
@@ -410,14 +412,15 @@ def test_model_real_tuning_crosses_tiles(dtype, reverse):
     rng = np.random.default_rng(7)
     n = 4 * tile + 37
     x = rng.integers(-100, 100, n).astype(dtype)
-    flags = rng.random(n) < 0.001
-    for op, exclusive in [("add", False), ("max", True), ("copy", False)]:
-        kw = dict(op=op, exclusive=exclusive, reverse=reverse, initial=None)
-        expected = oracle_scan(x, flags, n, **kw)
-        got = model_scan(
-            x, flags, n, block=block, items=items, window=32, rng=random.Random(1), **kw
-        )
-        _assert_same(got, expected)
+    # Segmented (pair variant, heads at the flags) and not (plain variant, one head).
+    for flags in (rng.random(n) < 0.001, None):
+        for op, exclusive in [("add", False), ("max", True), ("copy", False)]:
+            kw = dict(op=op, exclusive=exclusive, reverse=reverse, initial=None)
+            expected = oracle_scan(x, flags, n, **kw)
+            got = model_scan(
+                x, flags, n, block=block, items=items, window=32, rng=random.Random(1), **kw
+            )
+            _assert_same(got, expected)
 
 
 def test_plan_keys_and_errors():
