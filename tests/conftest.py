@@ -1,7 +1,9 @@
-"""Shared test configuration: hypothesis profiles and the GPU fixtures.
+"""Shared test configuration: hypothesis profiles, the GPU fixtures and the OpenGL one.
 
 Tests marked ``gpu`` run only where CuPy reaches a GPU; elsewhere they are skipped, and
 with ``REQUIRE_GPU=1`` the skip becomes a failure (so a GPU run cannot pass vacuously).
+Tests using the ``gl`` fixture likewise skip where no headless OpenGL context can be made,
+and fail instead with ``REQUIRE_GL=1`` (as CI sets).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
-def _require_gpu() -> bool:
-    return os.environ.get("REQUIRE_GPU", "") not in ("", "0")
+def _required(name: str) -> bool:
+    """Whether the environment variable ``name`` (``REQUIRE_GPU``, ``REQUIRE_GL``) is set."""
+    return os.environ.get(name, "") not in ("", "0")
 
 
 def pytest_runtest_setup(item):
@@ -39,7 +42,7 @@ def pytest_runtest_setup(item):
     ok, reason = cupy_status()
     if ok:
         return
-    if _require_gpu():
+    if _required("REQUIRE_GPU"):
         pytest.fail(f"REQUIRE_GPU=1 but no GPU is usable: {reason}")
     pytest.skip(f"no GPU: {reason} (REQUIRE_GPU=1 makes this a failure)")
 
@@ -58,3 +61,18 @@ def cpu_machine():
     from simd import Machine
 
     return Machine(pes=512, backend="numpy")
+
+
+@pytest.fixture(scope="session")
+def gl():
+    """``renderer.opengl`` with a working headless OpenGL context (Mesa's llvmpipe through
+    moderngl + EGL); skips without one, or fails when ``REQUIRE_GL=1``."""
+    from renderer import opengl
+
+    try:
+        opengl.gl_context()
+    except opengl.GLUnavailable as err:
+        if _required("REQUIRE_GL"):
+            pytest.fail(f"REQUIRE_GL=1 but no OpenGL context can be made: {err}")
+        pytest.skip(f"no OpenGL context: {err} (REQUIRE_GL=1 makes this a failure)")
+    return opengl

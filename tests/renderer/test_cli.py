@@ -32,7 +32,31 @@ def test_render_command_writes_png_and_prints_tables(tmp_path, capsys):
         ]
     )
     assert rc == 0
-    assert out.exists()
+    # the written image is the frame that renderer.render draws with the same arguments
+    # (the CLI's defaults: balanced data set, view (45, 45), magnification 1, Gouraud)
+    from PIL import Image
+
+    import renderer
+    from renderer.datasets import load_dataset
+    from simd import Machine
+
+    frame = renderer.render(
+        load_dataset("balanced", 24),
+        view=(45, 45),
+        magnification=1.0,
+        size=64,
+        loop="cost-effective",
+        machine=Machine(pes=32, backend="numpy"),
+    )
+    with Image.open(out) as img:
+        assert img.format == "PNG" and img.mode == "RGB" and img.size == (64, 64)
+        png = np.asarray(img)
+    np.testing.assert_array_equal(png, frame.image)
+    # and it is a picture: the surface covers much of it, is lit, on a black background
+    drawn = png.any(axis=2)
+    assert frame.coverage.sum() > 500
+    assert not drawn[~frame.coverage].any()
+    assert drawn[frame.coverage].mean() > 0.9
     text = capsys.readouterr().out
     for word in (
         "scan-conversion",

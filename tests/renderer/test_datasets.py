@@ -25,16 +25,43 @@ def test_marschner_lobb_formula():
 
 def test_load_dataset_caches(tmp_path, monkeypatch):
     monkeypatch.setenv("SIMD_EMU_CACHE_DIR", str(tmp_path))
+    builds = []
+    build = datasets._build
+
+    def counting_build(kind, n):
+        builds.append((kind, n))
+        return build(kind, n)
+
+    monkeypatch.setattr(datasets, "_build", counting_build)
     mesh = datasets.load_dataset("balanced", 24)
-    files = list(tmp_path.glob("*.npz"))
-    assert len(files) == 1
+    assert builds == [("balanced", 24)]
+    assert mesh.normals is not None and mesh.normals.shape == mesh.vertices.shape
+    # the file holds this mesh
+    (path,) = tmp_path.glob("*.npz")
+    with np.load(path) as d:
+        np.testing.assert_array_equal(d["faces"], mesh.faces)
+        np.testing.assert_array_equal(d["vertices"], mesh.vertices)
+        np.testing.assert_array_equal(d["normals"], mesh.normals)
+    # the second load reads it instead of building the surface again
     again = datasets.load_dataset("balanced", 24)
+    assert builds == [("balanced", 24)]
     np.testing.assert_array_equal(again.faces, mesh.faces)
     np.testing.assert_array_equal(again.vertices, mesh.vertices)
-    assert mesh.normals is not None and mesh.normals.shape == mesh.vertices.shape
-    # a broken cache file is rebuilt
-    files[0].write_bytes(b"garbage")
+    np.testing.assert_array_equal(again.normals, mesh.normals)
+    # cache=False neither reads nor writes it
+    datasets.load_dataset("balanced", 24, cache=False)
+    assert builds == [("balanced", 24)] * 2
+    path.unlink()
+    datasets.load_dataset("balanced", 24, cache=False)
+    assert builds == [("balanced", 24)] * 3
+    assert not list(tmp_path.iterdir())
+    # a broken cache file is rebuilt, and then read again
+    datasets.load_dataset("balanced", 24)
+    path.write_bytes(b"garbage")
     np.testing.assert_array_equal(datasets.load_dataset("balanced", 24).faces, mesh.faces)
+    assert builds == [("balanced", 24)] * 5
+    np.testing.assert_array_equal(datasets.load_dataset("balanced", 24).faces, mesh.faces)
+    assert builds == [("balanced", 24)] * 5
 
 
 def test_default_size_is_about_250k():

@@ -48,11 +48,36 @@ def test_summary_by_hand():
     assert empty.summary() == {"scan_max": 0, "scan_avg": 0.0, "zbuf_max": 0, "zbuf_avg": 0.0}
 
 
-def test_workload_table_is_the_summary(mesh):
-    views = {"M(45,45)": ((45, 45), 2.0)}
-    (row,) = datasets.workload_table(mesh, views=views, size=96)
-    w = loop_workloads(mesh, view=(45, 45), magnification=2.0, size=96)
-    assert row == {"view": "M(45,45)", **w.summary()}
+def test_workload_table_matches_the_executed_loops(mesh):
+    # two views whose workloads differ, so a row computed for the wrong view (or the rows
+    # swapped) shows; the oracle is an independent render in the original loop form, whose
+    # loops count the tasks they executed and whose z-buffer counts the fragments written
+    views = {"M(45,45)": ((45, 45), 2.0), "(0,0)": ((0, 0), 1.0)}
+    rows = datasets.workload_table(mesh, views=views, size=96)
+    assert [row["view"] for row in rows] == list(views)
+    assert rows[0] != {**rows[1], "view": rows[0]["view"]}
+    for row, (view, mag) in zip(rows, views.values(), strict=True):
+        frame = render(
+            mesh,
+            view=view,
+            magnification=mag,
+            size=96,
+            loop="original",
+            machine=Machine(pes=64, backend="numpy"),
+            count_writes=True,
+        )
+        scan = frame.stats["loops"]["scan-conversion"]["loop"]
+        zbuf = frame.stats["loops"]["z-buffer"]["loop"]
+        assert zbuf.total_tasks == int(frame.writes.sum())
+        expected = {
+            "view": row["view"],
+            "scan_max": scan.max_workload,
+            "scan_avg": pytest.approx(scan.total_tasks / scan.vps),
+            "zbuf_max": zbuf.max_workload,
+            "zbuf_avg": pytest.approx(zbuf.total_tasks / zbuf.vps),
+        }
+        assert row == expected
+        assert row["scan_max"] > 0 and row["zbuf_avg"] > 0
 
 
 def test_render_keeps_workloads_only_when_asked(mesh):

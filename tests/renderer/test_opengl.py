@@ -1,7 +1,8 @@
 """Agreement with a real OpenGL implementation (Mesa's llvmpipe through moderngl + EGL).
 
-Skipped, with the reason, where no headless GL context can be made. On Debian/Ubuntu the
-context needs: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri libgbm1
+Skipped, with the reason, where no headless GL context can be made (the ``gl`` fixture in
+tests/conftest.py); ``REQUIRE_GL=1`` makes that a failure. On Debian/Ubuntu the context
+needs: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri libgbm1
 """
 
 from __future__ import annotations
@@ -12,19 +13,6 @@ import pytest
 import renderer
 from renderer.datasets import load_dataset
 from tests.renderer.meshes import grid_mesh, window_mvp
-
-
-@pytest.fixture(scope="module")
-def gl():
-    from renderer.opengl import GLUnavailable, gl_context
-
-    try:
-        gl_context()
-    except GLUnavailable as err:
-        pytest.skip(f"no OpenGL context: {err}")
-    from renderer import opengl
-
-    return opengl
 
 
 def test_pixel_aligned_triangles_same_coverage_as_gl(gl, machine):

@@ -68,7 +68,20 @@ def test_phases_count_calls_bytes_cycles_and_wall():
     assert m.clock == pytest.approx(sum(p.cycles for p in stats.phases.values()))
     table = str(stats)
     assert "gather/inner" in table and "model cycles" in table and "total" in table
-    assert json.dumps(stats.to_dict())
+    # the JSON form round-trips to the same numbers, checked against the hand counts
+    data = json.loads(json.dumps(stats.to_dict()))
+    assert data["machine"] == m.cost.name
+    assert set(data["phases"]) == {"gather", "gather/inner", "(no phase)"}
+    assert data["phases"]["gather"]["calls"] == {"scan": 2}
+    assert data["phases"]["gather/inner"]["calls"] == {"send": 1}
+    assert data["phases"]["(no phase)"]["calls"] == {"reduce": 1}
+    assert data["phases"]["gather"]["bytes"] == 2 * 2 * x.nbytes
+    assert sum(p["cycles"] for p in data["phases"].values()) == pytest.approx(m.clock)
+    for name, p in data["phases"].items():
+        assert p["cycles"] == pytest.approx(stats[name].cycles) and p["cycles"] > 0
+        assert p["bytes"] == stats[name].bytes
+        assert p["wall_seconds"] == pytest.approx(stats[name].wall)
+        assert p["model_seconds"] == pytest.approx(p["cycles"] / m.cost.clock_hz)
     m.reset_stats()
     assert m.clock == 0 and not m.stats.phases
 
