@@ -272,8 +272,7 @@ def render_workload(
     small polygons. The renderer is imported here, not at module level, so that the MIMD
     program loads without it until this task set is asked for.
     """
-    from renderer import loop_workloads
-    from renderer.datasets import load_dataset
+    from renderer import load_dataset, loop_workloads
     from simd import Machine
 
     mesh = load_dataset(dataset, resolution)

@@ -13,6 +13,7 @@ rasterisation rules so images compare pixel for pixel with Mesa.
 from __future__ import annotations
 
 from renderer.camera import Camera, default_camera
+from renderer.datasets import load_dataset
 from renderer.image import save_depth, save_image
 from renderer.mesh import Mesh, as_mesh, load_mesh
 from renderer.pipeline import (
@@ -35,6 +36,7 @@ __all__ = [
     "Mesh",
     "as_mesh",
     "default_camera",
+    "load_dataset",
     "load_mesh",
     "loop_workloads",
     "render",

@@ -205,9 +205,7 @@ def _loop_table(frame: Any, machine: Any) -> list[str]:
     lines.append(f"{'phase':<38} {'calls':>6} {'model cycles':>13} {'model s':>9} {'wall s':>8}")
 
     def row(name: str, calls: Any, cycles: float, wall: float) -> str:
-        return (
-            f"{name:<38} {calls:>6} {cycles:>13.0f} {seconds(cycles):>9.4f} {wall:>8.3f}"
-        )
+        return f"{name:<38} {calls:>6} {cycles:>13.0f} {seconds(cycles):>9.4f} {wall:>8.3f}"
 
     for stage, record in frame.stats.stages.items():
         lines.append(row(stage, "", record.cycles, record.wall))

@@ -33,6 +33,4 @@ def test_docstring_examples(name):
 
 def test_the_walk_finds_the_packages_modules():
     names = _modules()
-    assert {"simd.machine", "simd.balance.cost_effective.loops", "renderer.pipeline"} <= set(
-        names
-    )
+    assert {"simd.machine", "simd.balance.cost_effective.loops", "renderer.pipeline"} <= set(names)

@@ -618,12 +618,8 @@ def _move(grid: TiledGrid, m: Any, axis: int, mv: np.ndarray, phase: str, ext: n
             arr[r_idx, 1:] = arr[r_idx, :-1].copy()
             arr[r_idx, 0] = incoming[r_idx]
     m.charge("local", npes * hyper * max(charged, 1), ops=MOVE_OPS)
-    if phase == "put":
-        ext[senders] -= 1
-        ext[receivers] += 1
-    else:
-        ext[senders] -= 1
-        ext[receivers] += 1
+    ext[senders] -= 1
+    ext[receivers] += 1
 
 
 def _shift(m: Any, x: Any, offset: int, charged: bool) -> Any:

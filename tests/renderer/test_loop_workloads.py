@@ -66,8 +66,8 @@ def test_workload_table_matches_the_executed_loops(mesh):
             machine=Machine(pes=64, backend="numpy"),
             count_writes=True,
         )
-        scan = frame.stats["loops"]["scan-conversion"]["loop"]
-        zbuf = frame.stats["loops"]["z-buffer"]["loop"]
+        scan = frame.stats.loops["scan-conversion"]
+        zbuf = frame.stats.loops["z-buffer"]
         assert zbuf.total_tasks == int(frame.writes.sum())
         expected = {
             "view": row["view"],

@@ -409,7 +409,6 @@ def _validate_workload(workload: Any, machine: Any) -> Any:
     return out
 
 
-
 def _progress_callback(progress: Any, total: int) -> tuple[Callable[[int], None], Callable]:
     """Normalise ``progress`` into (advance(done_now), close())."""
     if progress is None or progress is False:

@@ -115,7 +115,6 @@ def decide(savings: int, overestimate: float) -> bool:
     return bool(savings > overestimate)
 
 
-
 def gather_information(
     workload: Any,
     *,
