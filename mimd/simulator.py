@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simd.stats import PhaseRecord
+
 from .network import Network, torus_shape
 from .policies import (
     Diffusion,
@@ -87,7 +89,10 @@ class SimResult:
     messages : int
         Control messages (requests, replies, handshakes) sent.
     ticks : int
-        Event ticks simulated; ``wall``: host seconds the simulation took.
+        Event ticks simulated.
+    record : simd.PhaseRecord
+        The emulated SIMD machine's phase ``"mimd-simulation"`` that ran the simulation:
+        its instructions, model cycles and wall time (``wall``).
     """
 
     policy: str
@@ -106,8 +111,13 @@ class SimResult:
     migrations: int
     messages: int
     ticks: int
-    wall: float = 0.0
     extra: dict = field(default_factory=dict)
+    record: PhaseRecord = field(default_factory=lambda: PhaseRecord("mimd-simulation"))
+
+    @property
+    def wall(self) -> float:
+        """Host seconds the simulation took (its machine phase's wall time)."""
+        return self.record.wall
 
     def row(self) -> dict:
         """The Table 1 line of this run as a dict."""
@@ -207,7 +217,6 @@ def simulate(
     >>> bool(r.runs.tolist() == [1] * 8), round(r.makespan, 1)
     (True, 2.0)
     """
-    import time
 
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a Policy instance, got {type(policy).__name__}")
@@ -229,13 +238,12 @@ def simulate(
         from simd import Machine
 
         machine = Machine(pes=network.shape, backend="numpy")
-    t0 = time.perf_counter()
     app = app_messages * (network.startup + app_bytes * network.per_byte)
-    sim = _Sim(host, policy, network, machine, placement, bundle, int(seed), app)
-    with machine.phase("mimd-simulation"):
+    with machine.phase("mimd-simulation") as record:
+        sim = _Sim(host, policy, network, machine, placement, bundle, int(seed), app)
         sim.run(max_ticks)
-    res = sim.result()
-    res.wall = time.perf_counter() - t0
+        res = sim.result()
+    res.record = record
     return res
 
 

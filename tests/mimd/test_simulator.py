@@ -143,3 +143,13 @@ def test_delivered_work_is_started_not_bounced():
     costs = bimodal(128, 0.5, 3.0, total=640.0)
     r = simulate(costs, Diffusion(), network=Network.cluster(64), max_ticks=20_000)
     assert r.runs.tolist() == [1] * 128
+
+
+def test_result_carries_the_machine_phase_that_ran_it():
+    m = Machine(pes=(2, 2), backend="numpy")
+    r = simulate([1.0] * 8, Farmer(), processors=4, machine=m)
+    # every instruction of the simulation, and nothing else, is in its phase record
+    assert r.record.name == "mimd-simulation"
+    assert r.record.cycles == m.clock > 0
+    assert r.record.calls == m.stats["mimd-simulation"].calls
+    assert r.wall == r.record.wall > 0
