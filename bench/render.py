@@ -21,7 +21,8 @@ cost-effective loop of Figure 2 (LB) and the flattened ``expand`` form (EX).
    phases that cost what the renderer's do, overestimates from ``simd.balance.calibrate``.
 
 Run ``python bench/render.py [--quick]``; results go to ``bench/results/render.json``
-(``render-quick.json`` with ``--quick``).
+(``render-quick.json`` with ``--quick``). It is one script for the five parts of one
+paper's evaluation, which share the data sets, machines and calibrations, hence its length.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Parallel variables are plain arrays of the backend (``numpy.ndarray`` or
 ``cupy.ndarray``) shaped like their VP set; elementwise work is ordinary array code. The
 communication and global instructions are the machine's methods; each call is counted,
 charged to the model clock (``simd.cost``) and accounted to the current phase.
+
+This module is longer than most because it is the instruction set: one class whose methods
+each check one instruction's operands, charge it and dispatch it to the kernel registry.
+Keeping them together keeps the rules of every instruction in one place to read.
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ References
 E. S. Biagioni and J. F. Prins, "Scan Directed Load Balancing for Highly-Parallel
 Mesh-Connected Computers", in Unstructured Scientific Computation on Scalable
 Multiprocessors, MIT Press, 1991 (seed 003).
+
+The module is longer than most because Algorithms 1 to 4 are one algorithm: they share the
+decomposition (:class:`TiledGrid`), the flow computation and the put/get cycles, and differ
+only in the dimension and the pseudo-load, so they stay together.
 """
 
 from __future__ import annotations

@@ -1,0 +1,159 @@
+"""What a frame of the renderer gives back: the image and its statistics."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from renderer.camera import Camera
+from simd.balance import LoopResult
+from simd.stats import PhaseRecord, PhaseStats, Stats
+
+__all__ = ["Frame", "FrameCounts", "FrameStats", "LoopWorkloads"]
+
+
+@dataclass
+class FrameCounts:
+    """What went through the pipeline: triangles in, clipped, rejected (outside the view),
+    drawn and degenerate (no area on screen); spans and fragments of the loops; pixels
+    covered."""
+
+    triangles: int
+    clipped: int
+    rejected: int
+    drawn: int
+    degenerate: int
+    spans: int
+    fragments: int
+    pixels: int
+
+
+@dataclass
+class FrameStats:
+    """The statistics of one frame.
+
+    Attributes
+    ----------
+    stages : dict of str to simd.PhaseRecord
+        One record per pipeline stage (``STAGES``): calls, bytes, model cycles, wall time.
+        The two loop stages are the records of their loops (``loops[name].record``).
+    loops : dict of str to simd.balance.LoopResult
+        The scan-conversion and z-buffer loops: workloads, iterations, decisions and the
+        per-execution records of their balancing phases (Tables 1 and 4 of seed 000).
+    counts : FrameCounts
+    machine : simd.Stats
+        The machine's phase table after the frame (cumulative over the machine's life).
+    wall : float
+        Host seconds of the whole ``render`` call up to the image on the host.
+    workloads : LoopWorkloads or None
+        The two loops' workload arrays (only with ``keep_workloads=True``).
+    """
+
+    stages: dict[str, PhaseRecord]
+    loops: dict[str, LoopResult]
+    counts: FrameCounts
+    machine: Stats
+    wall: float
+    workloads: LoopWorkloads | None = None
+
+    @property
+    def cycles(self) -> float:
+        """Model cycles of the whole frame (all stages)."""
+        return sum(stage.cycles for stage in self.stages.values())
+
+    @property
+    def total(self) -> PhaseStats:
+        """All stages together (``wall`` is the stages' device time)."""
+        return PhaseStats.of(self.stages.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {
+            "stages": {name: r.to_dict() for name, r in self.stages.items()},
+            "loops": {name: loop.to_dict() for name, loop in self.loops.items()},
+            "counts": asdict(self.counts),
+            "cycles": self.cycles,
+            "wall_seconds": self.wall,
+        }
+
+
+@dataclass
+class Frame:
+    """A rendered frame.
+
+    Attributes
+    ----------
+    image : (H, W, 3) uint8 ndarray
+        RGB, row 0 at the top.
+    depth : (H, W) float32 ndarray
+        Window-space depth in [0, 1]; 1.0 where nothing was drawn.
+    face : (H, W) int64 ndarray
+        Index of the mesh face seen at each pixel, -1 where nothing was drawn.
+    mvp : (4, 4) float64 ndarray
+        Model-view-projection matrix (OpenGL conventions, column vectors); with the viewport
+        ``(0, 0, W, H)`` and depth range ``(0, 1)`` any OpenGL renderer draws the same view.
+    camera : Camera
+    stats : FrameStats
+        Per stage and per loop: model cycles, wall time, workloads, balancing decisions;
+        the pipeline's counts.
+    writes : (H, W) int64 ndarray or None
+        Number of fragments sent to each pixel (only with ``count_writes=True``).
+    """
+
+    image: np.ndarray
+    depth: np.ndarray
+    face: np.ndarray
+    mvp: np.ndarray
+    camera: Camera | None
+    loop: str
+    stats: FrameStats
+    writes: np.ndarray | None = None
+
+    @property
+    def coverage(self) -> np.ndarray:
+        """(H, W) bool: pixels something was drawn to."""
+        return self.face >= 0
+
+    def save(self, path: Any) -> None:
+        """Write the image as PNG (or any format Pillow knows from the suffix)."""
+        from renderer.image import save_image
+
+        save_image(self.image, path)
+
+
+@dataclass(frozen=True)
+class LoopWorkloads:
+    """The workloads of the renderer's two balanced loops for one frame (seed 000).
+
+    Attributes
+    ----------
+    scan : (T,) int64 ndarray
+        Scan lines of each polygon after clipping (0 for a degenerate or culled one): the
+        workload of the scan-conversion loop, one datum per polygon.
+    zbuffer : (S,) int64 ndarray
+        Pixels of each span made by scan conversion (all > 0): the workload of the
+        z-buffer loop, one datum per span; ``zbuffer.size <= scan.sum()`` (a scan line
+        that covers no pixel centre makes no span).
+    """
+
+    scan: np.ndarray
+    zbuffer: np.ndarray
+
+    def summary(self) -> dict:
+        """Maximum and mean of each loop's workload (mean over all data, zeros included,
+        as in Table 1 of seed 000 and :class:`simd.balance.LoopResult`)."""
+
+        def mx(w: np.ndarray) -> int:
+            return int(w.max()) if w.size else 0
+
+        def mean(w: np.ndarray) -> float:
+            return float(w.sum() / w.size) if w.size else 0.0
+
+        return {
+            "scan_max": mx(self.scan),
+            "scan_avg": mean(self.scan),
+            "zbuf_max": mx(self.zbuffer),
+            "zbuf_avg": mean(self.zbuffer),
+        }
