@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from copy import deepcopy
 from typing import Any
 
@@ -140,39 +140,18 @@ class Machine:
         self._unread.clear()
         self._clock = 0.0
 
-    @contextmanager
-    def phase(self, name: str, *, sync: bool = False) -> Iterator[PhaseRecord]:
+    def phase(self, name: str, *, sync: bool = False) -> AbstractContextManager[PhaseRecord]:
         """Account the instructions and wall time inside the block to phase ``name``.
 
-        Yields the :class:`~simd.stats.PhaseRecord` of this execution: its calls, bytes and
-        model cycles (nested phases included) and its wall time. The device is not stopped:
-        on a GPU the wall time lies between two CUDA events and is read when asked for.
-        ``sync=True`` waits for the device at both ends instead and times on the host.
+        ``with m.phase(name) as record:`` gives the :class:`~simd.stats.PhaseRecord` of this
+        execution: its calls, bytes and model cycles (nested phases included) and its wall
+        time. The device is not stopped: on a GPU the wall time lies between two CUDA events
+        and is read when asked for. ``sync=True`` waits for the device at both ends instead
+        and times on the host.
         """
         if not isinstance(name, str) or not name or "/" in name:
             raise ValueError(f"a phase name must be a non-empty string without '/', got {name!r}")
-        self._phase_stack.append(name)
-        path = "/".join(self._phase_stack)
-        entry = self._phases.setdefault(path, PhaseStats())
-        entry.entries += 1
-        if sync:
-            self.sync()
-        on_device = self.backend == "cupy" and not sync
-        interval = DeviceInterval(self.xp.cuda) if on_device else HostInterval()
-        record = PhaseRecord(path, interval=interval)
-        self._open.append(record)
-        try:
-            yield record
-        finally:
-            if sync:
-                self.sync()
-            interval.stop()
-            self._open.pop()
-            self._phase_stack.pop()
-            if on_device:
-                self._unread.append((entry, record))
-            else:
-                entry.wall += record.wall
+        return _Phase(self, name, sync)
 
     @contextmanager
     def vp_set(self, n: int) -> Iterator[None]:
@@ -208,12 +187,13 @@ class Machine:
         cycles = self.cost.cycles(kind, n, ops=ops, distance=distance)
         path = "/".join(self._phase_stack) if self._phase_stack else _OUTSIDE
         entry = self._phases.setdefault(path, PhaseStats())
+        nbytes = int(nbytes)
         entry.calls[label] += 1
-        entry.bytes += int(nbytes)
+        entry.bytes += nbytes
         entry.cycles += cycles
         for record in self._open:
             record.calls[label] += 1
-            record.bytes += int(nbytes)
+            record.bytes += nbytes
             record.cycles += cycles
         self._clock += cycles
         return cycles
@@ -631,6 +611,43 @@ class Machine:
         if low < 0 or high >= size:
             bad = low if low < 0 else high
             raise IndexError(f"{what} {bad} is out of range for {size} addresses")
+
+
+class _Phase:
+    """One execution of a phase: opened by ``with``, it yields its record (Machine.phase)."""
+
+    __slots__ = ("entry", "machine", "name", "on_device", "record", "sync")
+
+    def __init__(self, machine: Machine, name: str, sync: bool) -> None:
+        self.machine, self.name, self.sync = machine, name, sync
+
+    def __enter__(self) -> PhaseRecord:
+        m = self.machine
+        m._phase_stack.append(self.name)
+        path = "/".join(m._phase_stack)
+        self.entry = m._phases.get(path)
+        if self.entry is None:
+            self.entry = m._phases[path] = PhaseStats()
+        self.entry.entries += 1
+        if self.sync:
+            m.sync()
+        self.on_device = m.backend == "cupy" and not self.sync
+        interval = DeviceInterval(m.xp.cuda) if self.on_device else HostInterval()
+        self.record = PhaseRecord(path, interval=interval)
+        m._open.append(self.record)
+        return self.record
+
+    def __exit__(self, *exc: object) -> None:
+        m, record = self.machine, self.record
+        if self.sync:
+            m.sync()
+        record.interval.stop()
+        m._open.pop()
+        m._phase_stack.pop()
+        if self.on_device:
+            m._unread.append((self.entry, record))
+        else:
+            self.entry.wall += record.wall
 
 
 def _check_pes_shape(pes: Any) -> tuple[int, ...]:

@@ -24,6 +24,8 @@ __all__ = ["DeviceInterval", "HostInterval", "PhaseRecord", "PhaseStats", "Stats
 class HostInterval:
     """Wall time on the host's performance counter."""
 
+    __slots__ = ("_start", "_stop")
+
     def __init__(self) -> None:
         self._start = time.perf_counter()
         self._stop: float | None = None
@@ -65,7 +67,7 @@ class DeviceInterval:
         return self._seconds
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class PhaseRecord:
     """One execution of a phase: what the instructions inside the block cost.
 
