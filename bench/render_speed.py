@@ -1,0 +1,123 @@
+"""Frame time of the emulated renderer against Mesa's llvmpipe, side by side in one run.
+
+Renders the built-in balanced isosurface (241,802 triangles; ``--quick``: a small one) at
+512x512 in view (45, 45) with ``renderer.render`` in each loop form and with OpenGL
+(moderngl on a headless EGL context, depth and face ids read back), the same mesh, view
+and size, alternating so that both see the same machine load. Each is warmed up once, then
+timed over several frames; the table gives the medians and the ratio ours / OpenGL, which
+is what to compare across machines (absolute times only mean something on one host).
+
+Goals on the CPU (issue 9): expand within 2x of llvmpipe, cost-effective within 3x.
+
+Run ``python bench/render_speed.py [--quick] [--frames N] [--out DIR]``; the JSON goes to
+the current folder (or ``--out``) as ``render_speed[-quick].json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import renderer  # noqa: E402
+from renderer import opengl  # noqa: E402
+from simd import Machine  # noqa: E402
+from simd.info import environment  # noqa: E402
+
+GOALS = {"expand": 2.0, "cost-effective": 3.0}
+
+
+def _timed(fn) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a small isosurface, 3 frames")
+    parser.add_argument("--frames", type=int, default=None, help="timed frames (default 5)")
+    parser.add_argument("--size", type=int, default=512, help="image size (default 512)")
+    parser.add_argument("--backend", default="auto", help="machine backend (default auto)")
+    parser.add_argument("--out", type=Path, default=Path("."), help="folder for the JSON")
+    args = parser.parse_args(argv)
+    frames = args.frames or (3 if args.quick else 5)
+    if frames < 1:
+        parser.error("--frames must be at least 1")
+    if not args.out.is_dir():
+        parser.error(f"--out {args.out} is not a folder")
+    try:
+        ctx = opengl.gl_context()
+    except opengl.GLUnavailable as err:
+        print(f"no OpenGL context, nothing to compare with: {err}", file=sys.stderr)
+        return 2
+    gl_name = ctx.info["GL_RENDERER"]
+
+    mesh = renderer.load_dataset("balanced", 48 if args.quick else "250k")
+    size = (args.size, args.size)
+    machine = Machine(backend=args.backend)
+    print(
+        f"{mesh.n_faces} triangles, {size[0]}x{size[1]}, view (45, 45); ours on "
+        f"{machine.backend}, OpenGL: {gl_name}; medians of {frames} frames after a warm-up"
+    )
+    header = f"{'form':<15} {'ours ms':>9} {'OpenGL ms':>10} {'ratio':>7} {'goal':>6}"
+    print(header)
+    print("-" * len(header))
+    rows = []
+    for form in ("expand", "cost-effective", "original"):
+
+        def ours(form: str = form):
+            return renderer.render(mesh, view=(45, 45), size=size, loop=form, machine=machine)
+
+        frame = ours()  # warm-up (JIT compilation, caches)
+        opengl.render_gl(mesh, frame.mvp, size)
+        t_ours, t_gl = [], []
+        for _ in range(frames):
+            t_ours.append(_timed(ours)[0])
+            t_gl.append(_timed(lambda: opengl.render_gl(mesh, frame.mvp, size))[0])
+        ours_s, gl_s = statistics.median(t_ours), statistics.median(t_gl)
+        ratio = ours_s / gl_s
+        goal = GOALS.get(form)
+        rows.append(
+            {
+                "form": form,
+                "ours_s": t_ours,
+                "opengl_s": t_gl,
+                "ours_median_s": ours_s,
+                "opengl_median_s": gl_s,
+                "ratio": ratio,
+                "goal_ratio": goal,
+            }
+        )
+        goal_text = "-" if goal is None else ("met" if ratio <= goal else f">{goal:g}x")
+        print(f"{form:<15} {1e3 * ours_s:>9.1f} {1e3 * gl_s:>10.1f} {ratio:>7.2f} {goal_text:>6}")
+
+    path = args.out / ("render_speed-quick.json" if args.quick else "render_speed.json")
+    path.write_text(
+        json.dumps(
+            {
+                "benchmark": "render_speed",
+                "environment": environment(),
+                "opengl": {k: ctx.info[k] for k in ("GL_VENDOR", "GL_RENDERER", "GL_VERSION")},
+                "triangles": mesh.n_faces,
+                "size": list(size),
+                "view": [45, 45],
+                "frames": frames,
+                "rows": rows,
+            },
+            indent=2,
+        )
+    )
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
