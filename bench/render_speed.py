@@ -76,12 +76,16 @@ def main(argv: list[str] | None = None) -> int:
         def ours(form: str = form):
             return renderer.render(mesh, view=(45, 45), size=size, loop=form, machine=machine)
 
-        frame = ours()  # warm-up (JIT compilation, caches)
-        opengl.render_gl(mesh, frame.mvp, size)
+        mvp = ours().mvp  # warm-up (JIT compilation, caches)
+
+        def gl(mvp=mvp):
+            return opengl.render_gl(mesh, mvp, size)
+
+        gl()
         t_ours, t_gl = [], []
         for _ in range(frames):
             t_ours.append(_timed(ours)[0])
-            t_gl.append(_timed(lambda: opengl.render_gl(mesh, frame.mvp, size))[0])
+            t_gl.append(_timed(gl)[0])
         ours_s, gl_s = statistics.median(t_ours), statistics.median(t_gl)
         ratio = ours_s / gl_s
         goal = GOALS.get(form)
