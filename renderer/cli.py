@@ -150,7 +150,12 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         default="model",
         help="clock the balancer decides with (default: model)",
     )
-    p.add_argument("--output", "-o", default="frame.png", help="image file (default: frame.png)")
+    p.add_argument(
+        "--output",
+        "-o",
+        default=None,
+        help="image file (default: frame.png; with --orbit an animation, default orbit.gif)",
+    )
     p.add_argument(
         "--depth",
         metavar="FILE",
@@ -167,6 +172,16 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="print the maximum and average workloads of both loops in the four "
         "views of Table 1 (for --mesh, or both built-in data sets) and exit",
+    )
+    p.add_argument(
+        "--orbit",
+        type=int,
+        metavar="N",
+        help="render N frames of a turntable (azimuth from --view's, its elevation) and "
+        "write them as an animated GIF or an MP4 (-o orbit.gif, orbit.mp4)",
+    )
+    p.add_argument(
+        "--fps", type=_positive, default=12.0, help="frames per second of --orbit (default: 12)"
     )
     p.add_argument("--json", metavar="FILE", help="also write the statistics as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -226,8 +241,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"simd-emu render: {err}", file=sys.stderr)
         return 2
 
+    if args.output is None:
+        args.output = "orbit.gif" if args.orbit else "frame.png"
     try:
-        if not args.table1:
+        if args.orbit is not None:
+            from renderer.orbit import check_animation_path
+
+            if args.orbit < 1:
+                raise ValueError(f"--orbit needs at least 1 frame, got {args.orbit}")
+            if args.compare or args.table1 or args.depth:
+                raise ValueError(
+                    "--orbit renders a turntable; it takes no --compare, --table1 or --depth"
+                )
+            check_animation_path(args.output)
+        elif not args.table1:
             _check_output(args.output)
         for extra in (args.json, args.depth):
             if extra:
@@ -250,6 +277,8 @@ def run(args: argparse.Namespace) -> int:
         f"view     : ({args.view[0]:g}, {args.view[1]:g}), magnification "
         f"{args.magnification:g}, {width}x{height}"
     )
+    if args.orbit is not None:
+        return _orbit(args, mesh, machine)
     forms = LOOP_FORMS if args.compare else (args.loop,)
     _warm_up(args, forms)
     frames = {}
@@ -304,6 +333,63 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as err:
         return fail(err)
     return status
+
+
+def _orbit(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
+    """``--orbit N``: a turntable of N frames written as one animation."""
+    import statistics
+
+    from renderer.orbit import orbit, save_animation
+
+    _warm_up(args, (args.loop,))
+    frames = orbit(
+        mesh,
+        args.orbit,
+        azimuth=args.view[0],
+        elevation=args.view[1],
+        machine=machine,
+        magnification=args.magnification,
+        size=tuple(args.size),
+        loop=args.loop,
+        shading=args.shading,
+        clock=args.clock,
+    )
+    bar = None
+    if not args.no_progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=args.orbit, desc="orbit", unit="frame", leave=False)
+    images, times, stats = [], [], []
+    t_start = t0 = time.perf_counter()
+    try:
+        for frame in frames:
+            now = time.perf_counter()
+            times.append(now - t0)
+            t0 = now
+            images.append(frame.image)
+            stats.append(frame.stats.to_dict())
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    total = time.perf_counter() - t_start
+    print(
+        f"{len(images)} frames in {total:.2f} s: {len(images) / total:.2f} frames/s, "
+        f"median {1e3 * statistics.median(times):.1f} ms per frame ({args.loop} loops, "
+        f"{machine.backend})"
+    )
+    try:
+        save_animation(images, args.output, fps=args.fps)
+        print(f"wrote {args.output}")
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"orbit": args.orbit, "frame_seconds": times, "frames": stats}, fh)
+            print(f"wrote {args.json}")
+    except (ValueError, OSError) as err:
+        print(f"simd-emu render: {err}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _compare_table(frames: dict, seconds: Any) -> list[str]:
