@@ -115,7 +115,8 @@ def save_animation(
     >>> images = [np.full((8, 8, 3), v, dtype=np.uint8) for v in (0, 128, 255)]
     >>> path = os.path.join(tempfile.mkdtemp(), "a.gif")
     >>> save_animation(images, path, fps=10)
-    >>> Image.open(path).n_frames
+    >>> with Image.open(path) as gif:
+    ...     gif.n_frames
     3
     """
     check_animation_path(path)
