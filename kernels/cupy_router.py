@@ -1,7 +1,8 @@
 """CuPy router kernels: ``send`` with atomic combining, registered for the CuPy backend.
 
-Imported by ``kernels.cupy_scan`` (only when the CuPy backend is in use). The sources and
-the algorithm are in ``kernels.cuda_router_source``. Cases the kernels do not cover
+Imported by ``kernels.cupy_scan`` (only when the CuPy backend is in use). ``send`` takes
+its array namespace from ``xp`` (CuPy, or the counting stand-in ``kernels.counting.cupy``).
+The sources and the algorithm are in ``kernels.cuda_router_source``. Cases the kernels do not cover
 (float ``add``, which must combine in sender order to be deterministic; bool or other
 dtypes; a non-contiguous ``out``) go to the reference implementation, which runs on CuPy
 too (a stable sort by destination and a segmented scan).
@@ -10,8 +11,8 @@ too (a stable sort by destination and a segmented scan).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
-import cupy
 import numpy as np
 
 from kernels import cuda_router_source as _src
@@ -22,7 +23,7 @@ __all__ = ["send"]
 
 
 @functools.cache
-def _module(combine: str, dtype: str, device_id: int) -> cupy.RawModule:
+def _module(cupy: Any, combine: str, dtype: str, device_id: int) -> Any:
     return cupy.RawModule(code=_src.router_source(combine, np.dtype(dtype)))
 
 
@@ -41,7 +42,7 @@ def send(xp, values, dest, out, combine: str):
     """
     dtype = out.dtype
     if (
-        xp is not cupy
+        xp is np
         or dtype not in _src.DTYPES
         or not out.flags.c_contiguous
         or (combine == "add" and dtype.kind == "f")
@@ -54,10 +55,11 @@ def send(xp, values, dest, out, combine: str):
         combine = "overwrite"
     if combine != "overwrite" and combine not in _src.ATOMIC_COMBINES[dtype.kind]:
         return reference.send(xp, values, dest, out, combine)
+    cupy = xp
     flat = out.reshape(-1)
     values = cupy.ascontiguousarray(values.reshape(-1), dtype=dtype)
     dest = cupy.ascontiguousarray(dest.reshape(-1), dtype=cupy.int64)
-    module = _module(combine, dtype.str, cupy.cuda.Device().id)
+    module = _module(cupy, combine, dtype.str, cupy.cuda.Device().id)
     grid, block = _grid(n), (_src.BLOCK,)
     if combine == "overwrite":
         winner = cupy.full(flat.size, -1, dtype=cupy.int64)

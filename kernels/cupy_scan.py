@@ -1,8 +1,10 @@
 """CuPy scan kernels: every scan form CuPy lacks, in one kernel family.
 
-Imported only when the CuPy backend is in use (``kernels.registry`` loads it), so it may
-import CuPy at module level. It registers ``scan`` and ``reduce`` for the ``"cupy"`` backend
-and imports ``kernels.cupy_router`` (``send``).
+Loaded when the CuPy backend is first used (``kernels.registry`` loads it). It registers
+``scan`` and ``reduce`` for the ``"cupy"`` backend and imports ``kernels.cupy_router``
+(``send``). The functions take their array namespace from ``xp``: CuPy, or the counting
+stand-in ``kernels.counting.cupy`` that runs this same code on NumPy and counts its
+launches; NumPy goes to the reference. CuPy itself is never imported here.
 
 The kernels are the single-pass decoupled look-back scan of Merrill & Garland (NVIDIA
 NVR-2016-002) over CUB block primitives, with Schwartz's (flag, value) pair operator for
@@ -15,8 +17,8 @@ dtype, pairs) and device, and memoised, as CuPy does for its own kernels; the sc
 from __future__ import annotations
 
 import functools
+from typing import Any
 
-import cupy
 import numpy as np
 
 from kernels import cuda_scan_source as _src
@@ -27,7 +29,7 @@ __all__ = ["scan", "reduce"]
 
 
 @functools.cache
-def _module(key: tuple, device_id: int) -> tuple[cupy.RawKernel, cupy.RawKernel]:
+def _module(cupy: Any, key: tuple, device_id: int) -> tuple[Any, Any]:
     """Compiled (init, scan) kernels of variant ``key`` (op, dtype, pairs) on a device."""
     op, dtype, pairs = key
     source = _src.scan_source(op, np.dtype(dtype), pairs=pairs)
@@ -36,7 +38,7 @@ def _module(key: tuple, device_id: int) -> tuple[cupy.RawKernel, cupy.RawKernel]
     return module.get_function(_src.INIT_KERNEL), module.get_function(_src.SCAN_KERNEL)
 
 
-def _scan_rows(buf, flags, row_len: int, op: str, *, exclusive, reverse, initial):
+def _scan_rows(cupy, buf, flags, row_len: int, op: str, *, exclusive, reverse, initial):
     """Scan the C-contiguous 1-D ``buf`` in rows of ``row_len`` (flags: uint8 or None)."""
     n = buf.size
     out = cupy.empty_like(buf)
@@ -54,7 +56,7 @@ def _scan_rows(buf, flags, row_len: int, op: str, *, exclusive, reverse, initial
         has_initial=initial is not None,
     )
     fill = _src.scan_fill(op, dtype, exclusive=exclusive, initial=initial)
-    init_kernel, scan_kernel = _module(plan.key, cupy.cuda.Device().id)
+    init_kernel, scan_kernel = _module(cupy, plan.key, cupy.cuda.Device().id)
     tile_bytes = _src.tile_state_bytes(plan.num_tiles)
     tile_mem = cupy.empty(tile_bytes, dtype=cupy.uint8)
     ticket = cupy.empty(1, dtype=cupy.uint32)
@@ -108,7 +110,7 @@ def scan(
     >>> scan(cupy, cupy.arange(5), "max", reverse=True).get()  # doctest: +SKIP
     array([4, 4, 4, 4, 4])
     """
-    if xp is not cupy or x.dtype not in _src.DTYPES:
+    if xp is np or x.dtype not in _src.DTYPES:
         return reference.scan(
             xp,
             x,
@@ -119,6 +121,7 @@ def scan(
             axis=axis,
             initial=initial,
         )
+    cupy = xp
     shape = x.shape
     if axis is None or x.ndim <= 1:
         buf = cupy.ascontiguousarray(x).reshape(-1)
@@ -140,7 +143,9 @@ def scan(
             ).reshape(-1)
     if flags is not None:
         flags = flags.view(cupy.uint8)
-    out = _scan_rows(buf, flags, row_len, op, exclusive=exclusive, reverse=reverse, initial=initial)
+    out = _scan_rows(
+        cupy, buf, flags, row_len, op, exclusive=exclusive, reverse=reverse, initial=initial
+    )
     if moved_shape is None:
         return out.reshape(shape)
     return cupy.ascontiguousarray(cupy.moveaxis(out.reshape(moved_shape), -1, axis))
@@ -153,14 +158,14 @@ def reduce(xp, x, op: str = "add", *, axis: int | None = None):
     add, max and min use CuPy's reductions; the bitwise ones take the last element of an
     inclusive scan kernel (CuPy has no bitwise reductions).
     """
-    if xp is not cupy or op in ("add", "max", "min") or x.dtype not in _src.DTYPES:
+    if xp is np or op in ("add", "max", "min") or x.dtype not in _src.DTYPES:
         return reference.reduce(xp, x, op, axis=axis)
     if x.size == 0 or (axis is not None and x.shape[axis] == 0):
         return reference.reduce(xp, x, op, axis=axis)
     if axis is None:
         return scan(xp, x.reshape(-1), op)[-1]
     total = scan(xp, x, op, axis=axis)
-    return cupy.take(total, -1, axis=axis)
+    return xp.take(total, -1, axis=axis)
 
 
 # The router kernels register themselves for the CuPy backend too.

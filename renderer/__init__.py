@@ -25,6 +25,7 @@ from renderer.pipeline import (
     loop_workloads,
     render,
 )
+from renderer.scene import Scene
 
 __all__ = [
     "Camera",
@@ -34,6 +35,7 @@ __all__ = [
     "LOOP_FORMS",
     "LoopWorkloads",
     "Mesh",
+    "Scene",
     "as_mesh",
     "default_camera",
     "load_dataset",

@@ -16,7 +16,14 @@ import numpy as np
 
 from renderer.mesh import Mesh
 
-__all__ = ["Camera", "default_camera", "look_at", "perspective", "viewport_matrix"]
+__all__ = [
+    "Camera",
+    "bounding_sphere",
+    "default_camera",
+    "look_at",
+    "perspective",
+    "viewport_matrix",
+]
 
 #: Vertical field of view at magnification 1, degrees.
 DEFAULT_FOVY = 30.0
@@ -129,6 +136,26 @@ def viewport_matrix(width: int, height: int) -> np.ndarray:
     return m
 
 
+def bounding_sphere(mesh: Mesh) -> tuple[np.ndarray, float]:
+    """Centre of the bounding box and radius of the sphere around it through the farthest
+    vertex (1 for a single point), as :func:`default_camera` frames the mesh.
+
+    Examples
+    --------
+    >>> from renderer.mesh import as_mesh
+    >>> tri = as_mesh((np.array([[0.0, 0, 0], [2, 0, 0], [0, 2, 0]]), np.array([[0, 1, 2]])))
+    >>> centre, radius = bounding_sphere(tri)
+    >>> centre.tolist(), round(radius, 6)
+    ([1.0, 1.0, 0.0], 1.414214)
+    """
+    lo, hi = mesh.bounds()
+    centre = (lo + hi) / 2.0
+    radius = float(np.sqrt(((mesh.vertices - centre) ** 2).sum(axis=1).max()))
+    if radius == 0.0:
+        radius = 1.0  # a single point: any distance will do
+    return centre, radius
+
+
 def default_camera(
     mesh: Mesh,
     view: tuple[float, float] = (45.0, 45.0),
@@ -149,7 +176,8 @@ def default_camera(
 
     Parameters
     ----------
-    mesh : Mesh
+    mesh : Mesh or Scene
+        A :class:`~renderer.Scene` gives its bounding sphere, computed once.
     view : (azimuth, elevation) in degrees
     magnification : float, > 0
     aspect : float
@@ -176,11 +204,10 @@ def default_camera(
         raise TypeError(f"magnification must be a number, got {magnification!r}")
     if not (magnification > 0 and math.isfinite(magnification)):
         raise ValueError(f"magnification must be a positive number, got {magnification!r}")
-    lo, hi = mesh.bounds()
-    centre = (lo + hi) / 2.0
-    radius = float(np.sqrt(((mesh.vertices - centre) ** 2).sum(axis=1).max()))
-    if radius == 0.0:
-        radius = 1.0  # a single point: any distance will do
+    if hasattr(mesh, "bounding_sphere"):  # a renderer.Scene keeps it
+        centre, radius = mesh.bounding_sphere()
+    else:
+        centre, radius = bounding_sphere(mesh)
     half = math.radians(fovy) / 2.0
     # fit the sphere in the narrower direction: horizontal half-angle is atan(aspect tan half)
     fit = min(half, math.atan(aspect * math.tan(half)))

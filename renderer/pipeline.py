@@ -18,9 +18,10 @@ import numpy as np
 from renderer.camera import Camera, default_camera
 from renderer.clip import clip_triangles
 from renderer.frame import Frame, FrameCounts, FrameStats, LoopWorkloads
-from renderer.mesh import as_mesh, face_normals, vertex_normals
+from renderer.mesh import as_mesh
 from renderer.scan import ScanConverter, setup_triangles
-from renderer.shading import lambert, shade_pixels
+from renderer.scene import Scene, vertex_colours
+from renderer.shading import shade_pixels
 from renderer.transform import to_clip
 from renderer.zbuffer import EMPTY, ZBufferBody, decode_keys, id_bits
 from simd.balance import run_loop
@@ -103,7 +104,11 @@ def render(
 
     Parameters
     ----------
-    mesh : Mesh, object with ``vertices`` (N, 3) and ``faces`` (M, 3), or such a pair
+    mesh : Scene, Mesh, object with ``vertices`` (N, 3) and ``faces`` (M, 3), or such a pair
+        A :class:`~renderer.Scene` is already on its machine's device (vertices, faces,
+        normals, bounding sphere, the colours of the lights it was lit with): the frame
+        uploads none of it again, and renders on the scene's machine. A mesh is validated
+        and uploaded for this frame only. The frame is the same either way.
     view : (azimuth, elevation)
         Viewing direction in degrees, as in Table 1 of seed 000: ``(0, 0)``, ``(45, 45)``.
     magnification : float
@@ -113,7 +118,8 @@ def render(
     loop : {"original", "cost-effective", "expand"}
         Form of the scan conversion and z-buffer loops (``run_loop``'s ``form``).
     machine : simd.Machine, optional
-        The machine to run on; a default ``Machine()`` when omitted.
+        The machine to run on; a default ``Machine()`` when omitted (for a Scene: the
+        scene's machine, and no other).
     shading : {"gouraud", "flat"}
     camera : Camera, optional
         Overrides ``view`` and ``magnification`` (for example to put the near plane through
@@ -156,7 +162,8 @@ def render(
     >>> frame.image.shape, bool(frame.coverage.any())
     ((64, 64, 3), True)
     """
-    mesh = as_mesh(mesh)
+    scene = mesh if isinstance(mesh, Scene) else None
+    mesh = scene.mesh if scene is not None else as_mesh(mesh)
     width, height = _parse_size(size)
     if loop not in LOOP_FORMS:
         raise ValueError(f"loop must be one of {', '.join(LOOP_FORMS)}; got {loop!r}")
@@ -168,6 +175,10 @@ def render(
         raise TypeError(f"camera must be a renderer.Camera, got {type(camera).__name__}")
     if machine is not None and not (hasattr(machine, "xp") and hasattr(machine, "scan")):
         raise TypeError(f"machine must be a simd.Machine, got {type(machine).__name__}")
+    if scene is not None:
+        if machine is not None and machine is not scene.machine:
+            raise ValueError("a Scene renders on the machine it was prepared on")
+        machine = scene.machine
     m = machine if machine is not None else _default_machine()
     xp = m.xp
     aspect = width / height
@@ -181,7 +192,7 @@ def render(
         cam = (
             camera
             if camera is not None
-            else default_camera(mesh, view, magnification, aspect=aspect)
+            else default_camera(scene or mesh, view, magnification, aspect=aspect)
         )
         mvp = cam.mvp(aspect)
         light = cam.light_direction()
@@ -215,17 +226,18 @@ def render(
     t_start = time.perf_counter()
     try:
         with stage("transform") as record:
-            vertices = m.asarray(mesh.vertices, dtype=np.float64)
-            faces = m.asarray(mesh.faces, dtype=np.int64)
-            clip = to_clip(xp, vertices, mvp)
-            if shading == "gouraud":
-                vcol = lambert(vertex_normals(mesh), light)
+            if scene is not None:
+                vertices, faces = scene.vertices, scene.faces
             else:
-                # flat: a face's colour on all three of its vertices (attributes per corner)
-                fn = face_normals(mesh.vertices, mesh.faces)
-                ln = np.linalg.norm(fn, axis=1)
-                fn = fn / np.where(ln > 0, ln, 1.0)[:, None]
-                vcol = lambert(fn, light)
+                vertices = m.asarray(mesh.vertices, dtype=np.float64)
+                faces = m.asarray(mesh.faces, dtype=np.int64)
+            clip = to_clip(xp, vertices, mvp)
+            # flat: a face's colour on all three of its corners (attributes per corner)
+            vcol = (
+                scene.colours(light, shading)
+                if scene is not None
+                else vertex_colours(mesh, light, shading)
+            )
             m.charge("elementwise", len(mesh.vertices), ops=TRANSFORM_OPS)
         done("transform", record)
         with stage("clip") as record:
@@ -234,7 +246,7 @@ def render(
             else:
                 # give every corner its own vertex so the face colour rides along
                 corner = xp.arange(3 * len(mesh.faces), dtype=xp.int64).reshape(-1, 3)
-                ccol = m.asarray(np.repeat(vcol, 3, axis=0))
+                ccol = m.asarray(vcol)
                 tris = clip_triangles(
                     xp, clip[faces.reshape(-1)], corner, ccol, width, height, machine=m
                 )

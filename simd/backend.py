@@ -13,6 +13,9 @@ from simd.errors import BackendUnavailableError
 __all__ = ["BACKENDS", "cupy_status", "resolve_backend"]
 
 BACKENDS = ("numpy", "cupy")
+#: Not a backend of its own: the CuPy code path run on NumPy, counting launches and syncs
+#: (``kernels.counting``). A machine on it has ``backend == "cupy"``.
+COUNTING = "counting"
 
 
 @functools.cache
@@ -45,7 +48,9 @@ def resolve_backend(backend: str = "auto") -> tuple[str, ModuleType]:
 
     ``"auto"`` takes the environment variable ``SIMD_BACKEND`` if it is set, else CuPy
     when a GPU answers and NumPy otherwise. Asking for ``"cupy"`` without a usable GPU
-    raises :class:`~simd.errors.BackendUnavailableError` with the reason.
+    raises :class:`~simd.errors.BackendUnavailableError` with the reason. ``"counting"``
+    gives ``"cupy"`` with the counting stand-in for CuPy (``kernels.counting.cupy``), which
+    runs the CuPy code path on NumPy and counts its launches, syncs and transfers.
     """
     if not isinstance(backend, str):
         raise TypeError(f"backend must be a string, got {type(backend).__name__}")
@@ -55,9 +60,13 @@ def resolve_backend(backend: str = "auto") -> tuple[str, ModuleType]:
     if name == "auto":
         ok, _ = cupy_status()
         name = "cupy" if ok else "numpy"
+    if name == COUNTING:
+        from kernels.counting import cupy as counting
+
+        return "cupy", counting
     if name not in BACKENDS:
         raise ValueError(
-            f"unknown backend {backend!r}; expected 'auto', 'numpy' or 'cupy'"
+            f"unknown backend {backend!r}; expected 'auto', 'numpy', 'cupy' or 'counting'"
             + (" (from SIMD_BACKEND)" if backend.lower() == "auto" else "")
         )
     if name == "numpy":

@@ -59,9 +59,12 @@ class Machine:
         many nodes by default) or a shape for a mesh (a MasPar MP-1 by default, e.g.
         ``(64, 64)``). Its size gives the VP ratio of the cost model; its shape is the
         mesh that shifts move along.
-    backend : {"auto", "numpy", "cupy"}
+    backend : {"auto", "numpy", "cupy", "counting"}
         Array backend. ``"auto"`` picks CuPy when a GPU answers, else NumPy, and the
         environment variable ``SIMD_BACKEND`` overrides it. ``Machine.backend`` says which.
+        ``"counting"`` runs the CuPy code path (``backend == "cupy"``) on a NumPy stand-in
+        for CuPy that counts kernel launches, host syncs and transfers
+        (``kernels.counting``); its phases are counting scopes.
     cost : CostModel, {"cm5", "mp1"} or None
         The model clock's constants; None picks from ``pes`` as described above.
 
@@ -85,6 +88,8 @@ class Machine:
         self.pes = _check_pes_shape(pes)
         self.npes = math.prod(self.pes)
         self.backend, self.xp = resolve_backend(backend)
+        # The counting stand-in for CuPy attributes its counts to the open phases.
+        self._scopes = self.xp if hasattr(self.xp, "push_scope") else None
         self.cost = _resolve_cost(cost, self.pes, self.npes)
         self._phases: dict[str, PhaseStats] = {}
         self._phase_stack: list[str] = []
@@ -95,7 +100,7 @@ class Machine:
 
     def __repr__(self) -> str:
         shape = "x".join(map(str, self.pes))
-        return f"Machine(pes={shape}, backend={self.backend!r}, cost={self.cost.name!r})"
+        return f"Machine(pes={shape}, backend={self.backend_spec!r}, cost={self.cost.name!r})"
 
     # ------------------------------------------------------------------ arrays and clocks
 
@@ -113,6 +118,14 @@ class Machine:
         """Wait for the device to finish (no-op on NumPy)."""
         if self.backend == "cupy":
             self.xp.cuda.get_current_stream().synchronize()
+
+    @property
+    def backend_spec(self) -> str:
+        """The ``backend=`` that makes another machine on the same device.
+
+        ``backend`` itself, or ``"counting"`` for the counting stand-in for CuPy.
+        """
+        return "counting" if self._scopes is not None else self.backend
 
     @property
     def clock(self) -> float:
@@ -629,6 +642,8 @@ class _Phase:
         if self.entry is None:
             self.entry = m._phases[path] = PhaseStats()
         self.entry.entries += 1
+        if m._scopes is not None:
+            m._scopes.push_scope(self.name)
         if self.sync:
             m.sync()
         self.on_device = m.backend == "cupy" and not self.sync
@@ -644,6 +659,8 @@ class _Phase:
         record.interval.stop()
         m._open.pop()
         m._phase_stack.pop()
+        if m._scopes is not None:
+            m._scopes.pop_scope()
         if self.on_device:
             m._unread.append((self.entry, record))
         else:

@@ -79,7 +79,7 @@ def dry_run_costs(machine: Any, n: int, clock: str) -> tuple[float, float]:
     >>> info > 0 and redis > info
     True
     """
-    scratch = type(machine)(pes=machine.pes, backend=machine.backend, cost=machine.cost)
+    scratch = type(machine)(pes=machine.pes, backend=machine.backend_spec, cost=machine.cost)
     xp = scratch.xp
     best = [math.inf, math.inf]
     for _ in range(2):

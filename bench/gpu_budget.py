@@ -1,0 +1,132 @@
+"""What one frame would cost a GPU: launches, host syncs and transfers, counted without one.
+
+Renders the built-in balanced isosurface (``renderer.load_dataset("balanced")``: 241,802
+triangles) at 512x512 in each loop form on the counting backend (``kernels.counting``, the
+CuPy code path run on NumPy) and prints, per pipeline stage and per frame: kernel launches,
+device-to-host synchronisations, host-to-device and device-to-host bytes, elementwise
+traffic, and the host-side Python time with the device work stubbed out. Two frames per
+form: a one-off frame from the mesh (uploads it), and the second frame of a
+``renderer.Scene`` (the mesh already on the device). The original form also runs on the
+unbalanced set, as in the paper's tables.
+
+Run ``python bench/gpu_budget.py [--quick] [--out FILE]``; ``--quick`` uses a small
+resolution of the same surface (``load_dataset("balanced", 48)``) and a 128x128 image.
+Writes JSON with the machine and versions to ``gpu_budget.json`` (``gpu_budget-quick.json``)
+in the current folder, or to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import renderer  # noqa: E402
+from kernels import counting  # noqa: E402
+from simd import Machine  # noqa: E402
+from simd.info import environment  # noqa: E402
+
+FORMS = ("expand", "cost-effective", "original")
+OUTSIDE = "(outside phases)"
+
+
+def measure_frame(target: Any, loop: str, size: int, machine: Machine) -> dict[str, Any]:
+    """Render once on ``machine`` (a counting one) and return the counts of the frame."""
+    with counting.measure() as c:
+        frame = renderer.render(target, size=size, loop=loop, machine=machine)
+    stages = {(name or OUTSIDE): counts.to_dict() for name, counts in c.stages().items()}
+    total = c.total.to_dict()
+    total["host_seconds"] = c.host_seconds
+    total["wall_seconds"] = c.wall_seconds
+    return {
+        "loop": loop,
+        "triangles": frame.stats.counts.triangles,
+        "pixels": frame.stats.counts.pixels,
+        "iterations": {name: res.iterations for name, res in frame.stats.loops.items()},
+        "total": total,
+        "stages": stages,
+    }
+
+
+def print_frame(title: str, row: dict[str, Any]) -> None:
+    its = ", ".join(f"{k} {v}" for k, v in row["iterations"].items())
+    print(f"\n{title}: {row['triangles']:,} triangles, {row['pixels']:,} pixels; iterations {its}")
+    header = (
+        f"{'stage':<20} {'launches':>9} {'syncs':>6} {'H2D MB':>9} {'D2H kB':>9} {'traffic MB':>11}"
+    )
+    print(header)
+    print("-" * len(header))
+    rows = list(row["stages"].items()) + [("frame", row["total"])]
+    for name, c in rows:
+        print(
+            f"{name:<20} {c['launches']:>9,} {c['syncs']:>6,} {c['h2d_bytes'] / 1e6:>9.3f}"
+            f" {c['d2h_bytes'] / 1e3:>9.1f} {c['traffic_bytes'] / 1e6:>11.1f}"
+        )
+    t = row["total"]
+    print(
+        f"host Python time with device work stubbed: {t['host_seconds'] * 1e3:.1f} ms "
+        f"(wall {t['wall_seconds']:.2f} s); syncs by cause: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(t["sync_ops"].items(), key=lambda kv: -kv[1]))
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small mesh and image")
+    parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    parser.add_argument("--forms", default=",".join(FORMS), help="loop forms, comma-separated")
+    parser.add_argument(
+        "--no-unbalanced", action="store_true", help="skip the original form on the unbalanced set"
+    )
+    args = parser.parse_args(argv)
+    resolution = 48 if args.quick else "250k"
+    size = 128 if args.quick else 512
+    forms = [f for f in args.forms.split(",") if f]
+    out = args.out or Path("gpu_budget-quick.json" if args.quick else "gpu_budget.json")
+
+    t0 = time.perf_counter()
+    balanced = renderer.load_dataset("balanced", resolution)
+    results: list[dict[str, Any]] = []
+    for loop in forms:
+        m = Machine(backend="counting")
+        row = measure_frame(balanced, loop, size, m)
+        row.update(dataset="balanced", frame="mesh (one-off, uploads the mesh)")
+        print_frame(f"{loop}, balanced set, one-off frame from the mesh", row)
+        results.append(row)
+        scene = renderer.Scene(balanced, machine=m)
+        renderer.render(scene, size=size, loop=loop)  # the scene's first frame
+        row = measure_frame(scene, loop, size, m)
+        row.update(dataset="balanced", frame="scene (second frame)")
+        print_frame(f"{loop}, balanced set, second frame of a Scene", row)
+        results.append(row)
+    if "original" in forms and not args.no_unbalanced:
+        unbalanced = renderer.load_dataset("unbalanced", resolution)
+        row = measure_frame(unbalanced, "original", size, Machine(backend="counting"))
+        row.update(dataset="unbalanced", frame="mesh (one-off, uploads the mesh)")
+        print_frame("original, unbalanced set, one-off frame from the mesh", row)
+        results.append(row)
+
+    doc = {
+        "benchmark": "gpu_budget",
+        "quick": args.quick,
+        "image": [size, size],
+        "resolution": resolution,
+        "backend": "counting (kernels.counting: the CuPy code path on NumPy)",
+        "environment": environment(),
+        "seconds": time.perf_counter() - t0,
+        "frames": results,
+    }
+    out.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,941 @@
+"""A counting stand-in for CuPy: the CuPy code path run on NumPy, its GPU costs counted.
+
+``kernels.counting.cupy`` is an array namespace shaped like the ``cupy`` module. Arrays it
+makes are :class:`DeviceArray` (a NumPy subclass that plays a ``cupy.ndarray``); every
+operation on them computes with NumPy and is counted as CuPy would execute it on a GPU:
+
+- **kernel launches**: a ufunc call or ufunc method (``reduce``, ``accumulate``, ``at``)
+  is one launch; ``a.sum()``, ``a.max()``, ``a.any()`` are one (a reduction) and give a
+  0-d device array, not a host number; copies, fills, ``astype``, ``take``, ``where``,
+  ``concatenate`` (one per input array), sorts and scans are one each; views (``reshape``
+  of a contiguous array, slicing, ``transpose``, ``broadcast_to``) and ``empty`` are none.
+- **device-to-host synchronisations**: ``int()``, ``float()``, ``bool()``,
+  ``operator.index`` (a device scalar as a slice bound), ``.item()``, ``.tolist()``,
+  ``.get()``, ``cupy.asnumpy``; ``nonzero`` / ``flatnonzero`` / ``argwhere`` /
+  one-argument ``where``; boolean-mask indexing (``a[mask]``) and other data-dependent
+  output shapes (``unique``, ``compress``, ``extract``, ``bincount``, ``repeat`` with an
+  array of counts, assigning an array to ``a[mask]``); a stream's or an event's
+  ``synchronize``. Each sync also counts the bytes it brings back (8 for the size of a
+  data-dependent shape).
+- **host-to-device bytes**: ``cupy.asarray`` / ``cupy.array`` of host data, host arrays
+  used as indices or assigned into device arrays, and host arrays mixed into a ufunc
+  (which real CuPy refuses with a ``TypeError``: such calls are also listed in
+  ``Counts.implicit`` so that tests can demand there are none).
+- **device traffic**: the bytes a launch reads and writes (array inputs plus outputs).
+- **time**: the seconds spent inside counted operations (the device work, done here by
+  NumPy) are kept apart, so that a measurement's ``host_seconds`` is the caller's own
+  Python time with the device work stubbed out.
+
+The CuPy backend's own kernels run too: ``RawModule`` / ``RawKernel`` give fake kernels
+that count one launch and compute their result with the reference implementations
+(``kernels.reference``), identified by kernel name (and, for the modules of
+``kernels.cupy_scan`` and ``kernels.cupy_router``, by their generated source);
+``kernels.numba_shift`` hands its launches to :meth:`CountingCuPy.launch_emulated`. Kernels
+that later code adds register a NumPy emulation with :func:`emulates`.
+
+``cuda.Event`` records host times; reading an elapsed time costs one sync (the event's
+``synchronize``) and nothing before, as on a GPU.
+
+Use it through ``simd.Machine(backend="counting")`` (``backend == "cupy"``, ``xp`` this
+namespace) and :func:`measure`::
+
+    with counting.measure() as c:
+        renderer.render(mesh, machine=m)
+    c.total.syncs, c.total.launches, c.scopes["z-buffer"].launches, c.host_seconds
+
+Where it is approximate
+-----------------------
+- Library calls that are several kernels in CuPy count as one: sorts (Thrust/CUB radix sort,
+  a few launches), ``cumsum`` (CuPy's scan is one CUB call or a few kernels), ``unique``
+  and ``nonzero`` (modelled as a fixed 4 and 3 launches), boolean-mask indexing (2
+  launches: a scan of the mask and a scatter), ``mean`` / ``var`` (one reduction).
+- Array creation from a Python scalar in a ufunc is free (CuPy passes it as a kernel
+  argument); a 0-d host NumPy array is treated as such a scalar.
+- ``numpy.asarray(device_array)`` silently gives the host the data here (the subclass is
+  an ndarray); real CuPy raises. Other NumPy-level escapes (``ndarray`` methods not
+  listed in :data:`_METHOD_MODELS` that do not go through a ufunc) are not counted.
+- CuPy's host overhead per launch (a few microseconds of Python and driver time) is not
+  in ``host_seconds``; multiply ``launches`` by a per-launch cost to estimate it.
+- Memory traffic counts whole arrays; strides, caches and fusion are not modelled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+import types
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kernels import cuda_router_source as _router_src
+from kernels import cuda_scan_source as _scan_src
+from kernels import reference
+
+__all__ = [
+    "Counts",
+    "CountingCuPy",
+    "DeviceArray",
+    "Measurement",
+    "cupy",
+    "emulates",
+    "measure",
+]
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass
+class Counts:
+    """What some device work cost, as CuPy on a GPU would spend it."""
+
+    launches: int = 0
+    syncs: int = 0
+    h2d_bytes: int = 0
+    d2h_bytes: int = 0
+    h2d_copies: int = 0
+    traffic_bytes: int = 0
+    device_seconds: float = 0.0
+    #: Launches by operation name.
+    ops: Counter = field(default_factory=Counter)
+    #: Syncs by the operation that caused them.
+    sync_ops: Counter = field(default_factory=Counter)
+    #: Host arrays mixed into device operations (real CuPy raises on these).
+    implicit: Counter = field(default_factory=Counter)
+
+    def add(self, other: Counts) -> None:
+        self.launches += other.launches
+        self.syncs += other.syncs
+        self.h2d_bytes += other.h2d_bytes
+        self.d2h_bytes += other.d2h_bytes
+        self.h2d_copies += other.h2d_copies
+        self.traffic_bytes += other.traffic_bytes
+        self.device_seconds += other.device_seconds
+        self.ops.update(other.ops)
+        self.sync_ops.update(other.sync_ops)
+        self.implicit.update(other.implicit)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {
+            "launches": self.launches,
+            "syncs": self.syncs,
+            "h2d_bytes": self.h2d_bytes,
+            "d2h_bytes": self.d2h_bytes,
+            "h2d_copies": self.h2d_copies,
+            "traffic_bytes": self.traffic_bytes,
+            "device_seconds": self.device_seconds,
+            "sync_ops": dict(self.sync_ops),
+            "implicit": dict(self.implicit),
+        }
+
+
+@dataclass
+class Measurement:
+    """Counts of one measured block, in total and per scope (machine phase path)."""
+
+    total: Counts = field(default_factory=Counts)
+    scopes: dict[str, Counts] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+
+    @property
+    def host_seconds(self) -> float:
+        """Wall time of the block less the device work done for it (by NumPy here)."""
+        return max(0.0, self.wall_seconds - self.total.device_seconds)
+
+    def stage(self, name: str) -> Counts:
+        """Counts of scope ``name`` and every scope nested in it."""
+        out = Counts()
+        for path, c in self.scopes.items():
+            if path == name or path.startswith(name + "/"):
+                out.add(c)
+        return out
+
+    def stages(self) -> dict[str, Counts]:
+        """Counts per top-level scope (``""``: outside any scope)."""
+        out: dict[str, Counts] = {}
+        for path, c in self.scopes.items():
+            out.setdefault(path.split("/")[0], Counts()).add(c)
+        return out
+
+
+class _State:
+    """The counting device's process-wide state (one device, as CuPy's current one)."""
+
+    def __init__(self) -> None:
+        self.depth = 0  # > 0 inside a counted operation: nested work is not counted again
+        self.scopes: list[str] = []
+        self.meters: list[Measurement] = []
+        self.lifetime = Counts()
+
+    def record(
+        self,
+        op: str,
+        *,
+        launches: int = 0,
+        syncs: int = 0,
+        h2d: int = 0,
+        d2h: int = 0,
+        traffic: int = 0,
+        seconds: float = 0.0,
+        implicit: int = 0,
+    ) -> None:
+        path = "/".join(self.scopes)
+        targets = [self.lifetime] + [m.scopes.setdefault(path, Counts()) for m in self.meters]
+        targets += [m.total for m in self.meters]
+        for c in targets:
+            c.launches += launches
+            c.syncs += syncs
+            c.h2d_bytes += h2d
+            c.d2h_bytes += d2h
+            c.h2d_copies += 1 if h2d else 0
+            c.traffic_bytes += traffic
+            c.device_seconds += seconds
+            if launches:
+                c.ops[op] += launches
+            if syncs:
+                c.sync_ops[op] += syncs
+            if implicit:
+                c.implicit[op] += implicit
+
+
+_state = _State()
+
+
+@contextlib.contextmanager
+def measure() -> Iterator[Measurement]:
+    """Count the device work of the block (nested measurements each count it).
+
+    Examples
+    --------
+    >>> from kernels.counting import cupy as xp, measure
+    >>> with measure() as c:
+    ...     total = xp.asarray([1, 2, 3]).sum()   # one upload, one reduction
+    ...     n = int(total)                        # one sync
+    >>> c.total.launches, c.total.syncs, c.total.h2d_bytes, n
+    (1, 1, 24, 6)
+    """
+    meter = Measurement()
+    _state.meters.append(meter)
+    start = time.perf_counter()
+    try:
+        yield meter
+    finally:
+        meter.wall_seconds = time.perf_counter() - start
+        _state.meters.remove(meter)
+
+
+@contextlib.contextmanager
+def scope(name: str) -> Iterator[None]:
+    """Attribute the counts of the block to scope ``name`` (nested: ``outer/name``)."""
+    _state.scopes.append(name)
+    try:
+        yield
+    finally:
+        _state.scopes.pop()
+
+
+# --------------------------------------------------------------------------- arrays
+
+
+def _nbytes(a: Any) -> int:
+    return int(a.nbytes) if isinstance(a, np.ndarray) else 0
+
+
+class _Call:
+    """Unwraps the device arrays of one operation's arguments; notes host arrays."""
+
+    __slots__ = ("host_bytes", "implicit", "traffic")
+
+    def __init__(self) -> None:
+        self.host_bytes = 0
+        self.implicit = 0
+        self.traffic = 0
+
+    def unwrap(self, a: Any, *, host_ok: bool = False) -> Any:
+        if isinstance(a, DeviceArray):
+            base = a.view(np.ndarray)
+            self.traffic += base.nbytes
+            return base
+        if type(a) is np.ndarray:
+            if a.ndim and not host_ok:
+                self.host_bytes += a.nbytes
+                self.implicit += 1
+            return a
+        if isinstance(a, list | tuple):
+            items = [self.unwrap(v, host_ok=host_ok) for v in a]
+            return type(a)(items) if isinstance(a, tuple) else items
+        return a
+
+
+def _wrap(r: Any) -> Any:
+    if isinstance(r, DeviceArray):
+        return r
+    if isinstance(r, np.ndarray):
+        return r.view(DeviceArray)
+    if isinstance(r, np.generic):
+        return np.asarray(r).view(DeviceArray)
+    if isinstance(r, tuple):
+        return tuple(_wrap(v) for v in r)
+    if isinstance(r, list):
+        return [_wrap(v) for v in r]
+    return r
+
+
+def _out_bytes(r: Any) -> int:
+    if isinstance(r, np.ndarray):
+        return r.nbytes
+    if isinstance(r, tuple | list):
+        return sum(_out_bytes(v) for v in r)
+    return 0
+
+
+def _run(
+    op: str,
+    fn: Callable,
+    args: tuple,
+    kwargs: dict,
+    *,
+    launches: int | Callable[[Any], int] = 1,
+    syncs: int = 0,
+    host_ok: bool = False,
+    wrap: bool = True,
+    h2d: int = 0,
+) -> Any:
+    """Run ``fn`` on the unwrapped arguments and count it as ``op``."""
+    if _state.depth:
+        return fn(*args, **kwargs)
+    t0 = time.perf_counter()
+    call = _Call()
+    args = call.unwrap(args, host_ok=host_ok)
+    kwargs = {k: call.unwrap(v, host_ok=host_ok) for k, v in kwargs.items()}
+    _state.depth += 1
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        _state.depth -= 1
+    n = launches(result) if callable(launches) else launches
+    _state.record(
+        op,
+        launches=n,
+        syncs=syncs,
+        h2d=call.host_bytes + h2d,
+        d2h=8 * syncs,
+        traffic=(call.traffic + _out_bytes(result)) if n else 0,
+        seconds=time.perf_counter() - t0,
+        implicit=call.implicit,
+    )
+    return _wrap(result) if wrap else result
+
+
+def _sync(op: str, nbytes: int, fn: Callable, *args: Any) -> Any:
+    """A device-to-host read of ``nbytes``: one sync."""
+    if _state.depth:
+        return fn(*args)
+    t0 = time.perf_counter()
+    _state.depth += 1
+    try:
+        result = fn(*args)
+    finally:
+        _state.depth -= 1
+    _state.record(op, syncs=1, d2h=nbytes, seconds=time.perf_counter() - t0)
+    return result
+
+
+def _index_kind(key: Any) -> tuple[str, int]:
+    """('basic' | 'gather' | 'mask', host bytes of host index arrays) of an index."""
+    parts = key if isinstance(key, tuple) else (key,)
+    kind, host = "basic", 0
+    for k in parts:
+        if isinstance(k, np.ndarray) or (isinstance(k, list) and k):
+            arr = np.asarray(k)
+            if type(k) is not DeviceArray:
+                host += arr.nbytes
+            if arr.dtype == np.bool_:
+                return "mask", host
+            kind = "gather"
+    return kind, host
+
+
+def _slice_syncs(key: Any) -> int:
+    parts = key if isinstance(key, tuple) else (key,)
+    n = 0
+    for k in parts:
+        if isinstance(k, slice):
+            n += sum(isinstance(v, DeviceArray) for v in (k.start, k.stop, k.step))
+    return n
+
+
+class DeviceArray(np.ndarray):
+    """An array on the counting device (plays ``cupy.ndarray``; NumPy holds the data)."""
+
+    __array_priority__ = 100.0
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return _ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return _function(func.__name__, func, args, kwargs)
+
+    # ---- reads to the host: one sync each
+    def get(self, stream: Any = None, order: str = "C", out: Any = None) -> np.ndarray:
+        """A host copy (one sync)."""
+        host = _sync("get", self.nbytes, np.array, self.view(np.ndarray))
+        if out is not None:
+            out[...] = host
+            return out
+        return host
+
+    def item(self, *args: Any) -> Any:
+        return _sync("item", self.itemsize, self.view(np.ndarray).item, *args)
+
+    def tolist(self) -> Any:
+        return _sync("tolist", self.nbytes, self.view(np.ndarray).tolist)
+
+    def __int__(self) -> int:
+        return _sync("int", self.itemsize, int, self.view(np.ndarray))
+
+    def __float__(self) -> float:
+        return _sync("float", self.itemsize, float, self.view(np.ndarray))
+
+    def __complex__(self) -> complex:
+        return _sync("complex", self.itemsize, complex, self.view(np.ndarray))
+
+    def __bool__(self) -> bool:
+        return _sync("bool", self.itemsize, bool, self.view(np.ndarray))
+
+    def __index__(self) -> int:
+        return _sync("index", self.itemsize, self.view(np.ndarray).__index__)
+
+    def __repr__(self) -> str:
+        _state.depth += 1  # printing is for people, not counted
+        try:
+            return repr(self.view(np.ndarray)).replace("array(", "device_array(", 1)
+        finally:
+            _state.depth -= 1
+
+    __str__ = __repr__
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __reduce__(self) -> Any:
+        return (np.asarray, (self.view(np.ndarray),))
+
+    # ---- indexing
+    def __getitem__(self, key: Any) -> Any:
+        base = self.view(np.ndarray)
+        if _state.depth:
+            return base[key]
+        kind, host = _index_kind(key)
+        syncs = _slice_syncs(key)
+        if kind == "mask":
+            return _run(
+                "getitem[mask]", base.__getitem__, (key,), {}, launches=2, syncs=1 + syncs,
+                host_ok=True, h2d=host,
+            )  # fmt: skip
+        if kind == "gather":
+            return _run(
+                "getitem[gather]", base.__getitem__, (key,), {}, launches=1, syncs=syncs,
+                host_ok=True, h2d=host,
+            )  # fmt: skip
+        # a view: no kernel (a 0-d view for a single element, as CuPy gives)
+        if syncs:
+            _state.record("getitem[slice bound]", syncs=syncs, d2h=8 * syncs)
+        out = base[key]
+        if isinstance(out, np.generic):
+            return np.asarray(out).view(DeviceArray)
+        return out.view(DeviceArray)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        base = self.view(np.ndarray)
+        if _state.depth:
+            base[key] = value
+            return
+        kind, host = _index_kind(key)
+        scalar = not isinstance(value, np.ndarray) or value.ndim == 0
+        if type(value) is np.ndarray and value.ndim:
+            host += value.nbytes  # CuPy uploads a host value first
+        launches, syncs = 1, _slice_syncs(key)
+        if kind == "mask" and not scalar:
+            launches, syncs = 3, syncs + 1  # the mask's true positions are counted first
+        elif kind == "gather" and not scalar:
+            launches = 1
+        _run(
+            "setitem[mask]" if kind == "mask" else f"setitem[{kind}]",
+            base.__setitem__,
+            (key, value),
+            {},
+            launches=launches,
+            syncs=syncs,
+            wrap=False,
+            host_ok=True,
+            h2d=host,
+        )
+        return None
+
+
+def _ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    out = kwargs.get("out")
+    fn = getattr(ufunc, method)
+    name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+    result = _run(name, fn, inputs, kwargs, wrap=out is None)
+    if method == "at":
+        return None
+    if out is not None:
+        outs = out if isinstance(out, tuple) else (out,)
+        return outs[0] if len(outs) == 1 else outs
+    return result
+
+
+# Launches and syncs of NumPy functions (also the ndarray methods of the same name) where
+# they differ from the default (one launch, no sync).
+_VIEWS = {
+    "reshape",
+    "transpose",
+    "moveaxis",
+    "swapaxes",
+    "rollaxis",
+    "broadcast_to",
+    "broadcast_arrays",
+    "expand_dims",
+    "squeeze",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "shape",
+    "ndim",
+    "size",
+    "result_type",
+    "can_cast",
+    "min_scalar_type",
+    "iscomplexobj",
+    "isrealobj",
+    "isscalar",
+    "empty",
+    "empty_like",
+    "may_share_memory",
+    "shares_memory",
+    "split",
+    "array_split",
+    "hsplit",
+    "vsplit",
+    "diagonal",
+    "flip",
+    "fliplr",
+    "flipud",
+    "real",
+}
+#: (launches, syncs) of data-dependent shapes.
+_SYNCING = {
+    "nonzero": (3, 1),
+    "flatnonzero": (3, 1),
+    "argwhere": (3, 1),
+    "unique": (4, 1),
+    "compress": (3, 1),
+    "extract": (3, 1),
+    "bincount": (3, 1),
+}
+
+
+def _copies_if_needed(result: Any, inputs: tuple) -> int:
+    """One launch if the result does not share memory with the first input (a copy)."""
+    first = inputs[0] if inputs else None
+    if isinstance(result, np.ndarray) and isinstance(first, np.ndarray):
+        shared = np.shares_memory(result.view(np.ndarray), first.view(np.ndarray))
+        return 0 if shared else 1
+    return 1
+
+
+def _function(name: str, func: Callable, args: tuple, kwargs: dict) -> Any:
+    if name in _VIEWS:
+        return _run(name, func, args, kwargs, launches=0)
+    if name in ("ravel", "ascontiguousarray", "asfortranarray"):
+        return _run(name, func, args, kwargs, launches=lambda r: _copies_if_needed(r, args))
+    if name in _SYNCING:
+        launches, syncs = _SYNCING[name]
+        return _run(name, func, args, kwargs, launches=launches, syncs=syncs)
+    if name == "where" and len(args) + len(kwargs) == 1:
+        return _run("where(nonzero)", func, args, kwargs, launches=3, syncs=1)
+    if name == "repeat":
+        repeats = args[1] if len(args) > 1 else kwargs.get("repeats")
+        if isinstance(repeats, np.ndarray) and repeats.size > 1:
+            return _run(name, func, args, kwargs, launches=2, syncs=1)
+    if name in ("concatenate", "stack", "hstack", "vstack", "column_stack", "dstack"):
+        arrays = args[0] if args else kwargs.get("arrays", ())
+        return _run(name, func, args, kwargs, launches=max(1, len(arrays)))
+    return _run(name, func, args, kwargs)
+
+
+# ndarray methods that do not go through a ufunc: counted as the function of that name.
+_METHOD_MODELS = (
+    "all",
+    "any",
+    "sum",
+    "max",
+    "min",
+    "prod",
+    "mean",
+    "std",
+    "var",
+    "argmax",
+    "argmin",
+    "cumsum",
+    "cumprod",
+    "take",
+    "argsort",
+    "repeat",
+    "searchsorted",
+    "dot",
+    "round",
+    "clip",
+    "flatten",
+    "ravel",
+    "put",
+    "compress",
+    "nonzero",
+    "copy",
+    "fill",
+    "sort",
+    "conj",
+    "trace",
+)
+
+
+def _method(name: str) -> Callable:
+    def method(self: DeviceArray, *args: Any, **kwargs: Any) -> Any:
+        base_method = getattr(np.ndarray, name)
+        wrap = name not in ("sort", "fill", "put")
+        return (
+            _function(name, base_method, (self, *args), kwargs)
+            if wrap
+            else _run(name, base_method, (self, *args), kwargs, wrap=False)
+        )
+
+    method.__name__ = name
+    return method
+
+
+for _name in _METHOD_MODELS:
+    setattr(DeviceArray, _name, _method(_name))
+
+
+def _astype(self: DeviceArray, dtype: Any, order: str = "K", casting: str = "unsafe",
+            subok: bool = True, copy: bool = True) -> Any:  # fmt: skip
+    if not copy and np.dtype(dtype) == self.dtype:
+        return self
+    return _run("astype", np.ndarray.astype, (self, dtype), {"order": order, "casting": casting})
+
+
+DeviceArray.astype = _astype  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------- kernels
+
+#: NumPy emulations of device kernels, by kernel name: fn(variant, args) computes in place.
+_EMULATORS: dict[str, Callable[[Any, tuple], None]] = {}
+
+
+def emulates(name: str) -> Callable[[Callable], Callable]:
+    """Register ``fn(variant, args)`` as the NumPy emulation of device kernel ``name``.
+
+    ``args`` are the launch arguments with device arrays as NumPy arrays; the emulation
+    writes the kernel's outputs in place. ``variant`` is what the kernel's module source
+    was recognised as (or None).
+    """
+
+    def decorate(fn: Callable) -> Callable:
+        _EMULATORS[name] = fn
+        return fn
+
+    return decorate
+
+
+@functools.cache
+def _variant_of_source(code: str) -> Any:
+    for op, dtype, pairs in _scan_src.all_variants():
+        if _scan_src.scan_source(op, dtype, pairs=pairs) == code:
+            return ("scan", op, np.dtype(dtype), pairs)
+    for combine, dtype in _router_src.all_variants():
+        if _router_src.router_source(combine, dtype) == code:
+            return ("router", combine, np.dtype(dtype))
+    return None
+
+
+class _Kernel:
+    """A compiled kernel on the counting device: a launch counts one and emulates it."""
+
+    def __init__(self, name: str, variant: Any = None) -> None:
+        self.name, self.variant = name, variant
+
+    def __call__(self, grid: Any, block: Any, args: tuple, **kwargs: Any) -> None:
+        launch(self.name, args, self.variant)
+
+
+def launch(name: str, args: tuple, variant: Any = None) -> None:
+    """Count one launch of kernel ``name`` and run its NumPy emulation on ``args``."""
+    emulate = _EMULATORS.get(name)
+    if emulate is None:
+        raise NotImplementedError(
+            f"kernel {name!r} has no NumPy emulation on the counting device; register "
+            "one with kernels.counting.emulates"
+        )
+    _run(f"kernel:{name}", lambda *a: emulate(variant, a), tuple(args), {}, wrap=False)
+
+
+class RawModule:
+    """``cupy.RawModule`` on the counting device (the source is kept, never compiled)."""
+
+    def __init__(self, code: str | None = None, *, options: tuple = (), **kwargs: Any) -> None:
+        self.code = code or ""
+        self.options = options
+
+    def get_function(self, name: str) -> _Kernel:
+        return _Kernel(name, _variant_of_source(self.code))
+
+
+class RawKernel(_Kernel):
+    """``cupy.RawKernel(code, name)`` on the counting device."""
+
+    def __init__(self, code: str, name: str, options: tuple = (), **kwargs: Any) -> None:
+        super().__init__(name)
+        self.code = code
+
+
+class ElementwiseKernel:
+    """``cupy.ElementwiseKernel`` on the counting device: an emulation registered by name."""
+
+    def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel",
+                 **kwargs: Any) -> None:  # fmt: skip
+        self.name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        emulate = _EMULATORS.get(self.name)
+        if emulate is None:
+            raise NotImplementedError(f"elementwise kernel {self.name!r} has no emulation")
+        return _run(f"kernel:{self.name}", lambda *a: emulate(None, a), args, kwargs)
+
+
+# The CuPy backend's kernels (kernels.cupy_scan, kernels.cupy_router, kernels.numba_shift).
+
+
+@emulates(_scan_src.INIT_KERNEL)
+def _scan_init(variant: Any, args: tuple) -> None:
+    pass  # resets the look-back tile states: nothing to emulate
+
+
+@emulates(_scan_src.SCAN_KERNEL)
+def _scan(variant: Any, args: tuple) -> None:
+    buf, flags, out, n, row_len, fill, form = args[:7]
+    _, op, dtype, _pairs = variant
+    rows = buf.reshape(-1, int(row_len))
+    segments = None
+    if form & _scan_src.FORM_SEGMENTED:
+        segments = flags.reshape(rows.shape).astype(bool)
+    result = reference.scan(
+        np,
+        rows,
+        op,
+        exclusive=bool(form & _scan_src.FORM_EXCLUSIVE),
+        reverse=bool(form & _scan_src.FORM_REVERSE),
+        segments=segments,
+        axis=1,
+        initial=fill if form & _scan_src.FORM_INITIAL else None,
+    )
+    out[...] = result.reshape(out.shape)
+
+
+@emulates(_router_src.SEND_KERNEL)
+def _router_send(variant: Any, args: tuple) -> None:
+    values, dest, flat, n = args
+    flat[...] = reference.send(np, values, dest, flat.copy(), variant[1])
+
+
+@emulates(_router_src.WINNER_KERNEL)
+def _router_winner(variant: Any, args: tuple) -> None:
+    dest, winner, n = args
+    np.maximum.at(winner, dest, np.arange(int(n), dtype=np.int64))
+
+
+@emulates(_router_src.WRITE_KERNEL)
+def _router_write(variant: Any, args: tuple) -> None:
+    values, dest, winner, flat, n = args
+    won = winner[dest] == np.arange(int(n), dtype=np.int64)
+    flat[dest[won]] = values[won]
+
+
+_SHIFT_MODES = {0: "wrap", 2: "edge"}  # kernels.numba_shift's _WRAP, _EDGE; 1 is a fill
+
+
+@emulates("numba_shift.shift3")
+def _shift3(variant: Any, args: tuple) -> None:
+    src, out, inner, d_c, mid, d_r, mode, fill = args
+    outer, rows, length = src.shape
+    grid = src.reshape(outer, rows // mid, mid, length // inner, inner)
+    boundary = _SHIFT_MODES.get(int(mode), fill)
+    moved = reference.shift(np, grid, (0, int(d_r), 0, int(d_c), 0), boundary)
+    out[...] = moved.reshape(out.shape)
+
+
+@emulates("numba_shift.halo")
+def _halo(variant: Any, args: tuple) -> None:
+    tiles, heights, widths, out, width, mode, fill = args
+    boundary = _SHIFT_MODES.get(int(mode), fill)
+    out[...] = reference.halo_exchange(np, tiles, heights, widths, int(width), boundary)
+
+
+# --------------------------------------------------------------------------- cuda
+
+
+class _Event:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.time: float | None = None
+
+    def record(self, stream: Any = None) -> None:
+        self.time = time.perf_counter()
+
+    def synchronize(self) -> None:
+        _state.record("Event.synchronize", syncs=1)
+
+    @property
+    def done(self) -> bool:
+        return True
+
+
+class _Stream:
+    ptr = 0
+
+    def synchronize(self) -> None:
+        _state.record("Stream.synchronize", syncs=1)
+
+
+class _Device:
+    def __init__(self, device: int = 0) -> None:
+        self.id = int(device)
+
+    def synchronize(self) -> None:
+        _state.record("Device.synchronize", syncs=1)
+
+
+def _elapsed_ms(start: _Event, stop: _Event) -> float:
+    return 1e3 * ((stop.time or 0.0) - (start.time or 0.0))
+
+
+_cuda = types.SimpleNamespace(
+    Event=_Event,
+    Device=_Device,
+    Stream=_Stream,
+    get_current_stream=lambda *a: _Stream(),
+    get_elapsed_time=_elapsed_ms,
+    runtime=types.SimpleNamespace(getDeviceCount=lambda: 1),
+)
+
+
+# --------------------------------------------------------------------------- namespace
+
+
+class _Ufunc:
+    """A ufunc of the counting namespace: calls are device launches whatever the inputs."""
+
+    def __init__(self, ufunc: np.ufunc) -> None:
+        self._ufunc = ufunc
+        self.__name__ = ufunc.__name__
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._ufunc, name)
+        if name in ("reduce", "accumulate", "at", "outer", "reduceat"):
+            return lambda *a, **k: _ufunc(self._ufunc, name, a, k)
+        return attr
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _ufunc(self._ufunc, "__call__", args, kwargs)
+
+
+def _namespace_function(name: str, func: Callable) -> Callable:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return _function(name, func, args, kwargs)
+
+    call.__name__ = name
+    return call
+
+
+class CountingCuPy(types.ModuleType):
+    """The ``cupy`` module as the counting device sees it (see the module docstring)."""
+
+    ndarray = DeviceArray
+    cuda = _cuda
+    RawModule = RawModule
+    RawKernel = RawKernel
+    ElementwiseKernel = ElementwiseKernel
+    #: What ``simd.Machine`` shows as its device.
+    device_name = "counting (NumPy stand-in for CuPy)"
+
+    def __init__(self) -> None:
+        super().__init__("cupy_counting")
+        self._cache: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._cache[name]
+        except KeyError:
+            pass
+        attr = getattr(np, name)  # AttributeError as the real module would
+        if isinstance(attr, np.ufunc):
+            attr = _Ufunc(attr)
+        elif (
+            callable(attr) and not isinstance(attr, type) and not isinstance(attr, types.ModuleType)
+        ):
+            attr = _namespace_function(name, attr)
+        self._cache[name] = attr
+        return attr
+
+    # ---- transfers
+    def asarray(self, a: Any, dtype: Any = None, order: Any = None) -> DeviceArray:
+        if isinstance(a, DeviceArray):
+            if dtype is None or np.dtype(dtype) == a.dtype:
+                return a
+            return a.astype(dtype)
+        host = np.array(a, dtype=dtype, copy=True, order=order or "K")
+        _state.record("asarray", h2d=host.nbytes)
+        return host.view(DeviceArray)
+
+    def array(self, a: Any, dtype: Any = None, copy: bool = True, order: str = "K",
+              **kwargs: Any) -> DeviceArray:  # fmt: skip
+        if isinstance(a, DeviceArray):
+            if not copy and (dtype is None or np.dtype(dtype) == a.dtype):
+                return a
+            return _run("array", np.array, (a,), {"dtype": dtype, "copy": True, "order": order})
+        return self.asarray(a, dtype=dtype, order=order)
+
+    def asnumpy(self, a: Any, stream: Any = None, order: str = "C") -> np.ndarray:
+        if isinstance(a, DeviceArray):
+            return a.get(order=order)
+        return np.asarray(a, order=order)
+
+    def get_array_module(self, *args: Any) -> Any:
+        return self if any(isinstance(a, DeviceArray) for a in args) else np
+
+    # ---- kernels not compiled but emulated
+    def launch_emulated(self, name: str, args: tuple) -> None:
+        """Launch kernel ``name`` (one count) with its registered NumPy emulation."""
+        launch(name, args)
+
+    # ---- counting
+    measure = staticmethod(measure)
+    scope = staticmethod(scope)
+
+    def push_scope(self, name: str) -> None:
+        _state.scopes.append(name)
+
+    def pop_scope(self) -> None:
+        _state.scopes.pop()
+
+
+#: The counting namespace (one device per process, as CuPy's current device).
+cupy = CountingCuPy()

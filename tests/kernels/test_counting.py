@@ -1,0 +1,281 @@
+"""The counting stand-in for CuPy (``kernels.counting``): each rule counts as modelled.
+
+Every counted operation must give NumPy's result, and count exactly the launches, syncs
+and bytes its module docstring promises; the machine on it (``backend="counting"``) runs
+the CuPy backend's own kernels (scan, router, shift, halo) through their emulations and
+agrees with the NumPy machine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernels import counting
+from kernels.counting import DeviceArray, measure
+from kernels.counting import cupy as xp
+from simd import Machine
+from simd.stats import DeviceInterval
+
+
+def counts(fn):
+    """(result, Counts) of calling ``fn``."""
+    with measure() as c:
+        result = fn()
+    return result, c.total
+
+
+@pytest.fixture
+def a():
+    return xp.asarray(np.arange(12, dtype=np.int64))
+
+
+def test_upload_counts_bytes_and_no_launch():
+    host = np.arange(10, dtype=np.float64)
+    dev, c = counts(lambda: xp.asarray(host))
+    assert isinstance(dev, DeviceArray) and (dev == host).all()
+    assert (c.h2d_bytes, c.h2d_copies, c.launches, c.syncs) == (80, 1, 0, 0)
+    host[0] = 99.0  # the device copy is a copy
+    assert dev[0] == 0.0
+    same, c = counts(lambda: xp.asarray(dev))
+    assert same is dev and (c.h2d_bytes, c.launches) == (0, 0)
+    _, c = counts(lambda: xp.asarray(dev, dtype=np.float32))
+    assert (c.launches, c.h2d_bytes) == (1, 0)
+
+
+def test_ufunc_is_one_launch_and_returns_a_device_array(a):
+    out, c = counts(lambda: a * 2 + 1)
+    assert isinstance(out, DeviceArray)
+    assert (out.view(np.ndarray) == np.arange(12) * 2 + 1).all()
+    assert (c.launches, c.syncs, c.h2d_bytes) == (2, 0, 0)
+    assert c.ops == {"multiply": 1, "add": 1}
+    assert c.traffic_bytes == 4 * 96  # two kernels, each reads 96 bytes and writes 96
+
+
+def test_in_place_ufunc_keeps_the_array(a):
+    def add():
+        b = a
+        b += 1
+        return b
+
+    b, c = counts(add)
+    assert b is a and c.launches == 1 and int(a[0]) == 1
+
+
+def test_reduction_is_one_launch_and_reading_it_one_sync(a):
+    total, c = counts(lambda: a.sum())
+    assert isinstance(total, DeviceArray) and total.ndim == 0
+    assert (c.launches, c.syncs) == (1, 0)
+    value, c = counts(lambda: int(total))
+    assert value == 66 and (c.launches, c.syncs, c.d2h_bytes) == (0, 1, 8)
+    for read in (float, bool, lambda t: t.item(), lambda t: range(100)[t]):
+        _, c = counts(lambda read=read: read(total))
+        assert (c.syncs, c.launches) == (1, 0)
+    _, c = counts(lambda: (a.max(), a.min(), a.any(), xp.count_nonzero(a), a.mean()))
+    assert (c.launches, c.syncs) == (5, 0)
+
+
+def test_data_dependent_shapes_sync_once(a):
+    mask = a % 3 == 0
+    picked, c = counts(lambda: a[mask])
+    assert picked.tolist() == [0, 3, 6, 9]
+    assert (c.syncs, c.launches, c.d2h_bytes) == (1, 2, 8)
+    for fn, expect in (
+        (lambda: xp.nonzero(mask)[0], [0, 3, 6, 9]),
+        (lambda: mask.nonzero()[0], [0, 3, 6, 9]),
+        (lambda: xp.flatnonzero(mask), [0, 3, 6, 9]),
+        (lambda: xp.where(mask)[0], [0, 3, 6, 9]),
+        (lambda: xp.unique(a % 4), [0, 1, 2, 3]),
+        (lambda: xp.bincount(a % 2), [6, 6]),
+    ):
+        got, c = counts(fn)
+        assert got.view(np.ndarray).tolist() == expect
+        assert c.syncs == 1, fn
+
+
+def test_gathers_views_and_copies(a):
+    idx = xp.asarray(np.array([3, 1]))
+    got, c = counts(lambda: a[idx])
+    assert got.tolist() == [3, 1] and (c.launches, c.syncs) == (1, 0)
+    got, c = counts(lambda: a[np.array([3, 1])])  # a host index is uploaded first
+    assert (c.launches, c.syncs, c.h2d_bytes) == (1, 0, 16)
+    _, c = counts(lambda: (a.reshape(3, 4).T, a[2:5], a[::2], xp.broadcast_to(a, (2, 12))))
+    assert (c.launches, c.syncs) == (0, 0)
+    element, c = counts(lambda: a[4])
+    assert isinstance(element, DeviceArray) and element.ndim == 0 and c.launches == 0
+    _, c = counts(lambda: (a.copy(), a.astype(np.float32), xp.zeros(5), xp.where(a > 2, a, 0)))
+    assert (c.launches, c.syncs) == (5, 0)  # the comparison is a launch too
+    _, c = counts(lambda: (a.astype(np.int64, copy=False), xp.empty(8)))
+    assert c.launches == 0
+    _, c = counts(lambda: xp.concatenate([a, a, a]))
+    assert c.launches == 3
+
+
+def test_setitem(a):
+    b = a.copy()
+    mask = b > 8
+    _, c = counts(lambda: b.__setitem__(mask, 0))
+    assert (c.launches, c.syncs) == (1, 0) and b.tolist()[-3:] == [0, 0, 0]
+    _, c = counts(lambda: b.__setitem__(mask, xp.asarray(np.array([7, 8, 9]))))
+    assert c.syncs == 1 and b.tolist()[-3:] == [7, 8, 9]
+    _, c = counts(lambda: b.__setitem__(xp.asarray(np.array([0, 1])), 5))
+    assert (c.launches, c.syncs) == (1, 0) and b.tolist()[:2] == [5, 5]
+
+
+def test_reads_to_the_host(a):
+    host, c = counts(lambda: a.get())
+    assert type(host) is np.ndarray and (host == np.arange(12)).all()
+    assert (c.syncs, c.d2h_bytes) == (1, 96)
+    host, c = counts(lambda: xp.asnumpy(a))
+    assert type(host) is np.ndarray and (c.syncs, c.d2h_bytes) == (1, 96)
+    _, c = counts(lambda: a.tolist())
+    assert (c.syncs, c.d2h_bytes) == (1, 96)
+
+
+def test_host_arrays_mixed_into_device_work_are_flagged(a):
+    _, c = counts(lambda: a + np.ones(12, dtype=np.int64))
+    assert c.implicit == {"add": 1} and c.h2d_bytes == 96
+    _, c = counts(lambda: a + 1)
+    assert not c.implicit
+
+
+def test_events_time_without_a_sync_until_read():
+    with measure() as c:
+        interval = DeviceInterval(xp.cuda)
+        interval.stop()
+    assert c.total.syncs == 0
+    with measure() as c:
+        first = interval.seconds
+        second = interval.seconds
+    assert first == second >= 0 and c.total.syncs == 1
+    _, c = counts(lambda: xp.cuda.get_current_stream().synchronize())
+    assert c.syncs == 1
+
+
+def test_scopes_and_nested_measurements(a):
+    with measure() as outer:
+        with counting.scope("stage"):
+            with measure() as inner:
+                a + 1
+                with counting.scope("inner"):
+                    int(a.sum())
+    assert outer.total.launches == inner.total.launches == 2
+    assert outer.stage("stage").syncs == 1 and outer.scopes["stage/inner"].launches == 1
+    assert set(outer.stages()) == {"stage"}
+
+
+def test_unknown_kernels_need_an_emulation():
+    kernel = xp.RawKernel("extern C __global__ void f() {}", "no_such_kernel")
+    with pytest.raises(NotImplementedError, match="no NumPy emulation"):
+        kernel((1,), (1,), ())
+
+
+# ----------------------------------------------------------------- the machine on it
+
+
+@pytest.fixture
+def pair():
+    return Machine(pes=16, backend="numpy"), Machine(pes=16, backend="counting")
+
+
+def test_machine_on_the_counting_device(pair):
+    cpu, dev = pair
+    assert dev.backend == "cupy" and dev.xp is xp and dev.backend_spec == "counting"
+    assert "counting" in repr(dev)
+    x = dev.asarray(np.arange(5))
+    assert isinstance(x, DeviceArray) and type(dev.asnumpy(x)) is np.ndarray
+
+
+@pytest.mark.parametrize("op", ["add", "max", "min", "or", "copy"])
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("segmented", [False, True])
+def test_scan_runs_the_cupy_kernels(pair, op, exclusive, segmented):
+    cpu, dev = pair
+    rng = np.random.default_rng(1)
+    x = rng.integers(-50, 50, 300).astype(np.int32)
+    seg = rng.random(300) < 0.1
+    kw = dict(exclusive=exclusive, segments=seg if segmented else None, reverse=segmented)
+    want = cpu.scan(x, op, **{**kw, "segments": kw["segments"]})
+    with measure() as c:
+        got = dev.scan(
+            dev.asarray(x), op, **{**kw, "segments": dev.asarray(seg) if segmented else None}
+        )
+    assert (dev.asnumpy(got) == want).all()
+    assert c.total.ops["kernel:simd_scan"] == 1 and c.total.ops["kernel:simd_scan_init"] == 1
+    assert (c.total.launches, c.total.syncs) == (2, 0)  # init and scan; no sync
+
+
+def test_scan_along_an_axis_and_reduce(pair):
+    cpu, dev = pair
+    x = np.arange(24, dtype=np.float64).reshape(4, 6) % 5
+    for axis in (0, 1):
+        want = cpu.scan(x, "max", axis=axis, reverse=True)
+        got = dev.scan(dev.asarray(x), "max", axis=axis, reverse=True)
+        assert (dev.asnumpy(got) == want).all()
+    xi = np.arange(1, 13, dtype=np.int64).reshape(3, 4)
+    assert int(dev.reduce(dev.asarray(xi), "xor")) == int(cpu.reduce(xi, "xor"))
+    assert (
+        dev.asnumpy(dev.reduce(dev.asarray(xi), "or", axis=1)) == cpu.reduce(xi, "or", axis=1)
+    ).all()
+
+
+@pytest.mark.parametrize("combine", ["overwrite", "add", "max", "min", "or"])
+def test_send_runs_the_router_kernels(pair, combine):
+    cpu, dev = pair
+    rng = np.random.default_rng(2)
+    values = rng.integers(0, 100, 200).astype(np.int64)
+    dest = rng.integers(0, 30, 200)
+    want = cpu.send(values, dest, 30, combine=combine)
+    with measure() as c:
+        got = dev.send(dev.asarray(values), dev.asarray(dest), 30, combine=combine)
+    assert (dev.asnumpy(got) == want).all()
+    kernels = {k for k in c.total.ops if k.startswith("kernel:")}
+    if combine == "overwrite":
+        assert kernels == {"kernel:simd_send_winner", "kernel:simd_send_write"}
+    else:
+        assert kernels == {"kernel:simd_send_combine"}
+    # the range check reads the minimum and maximum destination: two syncs today
+    assert c.total.sync_ops["int"] == 2
+
+
+def test_float_add_send_falls_back_to_the_reference_on_the_device(pair):
+    from kernels import reference
+
+    _, dev = pair
+    values = np.linspace(0, 1, 50)
+    dest = np.arange(50) % 7
+    want = reference.send(np, values, dest, np.zeros(7), "add")
+    with measure() as c:
+        got = dev.send(dev.asarray(values), dev.asarray(dest), 7, combine="add")
+    assert (dev.asnumpy(got) == want).all()
+    assert not any(k.startswith("kernel:") for k in c.total.ops)
+    assert c.total.sync_ops["getitem[mask]"] >= 1  # the reference's sends select by masks
+
+
+def test_shift_and_halo_run_the_numba_kernels_emulated(pair):
+    cpu, dev = pair
+    x = np.arange(48, dtype=np.float32).reshape(4, 3, 4)
+    for offsets, boundary in (((1, 0, -1), "wrap"), ((0, 2, 1), "edge"), ((-1, 1, 0), 7.0)):
+        want = cpu.shift(x, offsets, boundary=boundary)
+        with measure() as c:
+            got = dev.shift(dev.asarray(x), offsets, boundary=boundary)
+        assert (dev.asnumpy(got) == want).all()
+        assert c.total.ops["kernel:numba_shift.shift3"] >= 1
+    tiles = np.arange(2 * 2 * 3 * 3, dtype=np.int32).reshape(2, 2, 3, 3)
+    want = cpu.halo_exchange(tiles, [3, 2], [2, 3])
+    got = dev.halo_exchange(dev.asarray(tiles), [3, 2], [2, 3])
+    assert (dev.asnumpy(got) == want).all()
+
+
+def test_phases_are_scopes_and_do_not_sync(pair):
+    _, dev = pair
+    x = dev.asarray(np.arange(8))
+    with measure() as c:
+        with dev.phase("outer") as record, dev.phase("inner"):
+            dev.scan(x)
+    assert c.stage("outer").launches == c.total.launches > 0
+    assert c.scopes["outer/inner"].ops["kernel:simd_scan"] == 1
+    assert c.total.syncs == 0
+    with measure() as c:
+        assert record.wall >= 0
+    assert c.total.syncs == 1

@@ -1,0 +1,125 @@
+"""GPU budgets of a frame, counted without a GPU (the counting backend, ``kernels.counting``).
+
+A small fixed frame (the balanced isosurface at resolution 16, 1,162 triangles, 64x64) is
+rendered in each loop form on ``Machine(backend="counting")``, which runs the CuPy code
+path on NumPy and counts kernel launches, host syncs and transfers. The budgets below are
+the counts measured when they were pinned (issue 9, first part): work on the pipeline may
+only lower them. When a change lowers a count, lower its budget in the same commit.
+
+``bench/gpu_budget.py`` prints the same counts per stage for the full-size frame.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import renderer
+from kernels import counting
+from simd import Machine
+
+#: Per frame: kernel launches, host syncs, device-to-host bytes (today's counts).
+BUDGETS = {
+    "expand": {"launches": 544, "syncs": 45, "d2h_bytes": 61_680},
+    "cost-effective": {"launches": 1574, "syncs": 142, "d2h_bytes": 62_408},
+    "original": {"launches": 1138, "syncs": 62, "d2h_bytes": 61_768},
+    # the original form on the unbalanced set (many loop iterations)
+    "original/unbalanced": {"launches": 3814, "syncs": 152, "d2h_bytes": 62_264},
+    # expand with the near plane through the surface (clipping in depth)
+    "expand/near-clip": {"launches": 1282, "syncs": 125, "d2h_bytes": 62_096},
+}
+SIZE = 64
+RESOLUTION = 16
+
+
+@pytest.fixture(scope="module")
+def meshes():
+    return {
+        "balanced": renderer.load_dataset("balanced", RESOLUTION, cache=False),
+        "unbalanced": renderer.load_dataset("unbalanced", RESOLUTION, cache=False),
+    }
+
+
+def near_clip_camera(mesh):
+    """The default view with the near plane through the middle of the surface."""
+    cam = renderer.default_camera(mesh, (45.0, 45.0))
+    distance = math.dist(cam.eye, cam.target)
+    return renderer.Camera(
+        eye=cam.eye, target=cam.target, up=cam.up, fovy=cam.fovy, near=distance, far=cam.far
+    )
+
+
+def frame_counts(target, loop, **kw):
+    machine = Machine(backend="counting")
+    with counting.measure() as c:
+        frame = renderer.render(target, size=SIZE, loop=loop, machine=machine, **kw)
+    return frame, c
+
+
+@pytest.mark.parametrize("case", sorted(BUDGETS))
+def test_frame_within_budget(meshes, case):
+    loop, _, variant = case.partition("/")
+    kw = {}
+    mesh = meshes["unbalanced" if variant == "unbalanced" else "balanced"]
+    if variant == "near-clip":
+        kw["camera"] = near_clip_camera(mesh)
+    frame, c = frame_counts(mesh, loop, **kw)
+    if variant == "near-clip":
+        assert frame.stats.counts.clipped > 0
+    budget = BUDGETS[case]
+    got = {"launches": c.total.launches, "syncs": c.total.syncs, "d2h_bytes": c.total.d2h_bytes}
+    over = {k: (got[k], budget[k]) for k in budget if got[k] > budget[k]}
+    assert not over, f"{case}: over budget (counted, budget): {over}; syncs by cause " + str(
+        dict(c.total.sync_ops)
+    )
+    # Real CuPy refuses host arrays inside device operations: there must be none.
+    assert not c.total.implicit, dict(c.total.implicit)
+    # The one-off frame uploads the mesh; its size is known.
+    mesh_bytes = mesh.vertices.nbytes + mesh.faces.nbytes
+    assert c.total.h2d_bytes >= mesh_bytes
+
+
+def test_counting_frames_equal_numpy_frames(meshes):
+    mesh = meshes["balanced"]
+    for loop in renderer.LOOP_FORMS:
+        want = renderer.render(mesh, size=SIZE, loop=loop, machine=Machine(backend="numpy"))
+        got, _ = frame_counts(mesh, loop)
+        np.testing.assert_array_equal(got.image, want.image, err_msg=loop)
+        np.testing.assert_array_equal(got.depth, want.depth, err_msg=loop)
+        np.testing.assert_array_equal(got.face, want.face, err_msg=loop)
+        assert got.stats.machine.total.cycles == want.stats.machine.total.cycles
+
+
+@pytest.mark.parametrize("shading", ["gouraud", "flat"])
+def test_scene_uploads_no_mesh_data_on_the_second_frame(meshes, shading):
+    mesh = meshes["balanced"]
+    machine = Machine(backend="counting")
+    with counting.measure() as prepare:
+        scene = renderer.Scene(mesh, machine=machine)
+    assert prepare.total.h2d_bytes == mesh.vertices.nbytes + mesh.faces.nbytes
+    direct = renderer.render(mesh, size=SIZE, loop="expand", shading=shading)
+    frames = []
+    for _ in range(2):
+        with counting.measure() as c:
+            frames.append(renderer.render(scene, size=SIZE, loop="expand", shading=shading))
+    first, second = frames
+    # The first frame uploads the vertex colours of its light; the second nothing of the
+    # mesh (a few scalars at most: no array of the mesh's size).
+    assert c.stage("transform").h2d_bytes == 0
+    assert c.stage("clip").h2d_bytes == 0
+    assert c.total.h2d_bytes < 64
+    for f in (first, second):
+        np.testing.assert_array_equal(f.image, direct.image)
+        np.testing.assert_array_equal(f.depth, direct.depth)
+        np.testing.assert_array_equal(f.face, direct.face)
+
+
+def test_scene_renders_on_its_own_machine(meshes):
+    scene = renderer.Scene(meshes["balanced"], machine=Machine(backend="numpy"))
+    with pytest.raises(ValueError, match="machine it was prepared on"):
+        renderer.render(scene, size=16, machine=Machine(backend="numpy"))
+    frame = renderer.render(scene, size=16, machine=scene.machine)
+    assert frame.image.shape == (16, 16, 3)
+    assert "triangles" in repr(scene)
