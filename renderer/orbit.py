@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from renderer.frame import Frame
-from renderer.mesh import as_mesh
 from renderer.pipeline import render
+from renderer.scene import Scene
 
 __all__ = ["ANIMATION_FORMATS", "check_animation_path", "orbit", "save_animation"]
 
@@ -37,14 +37,15 @@ def orbit(
 
     Parameters
     ----------
-    mesh : Mesh or (vertices, faces)
-        Validated once for the whole turn.
+    mesh : Scene, Mesh or (vertices, faces)
+        A mesh is prepared once as a :class:`~renderer.Scene` for the whole turn.
     frames : int
         Number of views, at least 1.
     azimuth, elevation : float
         Azimuth of the first view and the elevation of all, in degrees.
     machine : simd.Machine, optional
-        One machine renders every frame (a default ``Machine()`` when omitted).
+        The machine that renders every frame (a default ``Machine()`` when omitted); a
+        Scene renders on its own.
     **render_options
         Passed to :func:`renderer.render` (``size``, ``loop``, ``magnification``,
         ``shading``, ...).
@@ -69,14 +70,12 @@ def orbit(
         raise ValueError(f"frames must be a whole number >= 1, got {frames!r}")
     if "view" in render_options:
         raise TypeError("orbit chooses the views: give azimuth= and elevation= instead of view=")
-    mesh = as_mesh(mesh)
-    if machine is None:
-        from simd import Machine
-
-        machine = Machine()
+    scene = mesh if isinstance(mesh, Scene) else Scene(mesh, machine=machine)
+    if machine is not None and machine is not scene.machine:
+        raise ValueError("the scene lives on another machine; leave machine= out")
     for k in range(int(frames)):
         view = (azimuth + 360.0 * k / frames, elevation)
-        yield render(mesh, view=view, machine=machine, **render_options)
+        yield render(scene, view=view, **render_options)
 
 
 def check_animation_path(path: str | os.PathLike[str]) -> None:
