@@ -57,6 +57,10 @@ Where it is approximate
 - CuPy's host overhead per launch (a few microseconds of Python and driver time) is not
   in ``host_seconds``; multiply ``launches`` by a per-launch cost to estimate it.
 - Memory traffic counts whole arrays; strides, caches and fusion are not modelled.
+
+The module is long because it is one model: the records, the array subclass, the kernel
+emulations and the namespace share one counting state and one set of cost rules, and read
+best in one place (its sections are marked).
 """
 
 from __future__ import annotations
