@@ -140,9 +140,12 @@ class Machine:
         Instructions outside any phase are listed under ``"(no phase)"``. On a GPU, reading
         this waits for the phases timed so far to finish on the device.
         """
-        for entry, record in self._unread:
-            entry.wall += record.wall
-        self._unread.clear()
+        if self._unread:
+            self.sync()  # one wait for every phase timed so far, not one per event
+            for entry, record in self._unread:
+                record.interval.read_done()
+                entry.wall += record.wall
+            self._unread.clear()
         return Stats(
             phases=deepcopy(self._phases), machine=self.cost.name, clock_hz=self.cost.clock_hz
         )
