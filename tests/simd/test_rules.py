@@ -11,8 +11,8 @@ counts; the ``slow`` variants run many more.
 from __future__ import annotations
 
 import math
-import re
 import os
+import re
 
 import numpy as np
 import pytest
@@ -321,10 +321,11 @@ def test_rule_argument_types_are_named(backend):
 
 def test_rule_bitwise_ops_need_integers(backend):
     m = machine(backend)
+    x = m.asarray([1.0])
     for op in ("and", "or", "xor"):
-        for call in (lambda: m.scan(m.asarray([1.0]), op), lambda: m.reduce(m.asarray([1.0]), op)):
+        for instruction in (m.scan, m.reduce):
             with pytest.raises(TypeError, match="integer or bool"):
-                call()
+                instruction(x, op)
 
 
 def test_rule_max_min_propagate_nan(backend):
