@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import pathlib
 import re
 
 import numpy as np
@@ -173,6 +174,13 @@ def test_rule_mask_contributes_identity(backend):
     assert host(m, m.scan(x, "and", mask=keep, exclusive=True)).tolist() == [65535, 5, 5, 5]
     b = m.asarray([True, False, True])
     assert bool(m.reduce(b, "and", mask=m.asarray([True, False, True])))
+    # Masked-off senders send nothing; masked-off VPs of a get read `fill`.
+    sent = m.send(x, m.asarray([0, 0, 1, 1]), 2, combine="add", mask=keep, fill=9)
+    assert host(m, sent).tolist() == [5, 9]
+    assert host(m, m.get(x, m.asarray([3, 0]), mask=m.asarray([True, False]), fill=9)).tolist() == [
+        2,
+        9,
+    ]
 
 
 def test_rule_copy_scan_takes_no_mask_or_inclusive_initial(backend):
@@ -336,6 +344,14 @@ def test_rule_max_min_propagate_nan(backend):
             assert np.isnan(float(m.reduce(x, op)))
             got = host(m, m.scan(x, op))
             assert got[0] == 1.0 and np.isnan(got[1:]).all()
+
+
+def test_rules_table_links_every_rule_test():
+    """docs/instruction-set.md has one row per ``test_rule_*`` test, in order."""
+    doc = pathlib.Path(__file__).parents[2] / "docs" / "instruction-set.md"
+    rows = re.findall(r"^\| \d+ \|.*\[`(test_rule_\w+)`\]", doc.read_text(), re.M)
+    tests = [name for name in globals() if name.startswith("test_rule_")]
+    assert rows == tests
 
 
 # ----------------------------------------------------------------- sweeps against the oracle
