@@ -175,8 +175,8 @@ def test_rule_mask_contributes_identity(backend):
     b = m.asarray([True, False, True])
     assert bool(m.reduce(b, "and", mask=m.asarray([True, False, True])))
     # Masked-off senders send nothing; masked-off VPs of a get read `fill`.
-    sent = m.send(x, m.asarray([0, 0, 1, 1]), 2, combine="add", mask=keep, fill=9)
-    assert host(m, sent).tolist() == [5, 9]
+    sent = m.send(x, m.asarray([0, 0, 0, 2]), 3, combine="add", mask=keep, fill=9)
+    assert host(m, sent).tolist() == [12, 9, 2]
     got = m.get(x, m.asarray([3, 0]), mask=m.asarray([True, False]), fill=9)
     assert host(m, got).tolist() == [2, 9]
 
