@@ -578,7 +578,7 @@ class Machine:
                [1, 2]])
         """
         x = self._values(x, "x")
-        _check_boundary(boundary, x.dtype)
+        boundary = _check_boundary(boundary, x.dtype)
         offsets = _normalise_offsets(_offsets(offset, axis, x.ndim), x.shape, boundary)
         distance = max(map(abs, offsets), default=0)
         self._account("shift", x.size, x.nbytes * 2, label="shift", distance=distance)
@@ -625,7 +625,7 @@ class Machine:
                 f"halo width {width} exceeds the smallest tile ({heights.min()} x "
                 f"{widths.min()}): a neighbour exchange could not fill it"
             )
-        _check_boundary(boundary, tiles.dtype)
+        boundary = _check_boundary(boundary, tiles.dtype)
         per_pe = 2 * width * (BH + BW) + 4 * width * width
         self._account(
             "shift", R * C * per_pe, R * C * per_pe * tiles.itemsize * 2, label="halo_exchange"
@@ -813,16 +813,20 @@ def _normalise_offsets(
     return tuple(out)
 
 
-def _check_boundary(boundary: Any, dtype: np.dtype) -> None:
+def _check_boundary(boundary: Any, dtype: np.dtype) -> Any:
+    """The boundary mode, or the constant as a scalar of ``dtype`` (the scalar rule)."""
     if isinstance(boundary, str):
         if boundary not in ("wrap", "zero", "edge"):
             raise ValueError(
                 f"unknown boundary {boundary!r}; expected 'wrap', 'zero', 'edge' or a number"
             )
-    elif not _is_scalar(boundary):
-        raise TypeError(f"boundary must be 'wrap', 'zero', 'edge' or a number, got {boundary!r}")
-    else:
-        _scalar(boundary, dtype, "boundary")
+        return boundary
+    try:
+        return _scalar(boundary, dtype, "boundary")
+    except TypeError:
+        raise TypeError(
+            f"boundary must be 'wrap', 'zero', 'edge' or a number, got {boundary!r}"
+        ) from None
 
 
 def _check_value_dtype(dtype: np.dtype, what: str) -> None:

@@ -213,6 +213,8 @@ def test_rule_scalar_operands_refuse_truncation(backend):
     # Integral values of any number type are exact, so they are taken.
     assert host(m, m.scan(x, "add", initial=2.0)).tolist() == [2, 3, 5, 8]
     assert host(m, m.shift(x, 1, 0, boundary=np.float32(7))).tolist() == [7, 0, 1, 2]
+    assert host(m, m.shift(x, 1, 0, boundary=m.asarray(7.0))).tolist() == [7, 0, 1, 2]
+    assert host(m, m.scan(x, "max", initial=m.reduce(x, "max"))).tolist() == [3] * 4
     for bad in (2.5, math.nan, math.inf):
         for name, call in [
             ("initial", lambda v: m.scan(x, initial=v)),
