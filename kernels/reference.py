@@ -20,6 +20,8 @@ import numpy as np
 __all__ = [
     "OPS",
     "SCAN_DTYPES",
+    "VALUE_DTYPES",
+    "accumulator",
     "get",
     "halo_exchange",
     "identity",
@@ -33,8 +35,27 @@ __all__ = [
 #: element in scan direction); it has no identity and no reduction.
 OPS = ("add", "max", "min", "and", "or", "xor", "copy")
 
-#: Element types every backend supports for scans (bool is widened by the machine).
+#: Element types the GPU's scan kernels are compiled for; every backend's scan and reduce
+#: take all of ``VALUE_DTYPES`` (the CuPy backend runs the others on the reference).
 SCAN_DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))
+
+#: Element types of scans and reductions: bool, every integer type and float32/float64.
+VALUE_DTYPES = tuple(
+    np.dtype(t)
+    for t in (
+        np.bool_,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.float32,
+        np.float64,
+    )
+)
 
 _UFUNC_NAMES = {
     "add": "add",
@@ -55,13 +76,16 @@ def identity(op: str, dtype: Any) -> Any:
     np.int32(-2147483648)
     >>> identity("and", bool)
     np.True_
+    >>> identity("and", np.uint8), identity("and", np.int16)
+    (np.uint8(255), np.int16(-1))
     """
     dtype = np.dtype(dtype)
     kind = dtype.kind
     if op in ("add", "or", "xor", "copy"):
         return dtype.type(0)
     if op == "and":
-        return dtype.type(True) if kind == "b" else dtype.type(-1)
+        # All bits set: -1 for signed types, the maximum for unsigned ones, True for bool.
+        return np.invert(dtype.type(0))
     if op == "max":
         if kind == "f":
             return dtype.type(-np.inf)
@@ -71,6 +95,32 @@ def identity(op: str, dtype: Any) -> Any:
             return dtype.type(np.inf)
         return dtype.type(True) if kind == "b" else dtype.type(np.iinfo(dtype).max)
     raise ValueError(f"unknown operator {op!r}; expected one of {', '.join(OPS)}")
+
+
+def accumulator(op: str, dtype: Any) -> np.dtype:
+    """The dtype of a scan or reduction of ``dtype`` values with ``op``.
+
+    ``add`` follows NumPy's accumulation rule (``numpy.sum`` / ``numpy.cumsum``) for the
+    types narrower than the machine's 32-bit word: bool and signed integers of 8 and 16
+    bits accumulate in int64, unsigned ones in uint64. 32- and 64-bit integers and floats
+    keep their type (an int32 sum wraps modulo 2**32, as in C and CUB; NumPy would widen
+    it to int64). Every other operator keeps the type.
+
+    Examples
+    --------
+    >>> accumulator("add", np.uint8), accumulator("add", bool), accumulator("add", np.int32)
+    (dtype('uint64'), dtype('int64'), dtype('int32'))
+    >>> accumulator("max", np.uint8)
+    dtype('uint8')
+    """
+    dtype = np.dtype(dtype)
+    if op != "add":
+        return dtype
+    if dtype.kind == "b" or (dtype.kind == "i" and dtype.itemsize < 4):
+        return np.dtype(np.int64)
+    if dtype.kind == "u" and dtype.itemsize < 4:
+        return np.dtype(np.uint64)
+    return dtype
 
 
 def _combine(xp, op: str, a, b):
@@ -152,7 +202,8 @@ def scan(
     xp : module
         ``numpy`` or ``cupy``.
     x : array
-        Values, of a dtype in ``SCAN_DTYPES``.
+        Values, of a dtype in ``VALUE_DTYPES`` (bool only with the logical operators and
+        copy; the machine widens to ``accumulator(op, dtype)`` first).
     op : str
         One of ``OPS``.
     exclusive, reverse : bool
@@ -243,27 +294,35 @@ def to_rows(xp, x, segments, axis):
 def reduce(xp, x, op: str = "add", *, axis: int | None = None):
     """Reduction of ``x`` with ``op`` (not ``copy``) over ``axis`` (None: everything).
 
+    The result has the dtype ``accumulator(op, x.dtype)`` and is an array of ``xp``: 0-d
+    for ``axis=None``. An empty reduction gives the identity of ``op``.
+
     Examples
     --------
     >>> reduce(np, np.array([[1, 2], [3, 4]]), "max", axis=0)
     array([3, 4])
+    >>> reduce(np, np.array([200, 100], dtype=np.uint8), "add")
+    array(300, dtype=uint64)
     """
+    dtype = accumulator(op, x.dtype)
     if x.size == 0 or (axis is not None and x.shape[axis] == 0):
         out_shape = () if axis is None else tuple(s for i, s in enumerate(x.shape) if i != axis)
-        return xp.full(out_shape, identity(op, x.dtype), dtype=x.dtype)
+        return xp.full(out_shape, identity(op, dtype), dtype=dtype)
     if op == "add":
-        return xp.sum(x, axis=axis, dtype=x.dtype)
-    if op == "max":
-        return xp.max(x, axis=axis)
-    if op == "min":
-        return xp.min(x, axis=axis)
-    # Bitwise reductions: the last element of an inclusive scan.
-    flat_axis = axis
-    if axis is None:
-        x = x.reshape(-1)
-        flat_axis = 0
-    total = scan(xp, x, op, axis=flat_axis)
-    return xp.take(total, -1, axis=flat_axis)
+        out = xp.sum(x, axis=axis, dtype=dtype)
+    elif op == "max":
+        out = xp.max(x, axis=axis)
+    elif op == "min":
+        out = xp.min(x, axis=axis)
+    else:
+        # Bitwise reductions: the last element of an inclusive scan.
+        flat_axis = axis
+        if axis is None:
+            x = x.reshape(-1)
+            flat_axis = 0
+        total = scan(xp, x, op, axis=flat_axis)
+        out = xp.take(total, -1, axis=flat_axis)
+    return xp.asarray(out)
 
 
 def send(xp, values, dest, out, combine: str):

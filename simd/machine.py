@@ -233,8 +233,10 @@ class Machine:
         Parameters
         ----------
         x : array
-            int32, int64, float32, float64 or bool values (bool is counted as int64 by
-            ``add`` and kept bool by the logical operators).
+            bool, integer (8 to 64 bits, signed or unsigned), float32 or float64 values.
+            ``add`` accumulates bool and integers narrower than 32 bits in 64 bits (int64,
+            or uint64 for unsigned ones), as ``numpy.cumsum`` does; every other case keeps
+            the dtype of ``x`` (see docs/instruction-set.md).
         op : {"add", "max", "min", "and", "or", "xor", "copy"}
             ``copy`` gives every element its segment's first element in scan direction.
             ``max`` and ``min`` propagate NaN as ``numpy.maximum`` / ``minimum`` do.
@@ -251,14 +253,17 @@ class Machine:
             Scan every line along this axis; None scans the whole array in C order.
         initial : scalar, optional
             Combined in at each segment start (default: the identity of ``op``; 0 for an
-            exclusive copy).
+            exclusive copy). An exclusive copy-scan puts it at the segment starts; an
+            inclusive one refuses it. It must be exactly representable in the result's
+            dtype (an integral value within range for integers; a bool array takes any
+            number's truth value), else ValueError.
         mask : bool array like ``x``, optional
             Elements where ``mask`` is False contribute the identity (not with ``copy``).
 
         Returns
         -------
         array
-            Shaped like ``x``.
+            Shaped like ``x``, of dtype ``kernels.reference.accumulator(op, x.dtype)``.
 
         Examples
         --------
@@ -268,30 +273,33 @@ class Machine:
         """
         x = self._values(x, "x")
         op = _check_op(op, x.dtype, allow_copy=True)
-        as_bool = x.dtype == np.bool_ and op != "add"
-        if x.dtype == np.bool_:
-            # Counting gives int64; the other operators run on 0/1 ints and give bool back.
-            x = x.astype(np.int64 if op == "add" else np.int32)
-            if as_bool:
-                # Identities of the bool domain (max: False, min/and: True), not of int32.
-                start = reference.identity(op, np.bool_) if initial is None else initial
-                initial = int(bool(start))
-        elif x.dtype.kind in "iu" and x.dtype.itemsize < 4:
-            x = x.astype(np.int64)
-        if x.dtype not in reference.SCAN_DTYPES:
-            raise TypeError(
-                f"scan supports int32, int64, float32, float64 and bool, got {x.dtype}; "
-                "convert with .astype(...) first"
-            )
+        _check_value_dtype(x.dtype, "scan")
         axis = _check_axis(axis, x.ndim)
         segments = self._flags(segments, x.shape, "segments")
-        if mask is not None:
-            if op == "copy":
+        if op == "copy":
+            if mask is not None:
                 raise ValueError("a copy-scan takes no mask: mask the result instead")
-            mask = self._flags(mask, x.shape, "mask")
-            x = self.xp.where(mask, x, reference.identity(op, x.dtype))
-        if initial is not None and not np.isscalar(initial):
-            raise TypeError(f"initial must be a scalar, got {type(initial).__name__}")
+            if initial is not None and not exclusive:
+                raise ValueError(
+                    "an inclusive copy-scan takes no initial (it combines nothing in); "
+                    "with exclusive=True it is put at every segment's start"
+                )
+        mask = self._flags(mask, x.shape, "mask")
+        # Logical operators on bool run on 0/1 int32 (the GPU kernels' type) and give bool
+        # back; their identities and `initial` are those of the bool domain.
+        as_bool = x.dtype == np.bool_ and op != "add"
+        domain = x.dtype if as_bool else reference.accumulator(op, x.dtype)
+        if initial is not None:
+            initial = _scalar(initial, domain, "initial")
+        elif as_bool:
+            initial = reference.identity(op, np.bool_)
+        if as_bool:
+            x = x.astype(np.int32)
+            initial = np.int32(initial)
+        else:
+            x = x.astype(domain, copy=False)
+        if mask is not None:
+            x = self.xp.where(mask, x, x.dtype.type(reference.identity(op, domain)))
         nbytes = x.nbytes * 2 + (0 if segments is None else segments.nbytes)
         self._account("scan", x.size, nbytes, label="scan")
         fn = lookup("scan", self.backend)
@@ -310,27 +318,52 @@ class Machine:
     def reduce(self, x, op: str = "add", *, axis: int | None = None, mask=None):
         """Reduction of ``x`` with ``op`` over ``axis`` (None: all of it).
 
-        Returns a 0-d array for ``axis=None``. Empty input gives the identity of ``op``.
+        Parameters
+        ----------
+        x : array
+            Values of the dtypes ``scan`` takes.
+        op : {"add", "max", "min", "and", "or", "xor"}
+            ``max`` and ``min`` propagate NaN; the bitwise operators need integers or bool.
+        axis : int, optional
+            Reduce along this axis; None reduces everything.
+        mask : bool array like ``x``, optional
+            Elements where ``mask`` is False contribute the identity of ``op`` (as in
+            ``scan``); with every element masked off the result is the identity.
+
+        Returns
+        -------
+        array
+            An array of the backend, 0-d for ``axis=None`` (on a GPU it stays on the
+            device: ``int(...)`` or ``float(...)`` reads it). Its dtype is that of
+            ``scan``: ``add`` sums bool and integers narrower than 32 bits in 64 bits, as
+            ``numpy.sum`` does. Empty input gives the identity of ``op``.
 
         Examples
         --------
         >>> m = Machine(backend="numpy")
-        >>> int(m.reduce(m.asarray([3, 9, 2]), "max"))
-        9
+        >>> m.reduce(m.asarray([3, 9, 2]), "max")
+        array(9)
+        >>> int(m.reduce(m.asarray([200, 100], dtype=np.uint8), "add"))
+        300
         """
         x = self._values(x, "x")
         op = _check_op(op, x.dtype, allow_copy=False)
-        if x.dtype == np.bool_ and op == "add":
-            x = x.astype(np.int64)
+        _check_value_dtype(x.dtype, "reduce")
         axis = _check_axis(axis, x.ndim)
         if mask is not None:
             mask = self._flags(mask, x.shape, "mask")
             x = self.xp.where(mask, x, reference.identity(op, x.dtype))
         self._account("reduce", x.size, x.nbytes, label="reduce")
-        return lookup("reduce", self.backend)(self.xp, x, op, axis=axis)
+        return self.xp.asarray(lookup("reduce", self.backend)(self.xp, x, op, axis=axis))
 
     def broadcast(self, value: Any, shape: int | tuple[int, ...], dtype: Any = None):
-        """Send a front-end value to every VP of a VP set of ``shape``."""
+        """Send a front-end value to every VP of a VP set of ``shape``.
+
+        With ``dtype``, ``value`` must be exactly representable in it (the rule of every
+        scalar operand: docs/instruction-set.md); without, it gives its own dtype.
+        """
+        if dtype is not None:
+            value = _scalar(value, np.dtype(dtype), "broadcast value")
         out = self.xp.full(shape, value, dtype=dtype)
         self._account("reduce", out.size, out.nbytes, label="broadcast")
         return out
@@ -419,8 +452,20 @@ class Machine:
             value already there (``overwrite`` and ``unique`` replace it).
         mask : bool array like ``dest``, optional
             Only senders where ``mask`` is True send.
+        fill : scalar
+            What addresses of a new array (``size``) that receive nothing hold; it must
+            be exactly representable in the dtype of ``values``.
         into : array, optional
             Existing destination, updated in place and returned (instead of ``size``).
+            ``values`` go into its dtype only where NumPy's same-kind casting allows
+            (int64 into int32, float64 into float32; not float into int, nor a number
+            into bool); a scalar ``values`` must be exactly representable in it.
+
+        Notes
+        -----
+        Messages combine in the destination's dtype, as ``numpy.ufunc.at`` does: integer
+        sums wrap around (send into a wider ``into`` to count). ``add`` is refused for bool
+        destinations (it would be a logical or), ``and`` and ``or`` for float ones.
 
         Examples
         --------
@@ -432,15 +477,22 @@ class Machine:
         if combine not in COMBINERS:
             raise ValueError(f"unknown combiner {combine!r}; expected one of {COMBINERS}")
         dest = self._indices(dest, "dest")
-        values = self.xp.broadcast_to(self.xp.asarray(values), dest.shape)
         if (size is None) == (into is None):
             raise ValueError("send needs exactly one of size= (a new array) and into=")
-        if into is None:
-            out = self.xp.full(size, fill, dtype=values.dtype)
-        else:
+        if into is not None:
             out = self._values(into, "into")
+            values = self._messages(values, out.dtype)
+        else:
+            values = self._values(values, "values")
+            out = self.xp.full(size, _scalar(fill, values.dtype, "fill"), dtype=values.dtype)
+        values = self.xp.broadcast_to(values, dest.shape)
         if combine in ("and", "or") and out.dtype.kind == "f":
             raise TypeError(f"combine={combine!r} needs integer or bool values, got {out.dtype}")
+        if combine == "add" and out.dtype == np.bool_:
+            raise TypeError(
+                "combine='add' on bool values would be a logical or: use combine='or', or "
+                "send integers (e.g. .astype(np.int64)) to count"
+            )
         flat_dest = dest.reshape(-1)
         flat_values = values.reshape(-1)
         if mask is not None:
@@ -487,6 +539,7 @@ class Machine:
         """
         source = self._values(source, "source")
         index = self._indices(index, "index")
+        fill = _scalar(fill, source.dtype, "fill")
         if mask is None:
             self._check_range(index, source.size, "get index")
         elif source.size == 0:  # nothing can be read: legal only if every VP is masked off
@@ -523,7 +576,9 @@ class Machine:
             X-Net moves; ``XNET`` names the eight compass directions.
         boundary : {"wrap", "zero", "edge"} or number
             What enters at the mesh border: the torus wrap-around, zeros, the border
-            element itself, or a constant (an integer one for integer ``x``).
+            element itself, or a constant exactly representable in ``x``'s dtype (an
+            integral value within range for integer ``x``; a bool or any number's truth
+            value for bool ``x``).
 
         Notes
         -----
@@ -539,7 +594,7 @@ class Machine:
                [1, 2]])
         """
         x = self._values(x, "x")
-        _check_boundary(boundary, x.dtype)
+        boundary = _check_boundary(boundary, x.dtype)
         offsets = _normalise_offsets(_offsets(offset, axis, x.ndim), x.shape, boundary)
         distance = max(map(abs, offsets), default=0)
         self._account("shift", x.size, x.nbytes * 2, label="shift", distance=distance)
@@ -586,7 +641,7 @@ class Machine:
                 f"halo width {width} exceeds the smallest tile ({heights.min()} x "
                 f"{widths.min()}): a neighbour exchange could not fill it"
             )
-        _check_boundary(boundary, tiles.dtype)
+        boundary = _check_boundary(boundary, tiles.dtype)
         per_pe = 2 * width * (BH + BW) + 4 * width * width
         self._account(
             "shift", R * C * per_pe, R * C * per_pe * tiles.itemsize * 2, label="halo_exchange"
@@ -603,6 +658,20 @@ class Machine:
         if x.dtype.kind not in "biuf":
             raise TypeError(f"{name} must hold numbers or booleans, got dtype {x.dtype}")
         return x
+
+    def _messages(self, values: Any, dtype: np.dtype):
+        """``values`` for a destination of ``dtype``: a scalar by the scalar rule, an array
+        only where NumPy's same-kind casting allows (no silent truncation)."""
+        if _is_scalar(values):
+            return self.xp.asarray(_scalar(values, dtype, "values"))
+        values = self._values(values, "values")
+        if not np.can_cast(values.dtype, dtype, "same_kind"):
+            raise TypeError(
+                f"send values of dtype {values.dtype} cannot go into a {dtype} array without "
+                "truncation (NumPy's same-kind casting refuses it); convert them with "
+                ".astype(...) first"
+            )
+        return values
 
     def _flags(self, flags: Any, shape: tuple[int, ...] | None, name: str):
         if flags is None:
@@ -703,25 +772,33 @@ def _check_op(op: str, dtype: np.dtype, *, allow_copy: bool) -> str:
 def _check_axis(axis: int | None, ndim: int) -> int | None:
     if axis is None:
         return None
-    if not isinstance(axis, int | np.integer) or not -ndim <= axis < ndim:
+    if not isinstance(axis, int | np.integer) or isinstance(axis, bool | np.bool_):
+        raise TypeError(f"axis must be an int or None, got {axis!r}")
+    if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis!r} is out of range for an array of {ndim} dimension(s)")
     return int(axis) % ndim
+
+
+def _is_int(k: Any) -> bool:
+    return isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_)
 
 
 def _offsets(offset: Any, axis: int | None, ndim: int) -> tuple[int, ...]:
     if axis is not None:
         axis = _check_axis(axis, ndim)
-        if not isinstance(offset, int | np.integer) or isinstance(offset, bool):
+        if not _is_int(offset):
             raise TypeError(f"with axis={axis}, offset must be an int, got {offset!r}")
         offsets = [0] * ndim
         offsets[axis] = int(offset)
         return tuple(offsets)
-    if isinstance(offset, int | np.integer):
+    if _is_int(offset):
         if ndim != 1:
             raise ValueError(f"an int offset needs axis= for a {ndim}-D array")
         return (int(offset),)
+    if not isinstance(offset, tuple | list):
+        raise TypeError(f"shift offset must be an int or a tuple of ints, got {offset!r}")
     offsets = tuple(offset)
-    if not all(isinstance(k, int | np.integer) and not isinstance(k, bool) for k in offsets):
+    if not all(_is_int(k) for k in offsets):
         raise TypeError(f"shift offsets must be integers, got {offset!r}")
     offsets = tuple(int(k) for k in offsets)
     if len(offsets) != ndim:
@@ -756,19 +833,85 @@ def _normalise_offsets(
     return tuple(out)
 
 
-def _check_boundary(boundary: Any, dtype: np.dtype) -> None:
+def _check_boundary(boundary: Any, dtype: np.dtype) -> Any:
+    """The boundary mode, or the constant as a scalar of ``dtype`` (the scalar rule)."""
     if isinstance(boundary, str):
         if boundary not in ("wrap", "zero", "edge"):
             raise ValueError(
                 f"unknown boundary {boundary!r}; expected 'wrap', 'zero', 'edge' or a number"
             )
-    elif not isinstance(boundary, int | float | np.number) or isinstance(boundary, bool):
-        raise TypeError(f"boundary must be 'wrap', 'zero', 'edge' or a number, got {boundary!r}")
-    elif dtype.kind in "iu" and not float(boundary).is_integer():
-        # NumPy would truncate 2.5 to 2 (and refuse NaN with an obscure message).
-        raise ValueError(
-            f"a constant boundary for {dtype} values must be an integer, got {boundary!r}"
+        return boundary
+    try:
+        return _scalar(boundary, dtype, "boundary")
+    except TypeError:
+        raise TypeError(
+            f"boundary must be 'wrap', 'zero', 'edge' or a number, got {boundary!r}"
+        ) from None
+
+
+def _check_value_dtype(dtype: np.dtype, what: str) -> None:
+    if dtype not in reference.VALUE_DTYPES:
+        raise TypeError(
+            f"{what} supports bool, int8 to int64, uint8 to uint64, float32 and float64, got "
+            f"{dtype}; convert with .astype(...) first"
         )
+
+
+def _is_scalar(value: Any) -> bool:
+    """Whether ``value`` is a Python or NumPy bool or number (a scalar operand)."""
+    return isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating)
+
+
+def _scalar(value: Any, dtype: np.dtype, name: str) -> Any:
+    """``value`` as a scalar of ``dtype``, by the rule of every scalar operand.
+
+    The value must be exactly representable: for an integer dtype an integral number (a
+    bool, an int or a float such as 2.0) within the dtype's range; for a float dtype any
+    number whose magnitude the dtype can hold (rounding is allowed, overflow to infinity
+    is not); for bool any bool or number, meaning its truth value (as the machine has
+    always read a bool array's constants). A 0-d array counts as its value (on a GPU,
+    reading it waits for the device). Anything else is refused: TypeError for a
+    non-number, ValueError naming ``name`` for a value the dtype cannot hold.
+
+    Examples
+    --------
+    >>> _scalar(2.0, np.dtype(np.int32), "initial")
+    np.int32(2)
+    >>> _scalar(2.5, np.dtype(np.int32), "initial")
+    Traceback (most recent call last):
+    ...
+    ValueError: initial for int32 values must be an integer, got 2.5
+    >>> _scalar(2**40, np.dtype(np.int32), "boundary")
+    Traceback (most recent call last):
+    ...
+    ValueError: boundary 1099511627776 is out of range for int32 (-2147483648 to 2147483647)
+    """
+    if getattr(value, "ndim", None) == 0 and not _is_scalar(value):
+        value = value.item()  # a 0-d array of NumPy or CuPy
+    if not _is_scalar(value):
+        raise TypeError(f"{name} must be a number or a bool, got {value!r}")
+    if dtype.kind == "b":
+        return np.bool_(bool(value))
+    if dtype.kind in "iu":
+        if isinstance(value, float | np.floating):
+            if not math.isfinite(value) or not float(value).is_integer():
+                raise ValueError(f"{name} for {dtype} values must be an integer, got {value!r}")
+        number = int(value)
+        info = np.iinfo(dtype)
+        if not info.min <= number <= info.max:
+            raise ValueError(
+                f"{name} {number} is out of range for {dtype} ({info.min} to {info.max})"
+            )
+        return dtype.type(number)
+    try:
+        as_float = float(value)
+    except OverflowError:  # an int beyond float64
+        as_float = None
+    with np.errstate(over="ignore"):
+        out = None if as_float is None else dtype.type(as_float)
+    if out is None or (math.isinf(out) and not math.isinf(as_float)):
+        raise ValueError(f"{name} {value!r} is out of range for {dtype}")
+    return out
 
 
 def _bool_boundary(boundary: Any) -> Any:

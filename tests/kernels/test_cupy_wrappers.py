@@ -263,3 +263,36 @@ def test_send_wrapper_matches_reference(fake_router, combine, dtype):
     np.testing.assert_array_equal(got, expected)
     uses_kernel = dtype.kind != "b" and not (combine == "add" and dtype.kind == "f")
     assert bool(calls) == uses_kernel
+
+
+# --- every integer type (issue 14): the wrappers hand what the kernels lack to the reference -
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.uint16, np.uint32, np.uint64], ids=str)
+def test_wrappers_take_every_integer_type(fake_scan, fake_router, dtype):
+    shim, launches = fake_scan
+    router_shim, calls = fake_router
+    dtype = np.dtype(dtype)
+    x = np.random.default_rng(5).integers(0, np.iinfo(dtype).max, (4, 6), dtype=dtype)
+    for op in ("add", "max", "min", "and", "or", "xor"):
+        empty = cupy_scan.reduce(shim, x[:0], op)
+        assert empty.tolist() == reference.reduce(np, x[:0], op).tolist()
+        if op == "and":  # all bits set (was an OverflowError for unsigned types)
+            assert empty == (np.iinfo(dtype).max if dtype.kind == "u" else -1)
+        for axis in (None, 0, 1):
+            got = cupy_scan.reduce(shim, x, op, axis=axis)
+            want = reference.reduce(np, x, op, axis=axis)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+        got = cupy_scan.scan(shim, x, op, exclusive=True, axis=1)
+        np.testing.assert_array_equal(got, reference.scan(np, x, op, exclusive=True, axis=1))
+    assert not launches  # no kernel is compiled for these types
+    for combine in ("add", "max", "min", "and", "or"):
+        out = np.full(3, 7, dtype=dtype)
+        got = cupy_router.send(router_shim, x[0, :0], np.zeros(0, np.int64), out, combine)
+        assert got.tolist() == [7, 7, 7]
+        dest = np.array([0, 2, 2, 0, 1, 2])
+        out = np.arange(3, dtype=dtype)
+        want = reference.send(np, x[1], dest, out.copy(), combine)
+        np.testing.assert_array_equal(cupy_router.send(router_shim, x[1], dest, out, combine), want)
+    assert not calls

@@ -79,7 +79,7 @@ def kernel_machine(monkeypatch):
         ((1,), None, "wrap", ValueError, "1 offsets given for a 2-D array"),
         (1, None, "wrap", ValueError, "needs axis"),
         (1, 2, "wrap", ValueError, "out of range"),
-        ((1, 2), (0,), "wrap", ValueError, "out of range"),
+        ((1, 2), (0,), "wrap", TypeError, "axis must be an int or None"),
         ((1.5, 0), None, "wrap", TypeError, "integers"),
     ],
 )

@@ -36,14 +36,34 @@ def identity(op: str, dtype) -> object:
     dtype = np.dtype(dtype)
     if op in ("add", "or", "xor", "copy"):
         return False if dtype.kind == "b" else 0
-    if op == "and":
-        return True if dtype.kind == "b" else -1
+    if op == "and":  # all bits set
+        if dtype.kind == "b":
+            return True
+        return np.iinfo(dtype).max if dtype.kind == "u" else -1
     if dtype.kind == "f":
         return -np.inf if op == "max" else np.inf
     if dtype.kind == "b":
         return op == "min"
     info = np.iinfo(dtype)
     return info.min if op == "max" else info.max
+
+
+def wrap(value, dtype):
+    """A Python integer wrapped into ``dtype``'s range (two's complement), as the machine's
+    integer sums wrap; other values unchanged."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu" or isinstance(value, bool):
+        return value
+    info = np.iinfo(dtype)
+    return (int(value) - int(info.min)) % 2 ** (8 * dtype.itemsize) + int(info.min)
+
+
+def fold(values, op, dtype, initial=None):
+    """Serial reduction of Python numbers: the identity (or ``initial``) combined with each."""
+    acc = identity(op, dtype) if initial is None else initial
+    for v in values:
+        acc = BINARY[op](acc, v)
+    return wrap(acc, dtype)
 
 
 def scan_line(
