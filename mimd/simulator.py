@@ -17,6 +17,24 @@ number of *event ticks*, not to the simulated time. Every tick runs the same SIM
    (``machine.shift`` on the torus);
 5. dispatch: idle processors take the head of their queue (a segmented min by router send).
 
+Messages cross the torus links as resources (:mod:`mimd.links`; ``Network.contention``):
+their arrivals include the time they queue for busy links. Every message's start-up is paid
+once, on the sender's CPU, before it enters its first link (:meth:`_Sim.message`).
+
+Event times are exact where a chain of messages decides them: a request leaves when its
+processor went idle inside the step (not at the tick after), the farmer serves requests
+from their exact arrivals, delivered work starts at its arrival, and a message that arrives
+within the step it was sent in is handled in that step (an event-driven inner step of up to
+:attr:`_Sim.INNER` passes). What remains rounded to the tick (``Network.tick``, default
+1/200 of the mean task): CPU debt (start-ups, services, packing) is paid from the tick it
+was charged at, so a processor that both runs tasks and serves (the working farmer, a
+donor) resumes its task up to a tick late; decisions on state (GM/EG status, a refused
+requester asking again, a polling thread's view of its queue) see the state at the tick;
+and more than :attr:`_Sim.INNER` chained messages in one step wait for the next tick. The
+hand-computed tests (``tests/mimd/test_links.py``) are exact to rounding with a tick 25
+times the messages; the issue's check found 1.2 % from the tick on coarse tasks before
+these changes.
+
 Random choices (work-stealing victims, poll phases) come from one seeded generator, so a
 run is deterministic for a given seed. Processor and task ids decide every tie.
 
