@@ -18,7 +18,8 @@ import sys
 __all__ = ["register", "add_arguments", "run_args", "main"]
 
 DESCRIPTION = (
-    "Seed 001 Table 1 in form (ray tracer on a 4x4 transputer torus), GM/EG status "
+    "Seed 001 Table 1 in form (ray tracer on a 4x4 transputer torus), the farmer's "
+    "scaling with links as resources (4x4 to 32x32, fine and coarse tasks), GM/EG status "
     "interval sensitivity, seed 002 Figure 1 (bi-modal model vs simulated Diffusion), "
     "Figures 2 and 3 (parametric studies, PNG), MIMD policies vs the cost-effective "
     "SIMD balancer on the same task sets (synthetic, ray tracer, the renderer's "
@@ -51,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--only",
         default="",
-        help="comma-separated parts: table1, gradient, figure1, figure2, figure3, compare, scale",
+        help="comma-separated parts: table1, farmer, gradient, figure1, figure2, figure3, "
+        "compare, scale",
     )
     p.add_argument(
         "--out",

@@ -1,9 +1,10 @@
 """The experiments of ``simd-emu bench mimd``: each part's numbers, no printing.
 
-Seed 001 Table 1 (:func:`table1`) and the status-interval sensitivity
-(:func:`gradient_sensitivity`), seed 002 Figure 1 (:func:`figure1`) and Figures 2 and 3
-(:func:`parametric`), MIMD policies next to the SIMD balancer (:func:`compare`, with the
-renderer's workload from :func:`render_workload`) and the scale run (:func:`scale`).
+Seed 001 Table 1 (:func:`table1`), the farmer's scaling with links as resources
+(:func:`farmer_scaling`) and the status-interval sensitivity (:func:`gradient_sensitivity`),
+seed 002 Figure 1 (:func:`figure1`) and Figures 2 and 3 (:func:`parametric`), MIMD policies
+next to the SIMD balancer (:func:`compare`, with the renderer's workload from
+:func:`render_workload`) and the scale run (:func:`scale`).
 :mod:`mimd.report` prints them and writes the JSON; :mod:`mimd.plots` draws them.
 """
 
@@ -30,6 +31,7 @@ from .workloads import bimodal, linear, workload
 
 __all__ = [
     "table1",
+    "farmer_scaling",
     "gradient_sensitivity",
     "figure1",
     "parametric",
@@ -41,7 +43,11 @@ __all__ = [
 
 # --------------------------------------------------------------------------- seed 001
 def table1(*, quick: bool = False, machine=None) -> dict:
-    """Seed 001 Table 1 in form on the measured ray-tracing workload."""
+    """Seed 001 Table 1 in form on the measured ray-tracing workload.
+
+    Every run twice: links as resources (``time``, ``utilisation``) and without contention
+    (``time_free``, ``utilisation_free``), the model before links were modelled.
+    """
     from .raytrace import raytrace_costs
 
     t0 = time.perf_counter()
@@ -60,10 +66,11 @@ def table1(*, quick: bool = False, machine=None) -> dict:
     results = []
     for label, pol, nw in runs:
         r = simulate(costs, pol, network=nw)
-        results.append((label, r))
+        free = simulate(costs, pol, network=nw.with_(contention=False))
+        results.append((label, r, free))
     control = results[-1][1].makespan
     rows = []
-    for label, r in results:
+    for label, r, free in results:
         rows.append(
             {
                 "run": label,
@@ -76,6 +83,9 @@ def table1(*, quick: bool = False, machine=None) -> dict:
                 "messages": r.messages,
                 "all_once": bool(np.all(r.runs == 1)),
                 "wall": r.wall,
+                "time_free": free.makespan,
+                "utilisation_free": 100.0 * control / free.processor_seconds,
+                "link_busy_max_pct": 100.0 * r.extra["link_busy_max"] / r.makespan,
             }
         )
     paper = {
@@ -96,6 +106,59 @@ def table1(*, quick: bool = False, machine=None) -> dict:
         "min_task": float(costs.min()),
         "max_task": float(costs.max()),
     }
+
+
+def farmer_scaling(*, quick: bool = False, tasks_per_proc: int = 4) -> dict:
+    """The farmer on 4x4 to 32x32 transputer tori, fine and coarse tasks, links on and off.
+
+    ``tasks_per_proc`` tasks per processor, uniform in 0.5..1.5 times the mean: fine (3 ms,
+    the grain where the issue's event-driven check found the old model 17-62 % optimistic)
+    and coarse (1 s). By hand, the farmer can hand out at most ``1 / (serve + startup)``
+    tasks a second (its CPU) and at most ``4 / hold`` (its four links, each holding a
+    store-and-forward hand-out ``per_hop + task_bytes * per_byte`` per hop); dimension-order
+    routes put most workers behind the farmer's two column links, so the links' real bound
+    is lower. ``handouts_per_s`` is tasks over makespan.
+    """
+    shapes = [(4, 4), (8, 8), (16, 16)] + ([] if quick else [(32, 32)])
+    pol = Farmer()
+    rows = []
+    for shape in shapes:
+        for grain, mean in (("fine", 3e-3), ("coarse", 1.0)):
+            p = shape[0] * shape[1]
+            n = tasks_per_proc * p
+            costs = np.random.default_rng(p).uniform(0.5 * mean, 1.5 * mean, n)
+            for contention in (True, False):
+                net = Network.transputer(shape, contention=contention)
+                r = simulate(costs, pol, network=net)
+                hold = net.per_hop + net.task_bytes * net.per_byte
+                rows.append(
+                    {
+                        "shape": f"{shape[0]}x{shape[1]}",
+                        "processors": p,
+                        "grain": grain,
+                        "mean_task": mean,
+                        "tasks": n,
+                        "contention": contention,
+                        "time": r.makespan,
+                        "utilisation": r.utilisation,
+                        "handouts_per_s": n / r.makespan,
+                        "cpu_bound_per_s": 1.0 / (pol.serve + net.startup),
+                        "link_bound_per_s": 4.0 / hold,
+                        "link_busy_max_pct": 100.0 * r.extra["link_busy_max"] / r.makespan,
+                        "all_once": bool(np.all(r.runs == 1)),
+                        "ticks": r.ticks,
+                        "wall": r.wall,
+                    }
+                )
+    for row in rows:
+        if row["contention"]:
+            free = next(
+                x
+                for x in rows
+                if x["shape"] == row["shape"] and x["grain"] == row["grain"] and not x["contention"]
+            )
+            row["optimism_pct"] = 100.0 * (row["time"] - free["time"]) / row["time"]
+    return {"rows": rows, "network": "transputer torus (Network.transputer), Farmer()"}
 
 
 def gradient_sensitivity(*, quick: bool = False) -> dict:
@@ -129,8 +192,9 @@ def _validate_point(name, p, k, *, quantum=0.01, seed=0):
     net = Network.cluster(p)
     pol = Diffusion(quantum=quantum)
     r = simulate(costs, pol, network=net, seed=seed)
+    free = simulate(costs, pol, network=net.with_(contention=False), seed=seed)
     prm = ModelParams.from_sim(net, pol)
-    return r, predict(costs, prm), predict(costs, prm, refine=False)
+    return r, predict(costs, prm), predict(costs, prm, refine=False), free
 
 
 def figure1(*, quick: bool = False) -> dict:
@@ -140,7 +204,7 @@ def figure1(*, quick: bool = False) -> dict:
     for name in ("linear-2", "linear-4", "step"):
         for p in (32, 64):
             for k in ks:
-                r, pr, pp = _validate_point(name, p, k)
+                r, pr, pp, free = _validate_point(name, p, k)
                 err = 100.0 * (pr.average - r.makespan) / r.makespan
                 err_paper = 100.0 * (pp.average - r.makespan) / r.makespan
                 rows.append(
@@ -155,6 +219,8 @@ def figure1(*, quick: bool = False) -> dict:
                         "error_pct": err,
                         "average_paper": pp.average,
                         "error_paper_pct": err_paper,
+                        "simulated_free": free.makespan,
+                        "error_free_pct": 100.0 * (pr.average - free.makespan) / free.makespan,
                         "gamma": pr.fit.gamma,
                         "t_alpha": pr.fit.t_alpha,
                         "t_beta": pr.fit.t_beta,
@@ -166,7 +232,11 @@ def figure1(*, quick: bool = False) -> dict:
                     }
                 )
     summary = {}
-    for key, col in (("", "error_pct"), ("paper_", "error_paper_pct")):
+    for key, col in (
+        ("", "error_pct"),
+        ("paper_", "error_paper_pct"),
+        ("free_", "error_free_pct"),
+    ):
         errs = np.abs([r[col] for r in rows])
         summary[f"{key}mean_abs_error_pct"] = float(errs.mean())
         summary[f"{key}max_abs_error_pct"] = float(errs.max())

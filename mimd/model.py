@@ -211,7 +211,13 @@ class Prediction:
 
 
 def _turnaround(prm: ModelParams) -> tuple[float, float, float]:
-    """(query round, migration round, task transfer) times of one migration (seed 002 4.4)."""
+    """(query round, migration round, task transfer) times of one migration (seed 002 4.4).
+
+    A message costs its start-up once (:meth:`ModelParams.message` includes it, as
+    :meth:`mimd.Network.message_time` does): the last of ``k`` queries sent one after the
+    other leaves after ``k - 1`` start-ups and arrives one message time later; a reply or a
+    migration request is one message time after its sender is ready.
+    """
     k = prm.neighbours
     req = prm.message(prm.request_bytes)
     if prm.stealing:
@@ -219,16 +225,15 @@ def _turnaround(prm: ModelParams) -> tuple[float, float, float]:
     else:
         wait_all = prm.quantum * k / (k + 1)  # all k replies: the latest poll of k
         query = (
-            k * prm.startup
+            (k - 1) * prm.startup
             + req
             + wait_all
             + prm.process
-            + prm.startup
             + req
             + k * prm.process_reply
             + prm.decision
         )
-    migrate = prm.startup + req + prm.quantum / 2 + prm.process
+    migrate = req + prm.quantum / 2 + prm.process
     transfer = prm.pack + prm.message(prm.task_bytes) + prm.unpack
     return query, migrate, transfer
 

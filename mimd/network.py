@@ -9,7 +9,18 @@ here by one linear cost model: a message of ``b`` bytes over ``h`` hops costs
 * ``startup + b * per_byte + h * per_hop``             (cut-through / switched network), or
 * ``startup + h * (per_hop + b * per_byte)``           (store-and-forward, ``store_and_forward``).
 
-The sender's CPU pays the start-up; the rest is wire latency.
+The sender's CPU pays the start-up; the rest is wire latency. :meth:`Network.message_time` is
+the whole (start-up included, uncontended); :meth:`Network.wire_time` the part after the
+start-up, which is what the links carry.
+
+Links as resources (``contention=True``, the default): each directed link of the torus
+carries one message at a time, first come first served (:mod:`mimd.links`). Messages follow
+dimension-order routes (rows first, then columns, the shorter way round; a tie of half the
+ring goes the positive way; :meth:`Network.link`). Store-and-forward holds each link of the
+path for ``per_hop + b * per_byte`` in turn; cut-through holds each for ``b * per_byte``, the
+header moving on ``per_hop`` after it entered (virtual cut-through: a blocked message waits
+whole at the node where it is blocked, freeing the links behind it). Without contention both
+give exactly the formulas above; ``contention=False`` keeps the old, link-free behaviour.
 """
 
 from __future__ import annotations
@@ -71,6 +82,10 @@ class Network:
         receiver (seed 002 section 4.5; measured quantities there, constants here).
     tick : float or None
         Time step of the simulation; ``None`` takes 1/200 of the mean task time.
+    contention : bool
+        Links are resources: a directed link carries one message at a time and messages
+        queue for it (default). ``False``: every message takes :meth:`message_time` whatever
+        else is on the wire (the behaviour before links were modelled).
     """
 
     shape: tuple[int, int] = (4, 4)
@@ -83,6 +98,7 @@ class Network:
     pack: float = 1e-4
     unpack: float = 1e-4
     tick: float | None = None
+    contention: bool = True
     _offsets: tuple = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -174,6 +190,57 @@ class Network:
         else:
             t = self.startup + nbytes * self.per_byte + hops * self.per_hop
         return xp.where(hops > 0, t, 0.0)
+
+    def wire_time(self, nbytes, hops, xp=np):
+        """What the links take of a message, uncontended: ``message_time`` less the start-up."""
+        hops = xp.asarray(hops)
+        if self.store_and_forward:
+            t = hops * (self.per_hop + nbytes * self.per_byte)
+        else:
+            t = nbytes * self.per_byte + hops * self.per_hop
+        return xp.where(hops > 0, t, 0.0)
+
+    @property
+    def links(self) -> int:
+        """Number of directed links: four out of every processor (S, N, E, W)."""
+        return 4 * self.p
+
+    def route(self, src, dst, xp=np):
+        """Signed row and column displacement ``(dr, dc)`` of the route ``src -> dst``.
+
+        The shorter way round each ring; half a ring (even size) goes the positive way.
+        ``abs(dr) + abs(dc)`` is :meth:`hops`.
+        """
+        rows, cols = self.shape
+        dr = (dst // cols - src // cols) % rows
+        dc = (dst % cols - src % cols) % cols
+        dr = xp.where(dr > rows // 2, dr - rows, dr)
+        dc = xp.where(dc > cols // 2, dc - cols, dc)
+        return dr, dc
+
+    def link(self, src, dst, k, xp=np):
+        """Directed link of hop ``k`` (0-based) on the dimension-order route ``src -> dst``.
+
+        Link ``4 * q + d`` leaves processor ``q`` in direction ``d``: 0 down a column (row
+        + 1), 1 up (row - 1), 2 along a row (column + 1), 3 back (column - 1). Rows are
+        crossed first, then columns. Only meaningful for ``k < hops(src, dst)``.
+
+        Examples
+        --------
+        >>> net = Network(shape=(4, 4))
+        >>> [int(net.link(0, 5, k)) for k in range(2)]  # 0 -> 4 (down), then 4 -> 5 (right)
+        [0, 18]
+        """
+        rows, cols = self.shape
+        dr, dc = self.route(src, dst, xp)
+        ar = xp.abs(dr)
+        k = xp.asarray(k)
+        r0, c0 = src // cols, src % cols
+        vertical = k < ar
+        row = xp.where(vertical, (r0 + xp.sign(dr) * k) % rows, (r0 + dr) % rows)
+        col = xp.where(vertical, c0, (c0 + xp.sign(dc) * (k - ar)) % cols)
+        d = xp.where(vertical, xp.where(dr > 0, 0, 1), xp.where(dc > 0, 2, 3))
+        return (row * cols + col) * 4 + d
 
     def offsets(self) -> np.ndarray:
         """All non-zero torus offsets ``(dr, dc)`` sorted by hop distance (then dr, dc).

@@ -1,4 +1,5 @@
-"""The PNG plots of ``simd-emu bench mimd``: seed 002 Figures 1, 2 and 3 in form."""
+"""The PNG plots of ``simd-emu bench mimd``: seed 002 Figures 1, 2 and 3 in form, and the
+farmer's scaling with and without link contention."""
 
 from __future__ import annotations
 
@@ -16,6 +17,37 @@ def plots(results: dict, out: Path, tag: str) -> list[str]:
     import matplotlib.ticker
 
     files = []
+    if "farmer" in results:
+        rows = results["farmer"]["rows"]
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for ax, grain in zip(axes, ("fine", "coarse"), strict=True):
+            for cont, style, label in (
+                (True, "ko-", "links as resources"),
+                (False, "bs--", "no contention"),
+            ):
+                rr = [r for r in rows if r["grain"] == grain and r["contention"] == cont]
+                ax.plot(
+                    [r["processors"] for r in rr],
+                    [r["handouts_per_s"] for r in rr],
+                    style,
+                    label=label,
+                )
+            r0 = rows[0]
+            ax.axhline(r0["cpu_bound_per_s"], color="g", ls=":", label="farmer CPU bound")
+            ax.axhline(r0["link_bound_per_s"], color="r", ls=":", label="4 links bound")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+            ax.set_xlabel("processors")
+            ax.set_ylabel("tasks handed out per second")
+            ax.set_title(f"{grain} tasks (mean {rr[0]['mean_task'] * 1e3:g} ms)")
+        axes[0].legend(fontsize=8)
+        fig.suptitle("Farmer on transputer tori: hand-out rate, with and without link contention")
+        fig.tight_layout()
+        f = out / f"mimd{tag}-farmer.png"
+        fig.savefig(f, dpi=90)
+        plt.close(fig)
+        files.append(str(f))
     if "figure1" in results:
         rows = results["figure1"]["rows"]
         fig, axes = plt.subplots(2, 3, figsize=(13, 7), sharex=True)

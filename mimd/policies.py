@@ -58,8 +58,14 @@ class Farmer(Policy):
     of its CPU each), which is the centralised bottleneck that grows with P. With
     ``farmer_works`` the farmer's processor also runs tasks between requests (the control
     run of seed 001 section 4.4 is this policy on a single processor).
-    ``routing_factor`` multiplies message latencies: 1 for "farmer + VCR", above 1 for the
-    "farmer original" whose messages were forwarded by user-level processes.
+    ``routing_factor`` multiplies the wire time of its messages (per hop and per byte, so
+    also how long they hold each link): 1 for "farmer + VCR", above 1 for the "farmer
+    original" whose messages were forwarded by user-level processes.
+
+    Each hand-out costs the farmer ``serve`` and the message start-up on its CPU; not the
+    network's ``pack`` / ``unpack`` (uninstalling and installing a process or mobile object,
+    seed 002 4.5): the farmer sends batches of data to worker processes placed at compile
+    time (seed 001 4.3), whose preparation ``serve`` stands for.
     """
 
     serve: float = 2e-4

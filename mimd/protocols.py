@@ -66,15 +66,27 @@ class FarmerProtocol:
         if not n:
             return
         procs = xp.flatnonzero(want)
-        hops = self.net.hops(procs, f, xp)
-        lat = self.net.message_time(self.net.request_bytes, hops, xp) * self.pol.routing_factor
-        self.req_due[procs] = self.now() + self.debt[procs] + self.net.startup + lat
+        # the request leaves when the worker went idle (exact, not the tick after); its
+        # start-up is on the worker's CPU and counted once in the arrival
+        leave = self.idle_time(procs)
+        self.req_due[procs] = self.message(
+            procs, f, self.net.request_bytes, leave, self.pol.routing_factor
+        )
         self.req_out[procs] = True
-        self.charge(procs, self.net.startup)
+        self.charge_from(procs, self.net.startup, leave)
         self.messages += n
 
     def farmer_serve(self):
-        """The farmer answers arrived requests one at a time, in arrival order."""
+        """The farmer answers arrived requests one at a time, in arrival order.
+
+        Each request costs the farmer ``serve`` of CPU and, when it hands out a task, the
+        start-up of the hand-out message: a FIFO server whose departures are the max-plus
+        recurrence ``c_i = max(a_i, c_{i-1}) + s_i`` from the exact arrivals ``a_i``
+        (an add-scan and a max-scan). The hand-out then crosses the links. Not charged:
+        ``pack`` (and the worker's ``unpack``), the cost of uninstalling and packing a
+        *process* (seed 002 4.5): the farmer of seed 001 4.3 sends batches of data to worker
+        processes placed at compile time, whose preparation is its ``serve``.
+        """
         xp, m = self.xp, self.m
         now = self.now() + 1e-12
         arrived = self.req_out & (self.req_due <= now)
@@ -83,14 +95,17 @@ class FarmerProtocol:
             return
         procs = xp.flatnonzero(arrived)
         procs = procs[xp.lexsort(xp.stack([procs.astype(np.float64), self.req_due[procs]]))]
+        a = self.req_due[procs]
         self.req_due[procs] = INF  # req_out stays set until the task is delivered
         f = self.pol.farmer
         served = min(n, self.pool)
-        # serial service: departure of the i-th = start + (i+1) * serve (an add-scan)
-        begin = max(self.farmer_free, self.now())
-        dep = begin + m.scan(xp.full(n, self.pol.serve), op="add")
+        # serial service in arrival order from the exact arrival times
+        s = xp.full(n, self.pol.serve)
+        s[:served] += self.net.startup
+        incl = m.scan(s, op="add")
+        dep = incl + xp.maximum(m.scan(a - (incl - s), op="max"), self.farmer_free)
         self.farmer_free = float(dep[-1])
-        self.charge(xp.asarray([f]), n * self.pol.serve)
+        self.charge(xp.asarray([f]), float(s.sum()))
         self.messages += n
         if served < n:
             self.finished_worker[procs[served:]] = True
@@ -100,12 +115,17 @@ class FarmerProtocol:
         h = xp.arange(self.order_ptr, self.order_ptr + served, dtype=np.int64)
         self.order_ptr += served
         self.pool -= served
-        hops = self.net.hops(procs, f, xp)
-        lat = self.net.message_time(self.net.task_bytes, hops, xp) * self.pol.routing_factor
         self.state[h] = TRANSIT
         self.dest[h] = procs
         self.bsize[h] = 1
-        self.arrive[h] = dep[:served] + lat
+        # dep is after the start-up: the hand-out enters its first link then
+        self.arrive[h] = self.message(
+            xp.full(served, f, dtype=np.int64),
+            procs,
+            self.net.task_bytes,
+            dep[:served] - self.net.startup,
+            self.pol.routing_factor,
+        )
         self.qcount[f] -= served
         self.transit_count += served
         self.migrations += served
@@ -235,13 +255,9 @@ class GradientProtocol:
             return
         procs = xp.flatnonzero(ask)
         tg = self.light_id[procs]
-        hops = self.net.hops(procs, tg, xp)
         self.hs_target[procs] = tg
-        self.hs_due[procs] = (
-            self.now()
-            + self.debt[procs]
-            + self.net.startup
-            + self.net.message_time(self.net.request_bytes, hops, xp)
+        self.hs_due[procs] = self.message(
+            procs, tg, self.net.request_bytes, self.now() + self.debt[procs]
         )
         self.hs_state[procs] = 1
         self.charge(procs, self.net.startup)
@@ -262,13 +278,10 @@ class GradientProtocol:
             ok = free[tg] & (r == 0)
             self.reserved[tg[ok]] = True
             self.charge(tg, self.pol.process + self.net.startup)
-            hops = self.net.hops(procs, tg, xp)
             self.hs_ok[procs] = ok
-            self.hs_due[procs] = (
-                self.hs_due[procs]
-                + self.pol.process
-                + self.net.startup
-                + self.net.message_time(self.net.request_bytes, hops, xp)
+            # the answer leaves the target after processing: target -> source
+            self.hs_due[procs] = self.message(
+                tg, procs, self.net.request_bytes, self.hs_due[procs] + self.pol.process
             )
             self.hs_state[procs] = 2
             self.messages += int(procs.size)
@@ -319,27 +332,30 @@ class DiffusionProtocol:
         if not n:
             return
         procs = xp.flatnonzero(want)
-        now = self.now()
         if self.is_ws:
             # one victim at random among the k nearest
             j = xp.asarray(self.rng.integers(0, self.k, n))
             tg = self.net.neighbour(procs, self.offsets[j], xp)
-            self.send_migration_request(procs, tg, now + self.debt[procs])
+            leave = self.idle_time(procs)
+            self.send_migration_request(procs, tg, leave, charged=True)
+            self.charge_from(procs, self.net.startup, leave)
             return
         k = self.k
         L = self.offsets.shape[0]
         j = (self.round[procs][:, None] * k + xp.arange(k)[None, :]) % L
         tg = self.net.neighbour(procs[:, None], self.offsets[j], xp)
-        hops = self.net.hops(procs[:, None], tg, xp)
-        # the k queries leave one after the other from the requester's CPU
-        leave = now + self.debt[procs][:, None] + self.net.startup * (1 + xp.arange(k))[None, :]
-        arrive = leave + self.net.message_time(self.net.request_bytes, hops, xp)
+        # the k queries leave one after the other from the requester's CPU: the j-th after
+        # j start-ups (its own start-up is in its arrival)
+        first = self.idle_time(procs)
+        leave = first[:, None] + self.net.startup * xp.arange(k)[None, :]
+        src = xp.broadcast_to(procs[:, None], tg.shape)
+        arrive = self.message(src, tg, self.net.request_bytes, leave)
         self.q_target[procs] = tg
         self.q_due[procs] = self.next_poll(tg, arrive)
         self.q_reply[procs] = INF
         self.q_count[procs] = 0
         self.lb_phase[procs] = 1
-        self.charge(procs, k * self.net.startup)
+        self.charge_from(procs, k * self.net.startup, first)
         self.messages += n * k
 
     def diffusion_queries(self):
@@ -353,12 +369,9 @@ class DiffusionProtocol:
             tg = self.q_target[src, col]
             spare = xp.maximum(self.qcount - pol.keep, 0)
             self.q_count[src, col] = m.get(spare, tg)
-            hops = self.net.hops(src, tg, xp)
-            self.q_reply[src, col] = (
-                self.q_due[src, col]
-                + pol.process
-                + self.net.startup
-                + self.net.message_time(self.net.request_bytes, hops, xp)
+            # the reply leaves the target after processing: target -> requester
+            self.q_reply[src, col] = self.message(
+                tg, src, self.net.request_bytes, self.q_due[src, col] + pol.process
             )
             self.q_due[src, col] = INF
             self.charge(tg, pol.process + self.net.startup)
@@ -389,14 +402,13 @@ class DiffusionProtocol:
             self.lb_phase[pr] = 0
         self.q_reply[procs] = INF
 
-    def send_migration_request(self, procs, tg, when):
-        xp = self.xp
-        hops = self.net.hops(procs, tg, xp)
-        arrive = when + self.net.startup + self.net.message_time(self.net.request_bytes, hops, xp)
+    def send_migration_request(self, procs, tg, when, charged=False):
+        arrive = self.message(procs, tg, self.net.request_bytes, when)
         self.lb_target[procs] = tg
         self.lb_due[procs] = self.next_poll(tg, arrive)
         self.lb_phase[procs] = 2
-        self.charge(procs, self.net.startup)
+        if not charged:
+            self.charge(procs, self.net.startup)
         self.messages += int(procs.size)
 
     def migration_requests(self):
@@ -441,12 +453,12 @@ class DiffusionProtocol:
         self.lb_due[gp] = INF
         refused = procs[~granted]
         if refused.size:
-            hops = self.net.hops(refused, self.lb_target[refused], xp)
-            self.lb_due[refused] = (
-                self.lb_due[refused]
-                + pol.process
-                + self.net.startup
-                + self.net.message_time(self.net.request_bytes, hops, xp)
+            # the refusal leaves the target after processing: target -> requester
+            self.lb_due[refused] = self.message(
+                self.lb_target[refused],
+                refused,
+                self.net.request_bytes,
+                self.lb_due[refused] + pol.process,
             )
             self.lb_phase[refused] = 3
             self.charge(self.lb_target[refused], self.net.startup)

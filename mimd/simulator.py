@@ -17,6 +17,24 @@ number of *event ticks*, not to the simulated time. Every tick runs the same SIM
    (``machine.shift`` on the torus);
 5. dispatch: idle processors take the head of their queue (a segmented min by router send).
 
+Messages cross the torus links as resources (:mod:`mimd.links`; ``Network.contention``):
+their arrivals include the time they queue for busy links. Every message's start-up is paid
+once, on the sender's CPU, before it enters its first link (:meth:`_Sim.message`).
+
+Event times are exact where a chain of messages decides them: a request leaves when its
+processor went idle inside the step (not at the tick after), the farmer serves requests
+from their exact arrivals, delivered work starts at its arrival, and a message that arrives
+within the step it was sent in is handled in that step (an event-driven inner step of up to
+:attr:`_Sim.INNER` passes). What remains rounded to the tick (``Network.tick``, default
+1/200 of the mean task): CPU debt (start-ups, services, packing) is paid from the tick it
+was charged at, so a processor that both runs tasks and serves (the working farmer, a
+donor) resumes its task up to a tick late; decisions on state (GM/EG status, a refused
+requester asking again, a polling thread's view of its queue) see the state at the tick;
+and more than :attr:`_Sim.INNER` chained messages in one step wait for the next tick. The
+hand-computed tests (``tests/mimd/test_links.py``) are exact to rounding with a tick 25
+times the messages; the issue's check found 1.2 % from the tick on coarse tasks before
+these changes.
+
 Random choices (work-stealing victims, poll phases) come from one seeded generator, so a
 run is deterministic for a given seed. Processor and task ids decide every tie.
 
@@ -37,6 +55,7 @@ import numpy as np
 
 from simd.stats import PhaseRecord
 
+from .links import Links
 from .network import Network, torus_shape
 from .policies import (
     Diffusion,
@@ -310,6 +329,9 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         self.debt = xp.zeros(P)
         self.busy = xp.zeros(P)
         self.over = xp.zeros(P)
+        # when each processor's CPU last became free (no task, no debt): exact event times
+        self.free_at = xp.zeros(P)
+        self.links = Links(net, m)
         self.qcount = xp.asarray(np.bincount(own, minlength=P).astype(np.int64))
         self.transit_count = 0
         self.done = 0
@@ -329,6 +351,41 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
     # helpers -----------------------------------------------------------------------------
     def now(self) -> float:
         return self.t * self.dt
+
+    def message(self, src, dst, nbytes, leave, scale: float = 1.0):
+        """Arrival of messages whose senders' CPUs start sending at ``leave``.
+
+        The sender's CPU pays the start-up (the caller charges it), then the message enters
+        its first link: the start-up is counted once, as in :meth:`Network.message_time`.
+        A message to the sender itself is local and free (arrives at ``leave``).
+        """
+        xp = self.xp
+        src = xp.asarray(src)
+        hops = self.net.hops(src, xp.asarray(dst), xp)
+        leave = xp.broadcast_to(xp.asarray(leave, dtype=np.float64), hops.shape)
+        arr = self.links.send(src, dst, nbytes, leave + self.net.startup, scale)
+        return xp.where(hops > 0, arr, leave)
+
+    def idle_time(self, procs):
+        """When processors ``procs`` (idle now) can send: the instant they went idle inside
+        the last step (not the tick after it), or when their CPU debt is paid."""
+        xp = self.xp
+        debt = self.debt[procs]
+        return xp.where(debt > 0, self.now() + debt, self.now() - self.credit[procs])
+
+    def charge_from(self, procs, amount, begin):
+        """CPU work ``amount`` that processors ``procs`` started at ``begin`` (each at most
+        once): the part before now is paid already (an idle CPU sent a message the moment it
+        went idle, inside the last step), the rest is debt."""
+        xp = self.xp
+        now = self.now()
+        amount = xp.broadcast_to(xp.asarray(amount, dtype=np.float64), procs.shape)
+        absorbed = xp.clip(now - begin, 0.0, amount)
+        self.over[procs] += absorbed
+        self.debt[procs] += amount - absorbed
+        end = begin + amount
+        self.credit[procs] = xp.where(end <= now, now - end, 0.0)
+        self.free_at[procs] = xp.where(end <= now, end, self.free_at[procs])
 
     def to_tick(self, x):
         """Tick at or after time ``x`` (arrays allowed)."""
@@ -379,14 +436,39 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
                 )
             step = max(1, int(nxt) - self.t)
             self.advance(step)
-            self.deliver()
-            # an idle processor starts delivered work before its polling thread can give it
-            # away again (else a task can bounce between idle processors for ever)
-            self.dispatch()
-            self.protocol()
-            self.dispatch()
-            self.protocol_after_dispatch()
+            # event-driven inner step: a message sent in this step that has already arrived
+            # (far shorter than a tick) is handled now, at its exact time, and so is what it
+            # causes (a request served, a hand-out delivered and started), instead of one
+            # tick later each
+            for _ in range(self.INNER):
+                self.deliver()
+                # an idle processor starts delivered work before its polling thread can give
+                # it away again (else a task can bounce between idle processors for ever)
+                self.dispatch()
+                self.protocol()
+                self.dispatch()
+                self.protocol_after_dispatch()
+                if self.next_due() > self.now() + 1e-12:
+                    break
             self.ticks += 1
+
+    #: most passes of the inner step per tick (what is left waits for the next tick)
+    INNER = 8
+
+    def next_due(self) -> float:
+        """Earliest exact time of a pending message event (arrival, request, reply)."""
+        c = [INF]
+        if self.transit_count:
+            c.append(float(self.arrive.min()))
+        if self.is_farmer:
+            c.append(float(self.req_due.min()))
+        if isinstance(self.pol, Diffusion):
+            c.append(float(self.lb_due.min()))
+            if self.is_diff:
+                c.append(float(self.q_due.min()))
+        if self.is_gradient:
+            c.append(float(self.hs_due.min()))
+        return min(c)
 
     def next_event(self) -> float:
         t = self.t
@@ -426,6 +508,9 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
             n = xp.floor((t1 - self.phase_off) / q) - xp.floor((t0 - self.phase_off) / q)
             self.charge(self.pid, n * self.pol.poll_overhead)
         owed = self.debt
+        # idle processors whose debt ends inside the step are free from then on
+        ends = (self.cur < 0) & (owed > 0) & (owed <= span)
+        self.free_at = xp.where(ends, t0 + owed, self.free_at)
         avail = xp.maximum(span - owed, 0.0)
         self.over += xp.minimum(owed, span)
         self.debt = xp.maximum(owed - span, 0.0)
@@ -445,6 +530,7 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
             # finish time inside the step: after the debt and the remaining work
             ft = t0 + xp.minimum(owed[fin], span) + use[fin]
             self.finish[tasks] = xp.minimum(ft, t1)
+            self.free_at[fin] = xp.minimum(ft, t1)
             # the rest of the tick is not lost: a next task started now began at ft
             self.credit[fin] = xp.maximum(t1 - ft, 0.0)
             self.state[tasks] = DONE
@@ -492,7 +578,7 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         if not bool(ok.any()):
             return ok
         h = pick[ok] % N
-        d, dep, hp, src = dests[ok], depart[ok], hops[ok], donors[ok]
+        d, dep, src = dests[ok], depart[ok], donors[ok]
         s = self.bsize[h]
         half = s // 2
         split = s > 1
@@ -503,10 +589,8 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         self.bsize[g] = size
         self.state[g] = TRANSIT
         self.dest[g] = d
-        lat = self.net.message_time(self.net.task_bytes * size, hp, xp)
-        if self.is_farmer:
-            lat = lat * self.pol.routing_factor
-        self.arrive[g] = dep + self.net.pack + lat
+        # uninstall and pack, then the start-up, on the donor's CPU; then the links
+        self.arrive[g] = self.message(src, d, self.net.task_bytes * size, dep + self.net.pack)
         self.qcount = m.send(-size, src, into=self.qcount, combine="add")
         self.charge(src, self.net.pack + self.net.startup)
         self.transit_count += int(size.size)
@@ -527,11 +611,11 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         d = self.dest[g]
         self.owner[g] = d
         self.state[g] = QUEUED
-        self.arrive[g] = INF
         self.qkey[g] = self.seq + xp.arange(n)
         self.seq += n
         self.qcount = m.send(self.bsize[g], d, into=self.qcount, combine="add")
-        self.charge(d, self.net.unpack)
+        self.unpack(d, self.arrive[g])
+        self.arrive[g] = INF
         self.transit_count -= n
         if self.is_gradient:
             self.reserved[d] = False
@@ -541,6 +625,30 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
             # a requester that got work stops asking
             self.lb_phase[d] = 0
             self.lb_due[d] = INF
+
+    def unpack(self, d, arrive):
+        """Receivers ``d`` unpack and install work that arrived at ``arrive`` (CPU time).
+
+        An idle receiver with no debt starts unpacking at the arrival itself (or when its
+        CPU went free, if later), not at the tick that processes the delivery: what is left
+        of the tick after the unpack is credit for the task it starts now. A busy receiver
+        is charged the unpack as debt. The farmer's hand-outs carry data to worker processes
+        placed at compile time (seed 001 4.3): nothing to unpack or install.
+        """
+        xp, m = self.xp, self.m
+        cost = 0.0 if self.is_farmer else self.net.unpack
+        first = m.send(arrive, d, size=self.P, combine="min", fill=INF)
+        cnt = m.send(xp.ones(d.size, dtype=np.int64), d, size=self.P, combine="add")
+        procs = xp.flatnonzero(cnt > 0)
+        idle = (self.cur[procs] < 0) & (self.debt[procs] <= 0)
+        now = self.now()
+        u = cnt[procs] * cost
+        begin = xp.maximum(first[procs], self.free_at[procs])
+        ready = begin + u
+        absorbed = xp.where(idle, xp.clip(now - begin, 0.0, u), 0.0)
+        self.over[procs] += absorbed
+        self.debt[procs] += u - absorbed
+        self.credit[procs] = xp.where(idle, xp.maximum(now - ready, 0.0), 0.0)
 
     # dispatch ----------------------------------------------------------------------------
     def dispatch(self):
@@ -637,5 +745,10 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
             migrations=self.migrations,
             messages=self.messages,
             ticks=self.ticks,
-            extra={"tick": self.dt},
+            extra={
+                "tick": self.dt,
+                "contention": self.net.contention,
+                "link_busy_max": float(m.asnumpy(self.links.busy).max()) if P else 0.0,
+                "link_wait": self.links.queued,
+            },
         )
