@@ -63,18 +63,22 @@ class ClippedTriangles:
     n_rejected: int
 
 
-def _plane_distances(xp: Any, v: Any, gx: float, gy: float) -> list[Any]:
-    """Signed distances (inside >= 0) of clip-space points ``v[..., :4]`` to the planes
-    near, far, and the four guard-band planes."""
+def _plane_distance(v: Any, plane: int, gx: float, gy: float) -> Any:
+    """Signed distance (inside >= 0) of clip-space points ``v[..., :4]`` to clipping plane
+    ``plane``: 0 near, 1 far, 2-5 the guard band (x <= gx w, x >= -gx w, y <= gy w,
+    y >= -gy w)."""
     x, y, z, w = v[..., 0], v[..., 1], v[..., 2], v[..., 3]
-    return [
-        z + w,  # near: z >= -w
-        w - z,  # far: z <= w
-        gx * w - x,
-        gx * w + x,
-        gy * w - y,
-        gy * w + y,
-    ]
+    if plane == 0:
+        return z + w  # near: z >= -w
+    if plane == 1:
+        return w - z  # far: z <= w
+    if plane == 2:
+        return gx * w - x
+    if plane == 3:
+        return gx * w + x
+    if plane == 4:
+        return gy * w - y
+    return gy * w + y
 
 
 def clip_triangles(
@@ -92,11 +96,22 @@ def clip_triangles(
     width, height : int
         Viewport size, which sets the guard band in clip space.
     machine : Machine, optional
-        Charged for the elementwise work and used for the scans that place the output.
+        Charged for the elementwise work and used for the scan that places the output.
 
     Returns
     -------
     ClippedTriangles
+
+    Notes
+    -----
+    The host reads back two scalars at most, whatever the number of clipped triangles:
+    the numbers of crossing and of rejected faces (one transfer, which sizes the clipping
+    arrays), and, only when some face was clipped, the number of output triangles (which
+    sizes the output). Everything else has shapes fixed by those sizes: the crossing faces
+    are gathered with a scan and a scatter, clipped in fixed-shape ``(K, MAX_VERTS)``
+    arrays under masks, and their fan triangles scattered to offsets from one scan. The
+    number of kernel launches does not depend on the data (only on whether any face is
+    clipped).
 
     Examples
     --------
@@ -118,8 +133,8 @@ def clip_triangles(
     code = xp.zeros(clip.shape[0], dtype=xp.int32)
     for bit, o in enumerate([x < -w, x > w, y < -w, y > w, z < -w, z > w]):
         code |= o.astype(xp.int32) << bit
-    for bit, d in enumerate(_plane_distances(xp, clip, gx, gy)):
-        code |= (d < 0).astype(xp.int32) << (8 + bit)
+    for plane in range(6):
+        code |= (_plane_distance(clip, plane, gx, gy) < 0).astype(xp.int32) << (8 + plane)
     c0, c1, c2 = code[faces[:, 0]], code[faces[:, 1]], code[faces[:, 2]]
     # a triangle wholly outside one plane is dropped (Cohen-Sutherland)
     rejected = (c0 & c1 & c2 & 0xFF) != 0
@@ -129,11 +144,16 @@ def clip_triangles(
         machine.charge("elementwise", clip.shape[0], ops=OUTCODE_OPS)
         machine.charge("elementwise", m, ops=TRIANGLE_TEST_OPS)
 
-    idx = xp.nonzero(crossing)[0]
-    n_clipped = int(idx.size)
-    counts = xp.where(rejected, 0, 1).astype(xp.int64)  # triangles per original face
-    poly = poly_n = None
+    # host read 1 (one transfer): how many faces cross a plane, how many are dropped
+    n_clipped, n_rejected = (int(v) for v in xp.stack([crossing, rejected]).sum(axis=1).tolist())
+    counts = xp.where(rejected, 0, 1)  # triangles per original face (int64)
+    face_ids = xp.arange(m, dtype=xp.int64)
     if n_clipped:
+        # the crossing faces in order (a compaction by scan and scatter: no size read)
+        rank = xp.cumsum(crossing, dtype=xp.int64) - 1
+        idx = xp.empty(n_clipped + 1, dtype=xp.int64)
+        idx[xp.where(crossing, rank, n_clipped)] = face_ids  # the rest to a spare slot
+        idx = idx[:n_clipped]
         poly, poly_n = _sutherland_hodgman(xp, table[faces[idx]], gx, gy, machine=machine)
         counts[idx] = xp.maximum(poly_n - 2, 0)
 
@@ -142,30 +162,26 @@ def clip_triangles(
         offsets = machine.scan(counts, "add", exclusive=True, initial=0)
     else:
         offsets = xp.cumsum(counts) - counts
-    total = int(counts.sum()) if m else 0
-    simple = xp.nonzero((counts == 1) & ~crossing)[0]
-    if n_clipped == 0:
-        # nothing clipped: the output is the kept faces in order (offsets[simple] is 0..T-1)
-        out = table[faces[simple]]
-        face = simple
-    else:
-        out = xp.empty((total, 3, table.shape[1]), dtype=table.dtype)
-        face = xp.empty(total, dtype=xp.int64)
-        out[offsets[simple]] = table[faces[simple]]
-        face[offsets[simple]] = simple
+    # host read 2, only when something was clipped: the number of output triangles
+    total = int(offsets[-1] + counts[-1]) if n_clipped else m - n_rejected
+    # Every output row gets its face (row `total` is a spare that takes the writes of
+    # dropped faces and unused fan slots); unclipped faces give their triangle as it is.
+    face = xp.zeros(total + 1, dtype=xp.int64)
+    face[xp.where(rejected | crossing, total, offsets)] = face_ids
     if n_clipped:
-        # fan (p0, p_k, p_k+1) for k = 1 .. n-2, in fan order
-        for k in range(1, MAX_VERTS - 1):
-            live = poly_n > k + 1
-            if not bool(live.any()):
-                break
-            src = xp.nonzero(live)[0]
-            dst = offsets[idx[src]] + (k - 1)
-            out[dst, 0] = poly[src, 0]
-            out[dst, 1] = poly[src, k]
-            out[dst, 2] = poly[src, k + 1]
-            face[dst] = idx[src]
-    return ClippedTriangles(out[..., :4], out[..., 4:], face, n_clipped, int(rejected.sum()))
+        # fan (p0, p_j+1, p_j+2) for j = 0 .. n-3, in fan order
+        j = xp.arange(MAX_VERTS - 2, dtype=xp.int64)
+        fan_row = xp.where(j < (poly_n - 2)[:, None], offsets[idx][:, None] + j, total)
+        face[fan_row] = xp.broadcast_to(idx[:, None], fan_row.shape)
+    if m:
+        out = table[faces[face]]
+    else:
+        out = xp.zeros((1, 3, table.shape[1]), dtype=table.dtype)
+    if n_clipped:
+        first = xp.broadcast_to(poly[:, :1], (poly.shape[0], MAX_VERTS - 2, poly.shape[2]))
+        out[fan_row] = xp.stack([first, poly[:, 1:-1], poly[:, 2:]], axis=2)
+    out, face = out[:total], face[:total]
+    return ClippedTriangles(out[..., :4], out[..., 4:], face, n_clipped, n_rejected)
 
 
 def _sutherland_hodgman(
@@ -174,8 +190,11 @@ def _sutherland_hodgman(
     """Clip triangles ``tri`` (K, 3, C) by the six planes, all polygons at once.
 
     Sutherland-Hodgman: each plane maps a polygon's vertex list to a new one; an edge from
-    a to b emits a (if inside) and the crossing point (if exactly one end is inside). The
-    loop runs over vertex slots (at most 9), each step vectorised over all polygons.
+    a to b emits a (if inside) and the crossing point (if exactly one end is inside). All
+    MAX_VERTS vertex slots of all polygons are processed at once under masks (slot s is an
+    edge when s < n); the place of each emitted vertex is a scan along the slots, and the
+    emitted vertices are scattered there (the others to a spare slot). The shapes and the
+    number of operations are fixed: nothing is read back to the host.
 
     Returns
     -------
@@ -185,35 +204,35 @@ def _sutherland_hodgman(
     poly = xp.zeros((k, MAX_VERTS, c), dtype=tri.dtype)
     poly[:, :3] = tri
     n = xp.full(k, 3, dtype=xp.int64)
-    rows = xp.arange(k)
+    rows = xp.arange(k, dtype=xp.int64)[:, None]
+    slot = xp.arange(MAX_VERTS, dtype=xp.int64)
+    after = slot + 1
     for plane in range(6):
-        d = _plane_distances(xp, poly, gx, gy)[plane]  # (K, 9)
-        new = xp.zeros_like(poly)
-        new_n = xp.zeros(k, dtype=xp.int64)
-        for s in range(MAX_VERTS):
-            valid = s < n
-            if not bool(valid.any()):
-                break
-            t = xp.where(n > 0, (s + 1) % xp.maximum(n, 1), 0)
-            a, b = poly[:, s], poly[rows, t]
-            da, db = d[:, s], d[rows, t]
-            a_in, b_in = da >= 0, db >= 0
-            emit_a = valid & a_in
-            sel = xp.nonzero(emit_a)[0]
-            new[sel, new_n[sel]] = a[sel]
-            new_n += emit_a
-            cross = valid & (a_in != b_in)
-            sel = xp.nonzero(cross)[0]
-            if sel.size:
-                # from the inside end to the outside end, whatever the edge direction
-                pin = xp.where(a_in[sel, None], a[sel], b[sel])
-                pout = xp.where(a_in[sel, None], b[sel], a[sel])
-                din = xp.where(a_in[sel], da[sel], db[sel])
-                dout = xp.where(a_in[sel], db[sel], da[sel])
-                tt = din / (din - dout)
-                new[sel, new_n[sel]] = pin + tt[:, None] * (pout - pin)
-                new_n[sel] += 1
-        poly, n = new, new_n
+        d = _plane_distance(poly, plane, gx, gy)  # (K, 9)
+        valid = slot < n[:, None]
+        nxt = xp.where(after < n[:, None], after, 0)  # the edge's end: (s + 1) mod n
+        b = xp.take_along_axis(poly, nxt[:, :, None], axis=1)
+        db = xp.take_along_axis(d, nxt, axis=1)
+        a_in, b_in = d >= 0, db >= 0
+        emit_a = valid & a_in
+        cross = valid & (a_in != b_in)
+        # from the inside end to the outside end, whatever the edge direction
+        pin = xp.where(a_in[..., None], poly, b)
+        pout = xp.where(a_in[..., None], b, poly)
+        din = xp.where(a_in, d, db)
+        dout = xp.where(a_in, db, d)
+        tt = din / xp.where(cross, din - dout, 1.0)
+        point = pin + tt[..., None] * (pout - pin)
+        # slot s emits a, then the crossing point: places by a scan along the slots
+        emitted = emit_a.astype(xp.int64) + cross
+        end = xp.cumsum(emitted, axis=1)
+        at_a = end - emitted
+        at_point = at_a + emit_a
+        new = xp.zeros((k, MAX_VERTS + 1, c), dtype=poly.dtype)  # slot 9: the spare
+        new[rows, xp.where(emit_a & (at_a < MAX_VERTS), at_a, MAX_VERTS)] = poly
+        new[rows, xp.where(cross & (at_point < MAX_VERTS), at_point, MAX_VERTS)] = point
+        # a convex polygon gains at most one vertex per plane, so n <= 9 always holds
+        poly, n = new[:, :MAX_VERTS], xp.minimum(end[:, -1], MAX_VERTS)
     if machine is not None:
         machine.charge("elementwise", k, ops=SUTHERLAND_HODGMAN_OPS)
     return poly, n
