@@ -81,6 +81,13 @@ def _plane_distance(v: Any, plane: int, gx: float, gy: float) -> Any:
     return gy * w + y
 
 
+def _guard(xp: Any, gx: float, gy: float) -> Any:
+    """The device array ``[gx, gy]``, made on the device (no host array is uploaded)."""
+    g = xp.full(2, gx, dtype=xp.float64)
+    g[1] = gy
+    return g
+
+
 def clip_triangles(
     xp: Any, clip: Any, faces: Any, attrs: Any, width: int, height: int, *, machine: Any = None
 ) -> ClippedTriangles:
@@ -127,18 +134,21 @@ def clip_triangles(
     m = len(faces)
     gx = 1.0 + 2.0 * GUARD_BAND / width
     gy = 1.0 + 2.0 * GUARD_BAND / height
-    # per-vertex outcodes: bits 0-5 outside the view volume (x < -w, x > w, y < -w,
-    # y > w, z < -w, z > w), bits 8-13 outside a clipping plane (near, far, guard band)
-    x, y, z, w = clip[:, 0], clip[:, 1], clip[:, 2], clip[:, 3]
-    code = xp.zeros(clip.shape[0], dtype=xp.int32)
-    for bit, o in enumerate([x < -w, x > w, y < -w, y > w, z < -w, z > w]):
-        code |= o.astype(xp.int32) << bit
-    for plane in range(6):
-        code |= (_plane_distance(clip, plane, gx, gy) < 0).astype(xp.int32) << (8 + plane)
-    c0, c1, c2 = code[faces[:, 0]], code[faces[:, 1]], code[faces[:, 2]]
-    # a triangle wholly outside one plane is dropped (Cohen-Sutherland)
-    rejected = (c0 & c1 & c2 & 0xFF) != 0
-    crossing = (((c0 | c1 | c2) >> 8) != 0) & ~rejected
+    # Cohen-Sutherland outcodes, as flags per vertex and coordinate: outside the view
+    # volume (x < -w, x > w, ... z > w) and outside a clipping plane (near, far, guard band)
+    xyz, w = clip[:, :3], clip[:, 3:4]
+    low, high = xyz < -w, xyz > w  # (N, 3) each
+    gw = w * _guard(xp, gx, gy)  # (N, 2): gx w, gy w
+    xy, z = clip[:, :2], clip[:, 2:3]
+    beyond = (
+        ((z + w < 0) | (w - z < 0))[:, 0]  # near, far
+        | (gw - xy < 0).any(axis=1)  # x > gx w, y > gy w
+        | (gw + xy < 0).any(axis=1)  # x < -gx w, y < -gy w
+    )
+    # a triangle wholly outside one plane of the view volume is dropped; one with a
+    # vertex outside a clipping plane (and not dropped) is clipped
+    rejected = low[faces].all(axis=1).any(axis=1) | high[faces].all(axis=1).any(axis=1)
+    crossing = beyond[faces].any(axis=1) & ~rejected
     table = xp.concatenate([clip, attrs], axis=1)  # (N, 4 + A), gathered per corner below
     if machine is not None:
         machine.charge("elementwise", clip.shape[0], ops=OUTCODE_OPS)
@@ -224,14 +234,16 @@ def _sutherland_hodgman(
         tt = din / xp.where(cross, din - dout, 1.0)
         point = pin + tt[..., None] * (pout - pin)
         # slot s emits a, then the crossing point: places by a scan along the slots
-        emitted = emit_a.astype(xp.int64) + cross
+        emitted = xp.add(emit_a, cross, dtype=xp.int64)
         end = xp.cumsum(emitted, axis=1)
         at_a = end - emitted
         at_point = at_a + emit_a
         new = xp.zeros((k, MAX_VERTS + 1, c), dtype=poly.dtype)  # slot 9: the spare
-        new[rows, xp.where(emit_a & (at_a < MAX_VERTS), at_a, MAX_VERTS)] = poly
-        new[rows, xp.where(cross & (at_point < MAX_VERTS), at_point, MAX_VERTS)] = point
-        # a convex polygon gains at most one vertex per plane, so n <= 9 always holds
+        new[rows, xp.minimum(xp.where(emit_a, at_a, MAX_VERTS), MAX_VERTS)] = poly
+        new[rows, xp.minimum(xp.where(cross, at_point, MAX_VERTS), MAX_VERTS)] = point
+        # A convex polygon gains at most one vertex per plane, so n <= 9 holds; the
+        # minimum only keeps a vertex beyond the ninth (rounding in a degenerate case,
+        # where the old code failed with an IndexError) from writing out of bounds.
         poly, n = new[:, :MAX_VERTS], xp.minimum(end[:, -1], MAX_VERTS)
     if machine is not None:
         machine.charge("elementwise", k, ops=SUTHERLAND_HODGMAN_OPS)
