@@ -156,7 +156,7 @@ def clip_triangles(
 
     # host read 1 (one transfer): how many faces cross a plane, how many are dropped
     n_clipped, n_rejected = (int(v) for v in xp.stack([crossing, rejected]).sum(axis=1).tolist())
-    counts = xp.where(rejected, 0, 1)  # triangles per original face (int64)
+    counts = xp.where(rejected, 0, 1).astype(xp.int64, copy=False)  # triangles per face
     face_ids = xp.arange(m, dtype=xp.int64)
     if n_clipped:
         # the crossing faces in order (a compaction by scan and scatter: no size read)
