@@ -763,14 +763,14 @@ def _router_send(variant: Any, args: tuple) -> None:
 
 @emulates(_router_src.WINNER_KERNEL)
 def _router_winner(variant: Any, args: tuple) -> None:
-    dest, winner, n = args
-    np.maximum.at(winner, dest, np.arange(int(n), dtype=np.int64))
+    dest, winner, tag, n = args
+    np.maximum.at(winner, dest, np.uint64(tag) | np.arange(int(n), dtype=np.uint64))
 
 
 @emulates(_router_src.WRITE_KERNEL)
 def _router_write(variant: Any, args: tuple) -> None:
-    values, dest, winner, flat, n = args
-    won = winner[dest] == np.arange(int(n), dtype=np.int64)
+    values, dest, winner, tag, flat, n = args
+    won = winner[dest] == (np.uint64(tag) | np.arange(int(n), dtype=np.uint64))
     flat[dest[won]] = values[won]
 
 

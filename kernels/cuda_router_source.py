@@ -12,14 +12,30 @@ destination, the way the CM router combined colliding messages in the network:
 
 - ``add``, ``max``, ``min``, ``and``, ``or`` on int32 / int64: one hardware atomic per
   message (exact and order-free: these operators are associative and commutative).
-- ``max``, ``min`` on float32 / float64: a compare-and-swap loop with NumPy's NaN rule
-  (a NaN operand gives NaN), which is still commutative, so the result does not depend on
-  the order the messages arrive.
+- ``max``, ``min`` on float32 / float64: a compare-and-swap loop that takes the maximum
+  (minimum) in the total order ``-inf < ... < -0.0 < +0.0 < ... < +inf`` with NaN absorbing
+  (NumPy's NaN rule: a NaN operand gives NaN). That operator is associative and
+  commutative, so the result does not depend on the order the messages arrive: ``max`` of
+  +0.0 and -0.0 is +0.0 and ``min`` is -0.0, whatever arrives first (IEEE 754-2008
+  ``maxNum``/``minNum`` leave that choice open, and ``numpy.maximum`` keeps its first
+  operand). Only the sign of a zero can differ from the NumPy backend, which combines in
+  sender order: its result compares equal. Of several NaN messages to one address, the one
+  that arrives first is kept (every NaN payload is a NaN).
+- ``add`` on float32 / float64: one hardware ``atomicAdd`` per message (``red.global.add.f32``
+  / ``.f64``): one launch, no sort. The sum at an address is rounded in the order the
+  messages arrive, so it can differ between runs and from the NumPy backend (which sums
+  in sender order) by the rounding of a reordered sum: for ``k`` messages to one address,
+  ``|gpu - numpy| <= 2 (k - 1) eps sum(|v_i|)`` (plus ``|out|``), with ``eps`` the unit
+  roundoff of the dtype (Higham, "Accuracy and Stability of Numerical Algorithms", 4.2).
+  A deterministic sum needs a sort by destination and a segmented reduction (about
+  6 log2(n) launches with the reference's path): not worth it for a combine the NumPy
+  backend only defines up to rounding order anyway.
 - ``overwrite`` (highest sender index wins, deterministically): a first pass takes the
-  atomic maximum of the sender index per address, a second writes the winner's value.
-
-A float ``add`` is not order-free (rounding), so the reference's sort-based combine in
-sender order is used for it instead (``kernels.cupy_router``).
+  atomic maximum of a tag per address, ``epoch << 40 | sender``, a second writes the
+  value of the sender whose tag is still there. The tag array is kept between calls (per
+  device and stream, grown on demand) and never refilled: each call has a new epoch, so
+  the tags of earlier calls always lose; it is zeroed again only when the 24-bit epoch
+  wraps.
 """
 
 from __future__ import annotations
@@ -39,7 +55,11 @@ __all__ = [
 
 DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))
 #: Combines done with atomics per dtype kind ("i": integers, "f": floats).
-ATOMIC_COMBINES = {"i": ("add", "max", "min", "and", "or"), "f": ("max", "min")}
+ATOMIC_COMBINES = {"i": ("add", "max", "min", "and", "or"), "f": ("add", "max", "min")}
+#: Overwrite tags: ``epoch << SENDER_BITS | sender`` (so at most 2**40 messages per send).
+SENDER_BITS = 40
+#: Largest epoch before the tag array is zeroed again (tags are unsigned 64-bit words).
+MAX_EPOCH = (1 << (64 - SENDER_BITS)) - 1
 BLOCK = 256
 SEND_KERNEL = "simd_send_combine"
 WINNER_KERNEL = "simd_send_winner"
@@ -65,19 +85,24 @@ _INT_ATOMIC = {
     ("min", "long long"): "atomicMin(a, v);",
     ("and", "long long"): "atomicAnd((unsigned long long *)a, (unsigned long long)v);",
     ("or", "long long"): "atomicOr((unsigned long long *)a, (unsigned long long)v);",
+    # Rounded in arrival order (see the module docstring).
+    ("add", "float"): "atomicAdd(a, v);",
+    ("add", "double"): "atomicAdd(a, v);",
 }
 
 _FLOAT_CAS = r"""
-  // Compare-and-swap loop with numpy.maximum/minimum's NaN rule.
+  // Compare-and-swap loop: max (min) in the order -0.0 < +0.0, NaN absorbing (numpy's NaN
+  // rule). Equal values with different words are +0.0 and -0.0: max keeps the smaller
+  // word (+0.0, sign bit clear), min the larger (-0.0). Order-free (see the docstring).
   typedef %(word)s word_t;
   word_t *w = (word_t *)a;
+  const word_t v_word = %(to_word)s(v);
   word_t old = *w;
   while (true) {
     value_t cur = %(from_word)s(old);
-    value_t next = (cur != cur) ? cur : ((v != v) ? v : ((v %(cmp)s cur) ? v : cur));
-    word_t next_word = %(to_word)s(next);
-    if (next_word == old) break;
-    word_t seen = atomicCAS(w, old, next_word);
+    const bool wins = (v != v) || (v %(cmp)s cur) || (v == cur && v_word %(word_cmp)s old);
+    if (cur != cur || !wins) break;  // a NaN in place stays
+    word_t seen = atomicCAS(w, old, v_word);
     if (seen == old) break;
     old = seen;
   }
@@ -108,22 +133,26 @@ simd_send_combine(const value_t *__restrict__ values, const long long *__restric
   }
 }
 #else
-// Overwrite: the highest sender index per address wins (deterministic).
+// Overwrite: the highest sender index per address wins (deterministic). A tag is
+// epoch << SENDER_BITS | sender; tags of earlier calls (smaller epochs) always lose, so the
+// tag array needs no fill per call.
 extern "C" __global__ void __launch_bounds__(%(block)d)
-simd_send_winner(const long long *__restrict__ dest, long long *winner, long long n) {
+simd_send_winner(const long long *__restrict__ dest, unsigned long long *winner,
+                 unsigned long long epoch_tag, long long n) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
-    atomicMax(winner + dest[i], i);
+    atomicMax(winner + dest[i], epoch_tag | (unsigned long long)i);
   }
 }
 
 extern "C" __global__ void __launch_bounds__(%(block)d)
 simd_send_write(const value_t *__restrict__ values, const long long *__restrict__ dest,
-                const long long *__restrict__ winner, value_t *out, long long n) {
+                const unsigned long long *__restrict__ winner, unsigned long long epoch_tag,
+                value_t *out, long long n) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
     const long long d = dest[i];
-    if (winner[d] == i) out[d] = values[i];
+    if (winner[d] == (epoch_tag | (unsigned long long)i)) out[d] = values[i];
   }
 }
 #endif
@@ -148,7 +177,7 @@ def router_source(combine: str, dtype) -> str:
     if combine == "overwrite":
         atomic = ""
     elif combine in ATOMIC_COMBINES[dtype.kind]:
-        if dtype.kind == "i":
+        if dtype.kind == "i" or combine == "add":
             atomic = _INT_ATOMIC[(combine, ctype)]
         else:
             word, from_word, to_word = _FLOAT_WORDS[ctype]
@@ -157,6 +186,8 @@ def router_source(combine: str, dtype) -> str:
                 "from_word": from_word,
                 "to_word": to_word,
                 "cmp": ">" if combine == "max" else "<",
+                # Between +0.0 and -0.0: max takes the smaller word, min the larger.
+                "word_cmp": "<" if combine == "max" else ">",
             }
     else:
         raise ValueError(f"no atomic send kernel for combine {combine!r} on {dtype}")

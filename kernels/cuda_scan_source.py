@@ -10,7 +10,11 @@ Single-pass scan with decoupled look-back (Merrill & Garland, "Single-pass Paral
 Scan with Decoupled Look-back", NVIDIA NVR-2016-002), built from CUB's block primitives:
 ``cub::BlockExchange`` (striped <-> blocked), ``cub::BlockScan`` (raking warp scans) and
 ``cub::TilePrefixCallbackOp`` / ``cub::ScanTileState`` (the look-back over the aggregates and
-inclusive prefixes of the preceding tiles). Each thread block takes one tile of
+inclusive prefixes of the preceding tiles; ``cub::ReduceByKeyScanTileState`` for the (flag,
+value) pairs, packed as ``cub::KeyValuePair<int, T>``). Every tile descriptor, plain or pair,
+is one word of at most 16 bytes ({status, value} or {status, flag, value}), written and polled
+with single relaxed accesses: no fences beyond the block's own (checked on the SASS by
+``tests/kernels/test_scan_sass.py``). Each thread block takes one tile of
 ``BLOCK * ITEMS`` consecutive elements *in scan order*; its index is drawn from an atomic
 ticket, so every tile's predecessors have already started when it looks back. Data are read
 once and written once (about 2 element sizes per element plus the segment flags).
@@ -124,9 +128,11 @@ def tuning(dtype) -> tuple[int, int]:
 def tile_state_bytes(num_tiles: int) -> int:
     """Bytes of device memory for the look-back tile states of ``num_tiles`` tiles.
 
-    An upper bound of ``cub::ScanTileState<T>::AllocationSize`` for every scan type used
-    here (status word and payloads of at most 16 bytes, 32 padding tiles, three 256-byte
-    aligned arrays, 255 bytes to align the base).
+    An upper bound of ``cub::ScanTileState<T>::AllocationSize`` and
+    ``cub::ReduceByKeyScanTileState<T, int>::AllocationSize`` for every scan type used
+    here (one descriptor of at most 16 bytes per tile; the bound also covers CUB's
+    three-array layout: status word and payloads of at most 16 bytes, 32 padding tiles,
+    three 256-byte aligned arrays, 255 bytes to align the base).
     """
     per_array = (num_tiles + 32) * 16
     per_array = (per_array + 255) // 256 * 256
@@ -266,6 +272,7 @@ _TEMPLATE = r"""
 #include <cub/block/block_exchange.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/agent/single_pass_scan_operators.cuh>
+#include <cub/util_type.cuh>
 
 #define BLOCK %(block)d
 #define ITEMS %(items)d
@@ -286,34 +293,37 @@ struct ValueOp {
 };
 
 #if PAIRS
-// Schwartz's segmented operator on (head flag, value) pairs.
-struct scan_t {
-  value_t v;
-  int f;
-};
+// Schwartz's segmented operator on (head flag, value) pairs, packed as a
+// cub::KeyValuePair<int, value_t> (key: head flag) so that the look-back runs on
+// cub::ReduceByKeyScanTileState, whose tile descriptor {status, flag, value} is one
+// 16-byte word read and written with single relaxed accesses (as the plain scan's
+// ScanTileState<value_t>). A plain struct would make cub::ScanTileState fall back to
+// three arrays (status, partial, inclusive) guarded by full fences.
+typedef cub::KeyValuePair<int, value_t> scan_t;
 struct ScanOp {
   __device__ __forceinline__ scan_t operator()(const scan_t &a, const scan_t &b) const {
     scan_t r;
-    r.v = b.f ? b.v : ValueOp()(a.v, b.v);
-    r.f = a.f | b.f;
+    r.value = b.key ? b.value : ValueOp()(a.value, b.value);
+    r.key = a.key | b.key;
     return r;
   }
 };
-__device__ __forceinline__ value_t value_of(const scan_t &s) { return s.v; }
+__device__ __forceinline__ value_t value_of(const scan_t &s) { return s.value; }
 __device__ __forceinline__ scan_t make_item(value_t v, int f) {
   scan_t s;
-  s.v = v;
-  s.f = f;
+  s.value = v;
+  s.key = f;
   return s;
 }
+typedef cub::ReduceByKeyScanTileState<value_t, int> TileState;
 #else
 typedef value_t scan_t;
 typedef ValueOp ScanOp;
 __device__ __forceinline__ value_t value_of(const value_t &s) { return s; }
 __device__ __forceinline__ scan_t make_item(value_t v, int) { return v; }
+typedef cub::ScanTileState<scan_t> TileState;
 #endif
 
-typedef cub::ScanTileState<scan_t> TileState;
 typedef cub::TilePrefixCallbackOp<scan_t, ScanOp, TileState> PrefixOp;
 typedef cub::BlockScan<scan_t, BLOCK, cub::BLOCK_SCAN_WARP_SCANS> BlockScanT;
 typedef cub::BlockExchange<value_t, BLOCK, ITEMS> ExchangeValues;

@@ -2,10 +2,16 @@
 
 Imported by ``kernels.cupy_scan`` (only when the CuPy backend is in use). ``send`` takes
 its array namespace from ``xp`` (CuPy, or the counting stand-in ``kernels.counting.cupy``).
-The sources and the algorithm are in ``kernels.cuda_router_source``. Cases the kernels do not cover
-(float ``add``, which must combine in sender order to be deterministic; bool or other
-dtypes; a non-contiguous ``out``) go to the reference implementation, which runs on CuPy
-too (a stable sort by destination and a segmented scan).
+The sources and the algorithm are in ``kernels.cuda_router_source``: one atomic per message
+for every combine on int32 / int64 / float32 / float64 (float ``add`` rounds in arrival
+order, see there for the tolerance against the NumPy backend). Cases the kernels do not
+cover (bool or other dtypes; a non-contiguous ``out``; more than 2**40 messages to
+overwrite) go to the reference implementation, which runs on CuPy too (a stable sort by
+destination and a segmented scan).
+
+Per call the wrapper does no lookup beyond one memoised dictionary hit: the kernel
+functions are cached per (combine, dtype, device), and overwrite's tag array per (device,
+stream), kept between calls and never refilled (epochs, see ``kernels.cuda_router_source``).
 """
 
 from __future__ import annotations
@@ -27,9 +33,44 @@ def _module(cupy: Any, combine: str, dtype: str, device_id: int) -> Any:
     return cupy.RawModule(code=_src.router_source(combine, np.dtype(dtype)))
 
 
+@functools.cache
+def _kernels(cupy: Any, combine: str, dtype: str, device_id: int) -> tuple:
+    """The compiled kernel functions of (combine, dtype) on a device, looked up once:
+    ``(WINNER_KERNEL, WRITE_KERNEL)`` for overwrite, ``(SEND_KERNEL,)`` otherwise."""
+    module = _module(cupy, combine, dtype, device_id)
+    if combine == "overwrite":
+        return (module.get_function(_src.WINNER_KERNEL), module.get_function(_src.WRITE_KERNEL))
+    return (module.get_function(_src.SEND_KERNEL),)
+
+
+#: Overwrite tag arrays by (namespace id, device, stream): [uint64 array, last epoch,
+#: namespace] (the namespace is kept so that a reused id is not mistaken for it).
+_TAGS: dict[tuple, list] = {}
+
+
+def _epoch_tags(cupy: Any, size: int, device_id: int) -> tuple[Any, np.uint64]:
+    """The tag array (at least ``size`` words) of the current stream and this call's tag.
+
+    Zero-filled only when it is created, grown, or its epoch wraps; otherwise a call costs
+    no device work before the winner kernel.
+    """
+    key = (id(cupy), device_id, cupy.cuda.get_current_stream().ptr)
+    entry = _TAGS.get(key)
+    if entry is None or entry[2] is not cupy:
+        entry = None
+    if entry is None or entry[0].size < size or entry[1] >= _src.MAX_EPOCH:
+        grown = size if entry is None else max(size, entry[0].size)
+        entry = _TAGS[key] = [cupy.zeros(grown, dtype=cupy.uint64), 0, cupy]
+    entry[1] += 1
+    return entry[0], np.uint64(entry[1] << _src.SENDER_BITS)
+
+
 def _grid(n: int) -> tuple[int]:
     # Grid-stride loops: enough blocks to fill any current GPU, capped.
     return (max(1, min(-(-n // _src.BLOCK), 65536)),)
+
+
+_BLOCK = (_src.BLOCK,)
 
 
 @register("send", "cupy")
@@ -38,35 +79,32 @@ def send(xp, values, dest, out, combine: str):
 
     One thread per message with an atomic combine at the destination (the CM router's
     combining send, Hillis 1985); overwrite takes the highest sender index per address
-    with an atomic maximum, then writes that sender's value.
+    with an atomic maximum of an epoch-tagged index, then writes that sender's value.
     """
     dtype = out.dtype
-    if (
-        xp is np
-        or dtype not in _src.DTYPES
-        or not out.flags.c_contiguous
-        or (combine == "add" and dtype.kind == "f")
-    ):
+    if xp is np or dtype not in _src.DTYPES or not out.flags.c_contiguous:
         return reference.send(xp, values, dest, out, combine)
     n = dest.size
     if n == 0:
         return out
     if combine == "unique":  # collisions were checked by the caller
         combine = "overwrite"
-    if combine != "overwrite" and combine not in _src.ATOMIC_COMBINES[dtype.kind]:
+    if combine == "overwrite":
+        if n >= 1 << _src.SENDER_BITS:
+            return reference.send(xp, values, dest, out, combine)
+    elif combine not in _src.ATOMIC_COMBINES[dtype.kind]:
         return reference.send(xp, values, dest, out, combine)
     cupy = xp
     flat = out.reshape(-1)
     values = cupy.ascontiguousarray(values.reshape(-1), dtype=dtype)
     dest = cupy.ascontiguousarray(dest.reshape(-1), dtype=cupy.int64)
-    module = _module(cupy, combine, dtype.str, cupy.cuda.Device().id)
-    grid, block = _grid(n), (_src.BLOCK,)
+    device_id = cupy.cuda.Device().id
+    kernels = _kernels(cupy, combine, dtype.str, device_id)
+    grid, count = _grid(n), np.int64(n)
     if combine == "overwrite":
-        winner = cupy.full(flat.size, -1, dtype=cupy.int64)
-        module.get_function(_src.WINNER_KERNEL)(grid, block, (dest, winner, np.int64(n)))
-        module.get_function(_src.WRITE_KERNEL)(
-            grid, block, (values, dest, winner, flat, np.int64(n))
-        )
+        tags, tag = _epoch_tags(cupy, flat.size, device_id)
+        kernels[0](grid, _BLOCK, (dest, tags, tag, count))
+        kernels[1](grid, _BLOCK, (values, dest, tags, tag, flat, count))
     else:
-        module.get_function(_src.SEND_KERNEL)(grid, block, (values, dest, flat, np.int64(n)))
+        kernels[0](grid, _BLOCK, (values, dest, flat, count))
     return out

@@ -70,10 +70,14 @@ def _fill_bits(boundary: Any, dtype: np.dtype) -> tuple[int, Any]:
 
 
 def _grid(extents: tuple[int, int, int], threads: int) -> tuple[tuple, tuple]:
-    """Launch shape for ``(x, y, z)`` extents: a block as wide as x allows, rest in y."""
+    """Launch shape for ``(x, y, z)`` extents: a block as wide as x allows, rest in y.
+
+    Both block sides are capped to the extent (rounded up to a power of two), so a small
+    window launches a small block: a 4 x 4 window gets a (4, 4) block, not (4, 64).
+    """
     ex, ey, ez = extents
     bx = min(threads, 1 << max(0, (ex - 1).bit_length()))
-    by = max(1, threads // bx)
+    by = max(1, min(threads // bx, 1 << max(0, (ey - 1).bit_length())))
     grid = (
         max(1, min(_MAX_GRID_X, -(-ex // bx))),
         max(1, min(_MAX_GRID_YZ, -(-ey // by))),

@@ -10,7 +10,7 @@ import numpy as np
 
 from simd.errors import BackendUnavailableError
 
-__all__ = ["BACKENDS", "cupy_status", "resolve_backend"]
+__all__ = ["BACKENDS", "cupy_status", "gpu_missing", "resolve_backend"]
 
 BACKENDS = ("numpy", "cupy")
 #: Not a backend of its own: the CuPy code path run on NumPy, counting launches and syncs
@@ -39,8 +39,139 @@ def cupy_status() -> tuple[bool, str]:
         name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
         name = name.decode() if isinstance(name, bytes) else str(name)
     except Exception as exc:  # CUDARuntimeError, driver and library load errors
-        return False, f"CuPy cannot use a GPU here: {type(exc).__name__}: {exc}"
+        reason = f"CuPy cannot use a GPU here: {type(exc).__name__}: {exc}"
+        missing = gpu_missing()
+        if missing:
+            reason += "; missing: " + "; ".join(missing)
+        return False, reason
     return True, name
+
+
+#: numba-cuda releases that register ``numpy.row_stack`` (removed in NumPy 2.5) on import of
+#: the CUDA target: 0.30.4, the newest release checked, still does.
+_NUMBA_CUDA_ROW_STACK_UNTIL = (0, 30, 4)
+
+
+def _has_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split(".")[:3]:
+        digits = "".join(c for c in piece if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def _load_cuda_lib(name: str, sonames: tuple[str, ...]) -> str | None:
+    """Why the CUDA library ``name`` cannot be loaded (None when it can)."""
+    try:
+        from cuda import pathfinder
+    except ImportError:
+        pathfinder = None
+    if pathfinder is not None:
+        try:
+            pathfinder.load_nvidia_dynamic_lib(name)
+            return None
+        except Exception as exc:  # DynamicLibNotFoundError and friends
+            return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    import ctypes
+
+    for soname in sonames:
+        try:
+            ctypes.CDLL(soname)
+            return None
+        except OSError:
+            continue
+    return f"none of {', '.join(sonames)} could be loaded"
+
+
+def _driver_missing() -> str | None:
+    import ctypes
+    import sys
+
+    soname = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
+    try:
+        libcuda = ctypes.CDLL(soname)
+    except OSError:
+        return f"the NVIDIA driver ({soname} not found): install the NVIDIA driver"
+    version = ctypes.c_int(0)
+    if libcuda.cuDriverGetVersion(ctypes.byref(version)) == 0 and version.value < 13000:
+        major, minor = divmod(version.value, 1000)
+        return (
+            f"a driver for CUDA 13: this one supports CUDA {major}.{minor // 10} "
+            "(cupy-cuda13x and numba-cuda[cu13] need driver 580 or newer)"
+        )
+    return None
+
+
+def gpu_missing() -> list[str]:
+    """What the CuPy and Numba CUDA backends lack here, one line per missing piece.
+
+    Empty when everything they need is installed (a GPU may still be absent or busy:
+    ``cupy_status`` tries one). Checks the driver, the Python packages of the ``gpu``
+    extra, the libraries CuPy and Numba load at run time (NVRTC, NVVM; through
+    ``cuda.pathfinder``, as they do), the CUDA headers CuPy's kernels include, and
+    numba-cuda's NumPy limit. Loads libraries but touches no GPU.
+    """
+    missing = []
+    driver = _driver_missing()
+    if driver:
+        missing.append(driver)
+    if not _has_module("cupy"):
+        missing.append("CuPy (pip install 'simd-emu[gpu]', or cupy-cuda13x[ctk])")
+    nvrtc = _load_cuda_lib("nvrtc", ("libnvrtc.so.13", "libnvrtc.so"))
+    if nvrtc:
+        missing.append(
+            f"NVRTC, which CuPy compiles every kernel with (pip install nvidia-cuda-nvrtc): {nvrtc}"
+        )
+    if _has_module("cuda.pathfinder"):
+        from cuda import pathfinder
+
+        try:
+            found = pathfinder.find_nvidia_header_directory("cudart")
+        except Exception:  # noqa: BLE001 - any failure means not found
+            found = None
+        if not found:
+            missing.append(
+                "the CUDA runtime headers CuPy's kernels include (pip install nvidia-cuda-runtime)"
+            )
+    if not _has_module("numba_cuda"):
+        missing.append("numba-cuda, Numba's CUDA target (pip install 'numba-cuda[cu13]')")
+    else:
+        if not _has_module("cuda.bindings"):
+            missing.append(
+                "cuda-bindings, which numba-cuda drives the GPU with "
+                "(pip install 'cuda-bindings>=13')"
+            )
+        nvvm = _load_cuda_lib("nvvm", ("libnvvm.so.4", "libnvvm.so"))
+        if nvvm:
+            missing.append(
+                "NVVM, which Numba compiles CUDA kernels with "
+                f"(pip install 'numba-cuda[cu13]'): {nvvm}"
+            )
+        import importlib.metadata
+
+        try:
+            numba_cuda = importlib.metadata.version("numba-cuda")
+        except importlib.metadata.PackageNotFoundError:
+            numba_cuda = None
+        if (
+            numba_cuda is not None
+            and not hasattr(np, "row_stack")
+            and _version_tuple(numba_cuda) <= _NUMBA_CUDA_ROW_STACK_UNTIL
+        ):
+            missing.append(
+                f"a NumPy that numba-cuda {numba_cuda} works with: it uses numpy.row_stack, "
+                f"removed in NumPy {np.__version__} (pip install 'numpy<2.5')"
+            )
+    return missing
 
 
 def resolve_backend(backend: str = "auto") -> tuple[str, ModuleType]:

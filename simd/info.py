@@ -8,7 +8,7 @@ import os
 import platform
 import sys
 
-from simd.backend import cupy_status
+from simd.backend import cupy_status, gpu_missing
 
 __all__ = ["environment"]
 
@@ -18,6 +18,9 @@ _PACKAGES = (
     "numba",
     "numba-cuda",
     "cupy-cuda13x",
+    "cuda-bindings",
+    "nvidia-cuda-nvrtc",
+    "nvidia-cuda-runtime",
     "scikit-image",
     "trimesh",
     "moderngl",
@@ -75,6 +78,8 @@ def environment() -> dict:
         "cpu_count": os.cpu_count(),
         "gpu": gpu_detail if gpu_ok else None,
         "gpu_unavailable_reason": None if gpu_ok else gpu_detail,
+        # What the CuPy and Numba CUDA backends lack (empty when all is installed).
+        "gpu_missing": gpu_missing(),
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "versions": _versions(),

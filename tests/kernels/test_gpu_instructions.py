@@ -1,8 +1,10 @@
 """Every instruction on ``Machine(backend="cupy")`` against the NumPy backend (real GPU).
 
 Marked ``gpu``: skipped without a GPU, a failure with ``REQUIRE_GPU=1`` (tests/conftest.py).
-The NumPy backend runs ``kernels.reference``, the oracle; the CuPy backend runs the scan and
-router kernels of ``kernels.cupy_scan`` / ``kernels.cupy_router`` and Numba's shift kernels.
+Every test runs twice, against the NumPy backend as it is (``kernels.numba_cpu`` where it
+registers a primitive) and against ``kernels.reference``, the oracle, in its place (the
+``machines`` fixture); the CuPy backend runs the scan and router kernels of
+``kernels.cupy_scan`` / ``kernels.cupy_router`` and Numba's shift kernels.
 Float sums use integer-valued data so that any summation order is exact.
 """
 
@@ -20,10 +22,29 @@ DTYPES = ("int32", "int64", "float32", "float64")
 
 
 @pytest.fixture(scope="module")
-def machines():
+def _machine_pair():
     from simd import Machine
 
     return Machine(pes=512, backend="cupy"), Machine(pes=512, backend="numpy")
+
+
+@pytest.fixture(params=["numba_cpu", "reference"])
+def machines(request, monkeypatch, _machine_pair):
+    """(CuPy machine, NumPy machine); with "reference" the NumPy machine's instructions run
+    ``kernels.reference`` (looked up per instruction), whatever ``kernels.numba_cpu`` has."""
+    if request.param == "reference":
+        import simd.machine
+        from kernels import reference
+
+        lookup = simd.machine.lookup
+
+        def oracle(primitive, backend):
+            return (
+                getattr(reference, primitive) if backend == "numpy" else lookup(primitive, backend)
+            )
+
+        monkeypatch.setattr(simd.machine, "lookup", oracle)
+    return _machine_pair
 
 
 def _data(rng, shape, dtype, op):
@@ -383,3 +404,24 @@ def test_halo_exchange(machines, boundary):
             gpu.halo_exchange(gpu.asarray(tiles), heights, widths, width=width, boundary=boundary),
             cpu.halo_exchange(cpu.asarray(tiles), heights, widths, width=width, boundary=boundary),
         )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", ["add", "max"])
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_plain_8_byte_scans_at_scale(op, dtype):
+    """Plain 8-byte scans look back over a 16-byte status word: stress it over ~87k tiles
+    (2**27 elements and a partial tile), exact data so every order gives one answer."""
+    import cupy
+
+    from kernels import cupy_scan
+
+    n = (1 << 27) + 12345
+    x = (cupy.arange(n, dtype=cupy.int64) % 7 - 3).astype(dtype)
+    for reverse in (False, True):
+        got = cupy_scan.scan(cupy, x, op, reverse=reverse)
+        src = x[::-1] if reverse else x
+        want = cupy.cumsum(src) if op == "add" else cupy.asarray(np.maximum.accumulate(src.get()))
+        if reverse:
+            want = want[::-1]
+        assert bool((got == want).all()), (op, dtype, reverse)

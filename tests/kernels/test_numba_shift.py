@@ -52,12 +52,35 @@ def test_kernel_module_builds_without_a_gpu():
         "assert built is build_kernels(), 'not memoised'\n"
         "assert sorted(built) == ['halo', 'shift3'], sorted(built)\n"
         "assert all(built[k].py_func is KERNELS[k] for k in built)\n"
+        # On-disk cache of the compiled kernels (a new process skips NVVM).
+        "caches = {type(built[k]._cache).__name__ for k in built}\n"
+        "assert caches == {'CUDACache'}, caches\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_ENABLE_CUDASIM="0")
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("extents", "block"),
+    [
+        ((4, 4, 1), (4, 4, 1)),  # a 4 x 4 window: 16 threads, not (4, 64)
+        ((4, 1000, 3), (4, 64, 1)),
+        ((1000, 1000, 1), (256, 1, 1)),
+        ((100, 3, 1), (128, 2, 1)),
+        ((1, 1, 1), (1, 1, 1)),
+        ((3, 5, 1), (4, 8, 1)),
+    ],
+)
+def test_launch_block_is_capped_to_the_extent(extents, block):
+    from kernels import numba_shift
+
+    grid, got = numba_shift._grid(extents, 256)
+    assert got == block
+    assert all(g * b >= min(e, 65535 * b) for g, b, e in zip(grid, got, extents, strict=True))
+    assert got[0] * got[1] * got[2] <= 256
 
 
 @pytest.fixture

@@ -99,15 +99,33 @@ def test_large_grids_use_the_stride_loops(gpu_machine):
     _equal(got, reference.halo_exchange(cupy, tiles, hs, hs, 1, "edge"))
 
 
+_SLOW_DOUBLE = r"""
+extern "C" __global__ void slow_double(const double *x, double *out, long long n,
+                                       long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    out[i] = 2.0 * x[i];
+  }
+}
+"""
+
+
 def test_runs_on_cupys_current_stream(gpu_machine):
     import cupy
 
     from kernels import numba_shift, reference
 
     x = cupy.asarray(_sample((1024, 1024), "float64", seed=5))
+    # A producer that runs long (it spins about 0.1 s before writing): a shift launched on
+    # any other stream would read ``big`` before it is written.
+    slow_double = cupy.RawKernel(_SLOW_DOUBLE, "slow_double")
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
-        big = x * 2  # queued on the stream; the shift must run after it
+        big = cupy.empty_like(x)
+        slow_double((64,), (256,), (x, big, np.int64(x.size), np.int64(200_000_000)))
         got = numba_shift.shift(cupy, big, (1, 1), "zero")
         halo = numba_shift.halo_exchange(
             cupy, big.reshape(4, 256, 4, 256).transpose(0, 2, 1, 3), [256] * 4, [256] * 4
