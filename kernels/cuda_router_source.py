@@ -18,6 +18,11 @@ destination, the way the CM router combined colliding messages in the network:
 - ``overwrite`` (highest sender index wins, deterministically): a first pass takes the
   atomic maximum of the sender index per address, a second writes the winner's value.
 
+Every kernel takes the destination's ``size`` and drops messages addressed outside
+``[0, size)``: masked-off senders send to -1, and an out-of-range address (which the
+machine's deferred range check reports later, ``simd.Machine.check``) never writes out of
+bounds.
+
 A float ``add`` is not order-free (rounding), so the reference's sort-based combine in
 sender order is used for it instead (``kernels.cupy_router``).
 """
@@ -99,10 +104,12 @@ typedef %(ctype)s value_t;
 #if %(combining)d
 extern "C" __global__ void __launch_bounds__(%(block)d)
 simd_send_combine(const value_t *__restrict__ values, const long long *__restrict__ dest,
-                  value_t *out, long long n) {
+                  value_t *out, long long n, long long size) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
-    value_t *a = out + dest[i];
+    const long long d = dest[i];
+    if (d < 0 || d >= size) continue;  // dropped: masked off, or caught by the range check
+    value_t *a = out + d;
     const value_t v = values[i];
     %(atomic)s
   }
@@ -110,20 +117,23 @@ simd_send_combine(const value_t *__restrict__ values, const long long *__restric
 #else
 // Overwrite: the highest sender index per address wins (deterministic).
 extern "C" __global__ void __launch_bounds__(%(block)d)
-simd_send_winner(const long long *__restrict__ dest, long long *winner, long long n) {
+simd_send_winner(const long long *__restrict__ dest, long long *winner, long long n,
+                 long long size) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
-    atomicMax(winner + dest[i], i);
+    const long long d = dest[i];
+    if (d >= 0 && d < size) atomicMax(winner + d, i);
   }
 }
 
 extern "C" __global__ void __launch_bounds__(%(block)d)
 simd_send_write(const value_t *__restrict__ values, const long long *__restrict__ dest,
-                const long long *__restrict__ winner, value_t *out, long long n) {
+                const long long *__restrict__ winner, value_t *out, long long n,
+                long long size) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
     const long long d = dest[i];
-    if (winner[d] == i) out[d] = values[i];
+    if (d >= 0 && d < size && winner[d] == i) out[d] = values[i];
   }
 }
 #endif

@@ -38,7 +38,9 @@ def send(xp, values, dest, out, combine: str):
 
     One thread per message with an atomic combine at the destination (the CM router's
     combining send, Hillis 1985); overwrite takes the highest sender index per address
-    with an atomic maximum, then writes that sender's value.
+    with an atomic maximum, then writes that sender's value. Unlike the reference, a
+    message addressed outside ``out`` is dropped (masked-off senders send to -1; the
+    machine reports out-of-range addresses with its deferred range check).
     """
     dtype = out.dtype
     if (
@@ -47,14 +49,14 @@ def send(xp, values, dest, out, combine: str):
         or not out.flags.c_contiguous
         or (combine == "add" and dtype.kind == "f")
     ):
-        return reference.send(xp, values, dest, out, combine)
+        return _reference_dropping(xp, values, dest, out, combine)
     n = dest.size
     if n == 0:
         return out
     if combine == "unique":  # collisions were checked by the caller
         combine = "overwrite"
     if combine != "overwrite" and combine not in _src.ATOMIC_COMBINES[dtype.kind]:
-        return reference.send(xp, values, dest, out, combine)
+        return _reference_dropping(xp, values, dest, out, combine)
     cupy = xp
     flat = out.reshape(-1)
     values = cupy.ascontiguousarray(values.reshape(-1), dtype=dtype)
@@ -63,10 +65,27 @@ def send(xp, values, dest, out, combine: str):
     grid, block = _grid(n), (_src.BLOCK,)
     if combine == "overwrite":
         winner = cupy.full(flat.size, -1, dtype=cupy.int64)
-        module.get_function(_src.WINNER_KERNEL)(grid, block, (dest, winner, np.int64(n)))
+        size = np.int64(flat.size)
+        module.get_function(_src.WINNER_KERNEL)(grid, block, (dest, winner, np.int64(n), size))
         module.get_function(_src.WRITE_KERNEL)(
-            grid, block, (values, dest, winner, flat, np.int64(n))
+            grid, block, (values, dest, winner, flat, np.int64(n), size)
         )
     else:
-        module.get_function(_src.SEND_KERNEL)(grid, block, (values, dest, flat, np.int64(n)))
+        module.get_function(_src.SEND_KERNEL)(
+            grid, block, (values, dest, flat, np.int64(n), np.int64(flat.size))
+        )
+    return out
+
+
+def _reference_dropping(xp, values, dest, out, combine: str):
+    """``reference.send`` where messages addressed outside ``out`` are dropped, as the
+    kernels drop them: they go to a spare element past the end."""
+    if xp is np or dest.size == 0:
+        return reference.send(xp, values, dest, out, combine)
+    size = out.size
+    spare = xp.empty(size + 1, dtype=out.dtype)
+    spare[:size] = out.reshape(-1)
+    inside = (dest >= 0) & (dest < size)
+    reference.send(xp, values, xp.where(inside, dest, size), spare, combine)
+    out[...] = spare[:size].reshape(out.shape)
     return out

@@ -200,9 +200,10 @@ def fake_router(monkeypatch):
         router_src.router_source(combine, dtype)  # the variant exists
 
         def combine_kernel(grid, block, args):
-            values, dest, out, n = args
+            values, dest, out, n, size = args
             assert values.dtype == out.dtype == dtype and dest.dtype == np.int64
-            assert isinstance(n, np.int64)  # the kernels' `long long n`
+            assert isinstance(n, np.int64) and isinstance(size, np.int64)  # `long long`
+            assert int(size) == out.size
             assert values.flags.c_contiguous and dest.flags.c_contiguous
             assert grid[0] >= 1 and block == (router_src.BLOCK,) and int(n) == dest.size
             calls.append(combine)
@@ -215,13 +216,14 @@ def fake_router(monkeypatch):
                 ufunc.at(out, dest, values)
 
         def winner_kernel(grid, block, args):
-            dest, winner, n = args
+            dest, winner, n, size = args
+            assert int(size) == winner.size
             assert winner.dtype == np.int64 and (winner == -1).all()
             assert dest.dtype == np.int64 and isinstance(n, np.int64)
             np.maximum.at(winner, dest, np.arange(int(n)))
 
         def write_kernel(grid, block, args):
-            values, dest, winner, out, n = args
+            values, dest, winner, out, n, size = args
             assert values.dtype == out.dtype == dtype and isinstance(n, np.int64)
             calls.append("overwrite")
             i = np.arange(int(n))
