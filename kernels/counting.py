@@ -755,22 +755,33 @@ def _scan(variant: Any, args: tuple) -> None:
     out[...] = result.reshape(out.shape)
 
 
+def _inside(dest: np.ndarray, size: Any) -> np.ndarray:
+    """The messages the router kernels deliver (the others are dropped)."""
+    return (dest >= 0) & (dest < int(size))
+
+
 @emulates(_router_src.SEND_KERNEL)
 def _router_send(variant: Any, args: tuple) -> None:
-    values, dest, flat, n = args
-    flat[...] = reference.send(np, values, dest, flat.copy(), variant[1])
+    values, dest, flat, n, size = args
+    keep = _inside(dest, size)
+    flat[...] = reference.send(np, values[keep], dest[keep], flat.copy(), variant[1])
 
 
 @emulates(_router_src.WINNER_KERNEL)
 def _router_winner(variant: Any, args: tuple) -> None:
-    dest, winner, tag, n = args
-    np.maximum.at(winner, dest, np.uint64(tag) | np.arange(int(n), dtype=np.uint64))
+    dest, winner, tag, n, size = args
+    keep = _inside(dest, size)
+    tags = np.uint64(tag) | np.arange(int(n), dtype=np.uint64)
+    np.maximum.at(winner, dest[keep], tags[keep])
 
 
 @emulates(_router_src.WRITE_KERNEL)
 def _router_write(variant: Any, args: tuple) -> None:
-    values, dest, winner, tag, flat, n = args
-    won = winner[dest] == (np.uint64(tag) | np.arange(int(n), dtype=np.uint64))
+    values, dest, winner, tag, flat, n, size = args
+    keep = _inside(dest, size)
+    tags = np.uint64(tag) | np.arange(int(n), dtype=np.uint64)
+    won = np.zeros(dest.shape, dtype=bool)
+    won[keep] = winner[dest[keep]] == tags[keep]
     flat[dest[won]] = values[won]
 
 

@@ -36,6 +36,11 @@ destination, the way the CM router combined colliding messages in the network:
   device and stream, grown on demand) and never refilled: each call has a new epoch, so
   the tags of earlier calls always lose; it is zeroed again only when the 24-bit epoch
   wraps.
+
+Every kernel takes the destination's ``size`` and drops messages addressed outside
+``[0, size)``: masked-off senders send to -1, and an out-of-range address (which the
+machine's deferred range check reports later, ``simd.Machine.check``) never writes out of
+bounds.
 """
 
 from __future__ import annotations
@@ -124,10 +129,12 @@ typedef %(ctype)s value_t;
 #if %(combining)d
 extern "C" __global__ void __launch_bounds__(%(block)d)
 simd_send_combine(const value_t *__restrict__ values, const long long *__restrict__ dest,
-                  value_t *out, long long n) {
+                  value_t *out, long long n, long long size) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
-    value_t *a = out + dest[i];
+    const long long d = dest[i];
+    if (d < 0 || d >= size) continue;  // dropped: masked off, or caught by the range check
+    value_t *a = out + d;
     const value_t v = values[i];
     %(atomic)s
   }
@@ -138,21 +145,24 @@ simd_send_combine(const value_t *__restrict__ values, const long long *__restric
 // tag array needs no fill per call.
 extern "C" __global__ void __launch_bounds__(%(block)d)
 simd_send_winner(const long long *__restrict__ dest, unsigned long long *winner,
-                 unsigned long long epoch_tag, long long n) {
+                 unsigned long long epoch_tag, long long n, long long size) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
-    atomicMax(winner + dest[i], epoch_tag | (unsigned long long)i);
+    const long long d = dest[i];
+    if (d >= 0 && d < size) atomicMax(winner + d, epoch_tag | (unsigned long long)i);
   }
 }
 
 extern "C" __global__ void __launch_bounds__(%(block)d)
 simd_send_write(const value_t *__restrict__ values, const long long *__restrict__ dest,
                 const unsigned long long *__restrict__ winner, unsigned long long epoch_tag,
-                value_t *out, long long n) {
+                value_t *out, long long n, long long size) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
     const long long d = dest[i];
-    if (winner[d] == (epoch_tag | (unsigned long long)i)) out[d] = values[i];
+    if (d >= 0 && d < size && winner[d] == (epoch_tag | (unsigned long long)i)) {
+      out[d] = values[i];
+    }
   }
 }
 #endif

@@ -80,10 +80,13 @@ def send(xp, values, dest, out, combine: str):
     One thread per message with an atomic combine at the destination (the CM router's
     combining send, Hillis 1985); overwrite takes the highest sender index per address
     with an atomic maximum of an epoch-tagged index, then writes that sender's value.
+    Unlike the reference, a message addressed outside ``out`` is dropped (masked-off
+    senders send to -1; the machine reports out-of-range addresses with its deferred range
+    check).
     """
     dtype = out.dtype
     if xp is np or dtype not in _src.DTYPES or not out.flags.c_contiguous:
-        return reference.send(xp, values, dest, out, combine)
+        return _reference_dropping(xp, values, dest, out, combine)
     n = dest.size
     if n == 0:
         return out
@@ -91,20 +94,34 @@ def send(xp, values, dest, out, combine: str):
         combine = "overwrite"
     if combine == "overwrite":
         if n >= 1 << _src.SENDER_BITS:
-            return reference.send(xp, values, dest, out, combine)
+            return _reference_dropping(xp, values, dest, out, combine)
     elif combine not in _src.ATOMIC_COMBINES[dtype.kind]:
-        return reference.send(xp, values, dest, out, combine)
+        return _reference_dropping(xp, values, dest, out, combine)
     cupy = xp
     flat = out.reshape(-1)
     values = cupy.ascontiguousarray(values.reshape(-1), dtype=dtype)
     dest = cupy.ascontiguousarray(dest.reshape(-1), dtype=cupy.int64)
     device_id = cupy.cuda.Device().id
     kernels = _kernels(cupy, combine, dtype.str, device_id)
-    grid, count = _grid(n), np.int64(n)
+    grid, count, size = _grid(n), np.int64(n), np.int64(flat.size)
     if combine == "overwrite":
         tags, tag = _epoch_tags(cupy, flat.size, device_id)
-        kernels[0](grid, _BLOCK, (dest, tags, tag, count))
-        kernels[1](grid, _BLOCK, (values, dest, tags, tag, flat, count))
+        kernels[0](grid, _BLOCK, (dest, tags, tag, count, size))
+        kernels[1](grid, _BLOCK, (values, dest, tags, tag, flat, count, size))
     else:
-        kernels[0](grid, _BLOCK, (values, dest, flat, count))
+        kernels[0](grid, _BLOCK, (values, dest, flat, count, size))
+    return out
+
+
+def _reference_dropping(xp, values, dest, out, combine: str):
+    """``reference.send`` where messages addressed outside ``out`` are dropped, as the
+    kernels drop them: they go to a spare element past the end."""
+    if xp is np or dest.size == 0:
+        return reference.send(xp, values, dest, out, combine)
+    size = out.size
+    spare = xp.empty(size + 1, dtype=out.dtype)
+    spare[:size] = out.reshape(-1)
+    inside = (dest >= 0) & (dest < size)
+    reference.send(xp, values, xp.where(inside, dest, size), spare, combine)
+    out[...] = spare[:size].reshape(out.shape)
     return out

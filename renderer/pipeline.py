@@ -287,40 +287,59 @@ def render(
         done("z-buffer", res_z.record)
         with stage("shading") as record:
             covered, tri_px, depth = decode_keys(xp, zbuffer, bits)
-            pix = xp.nonzero(covered)[0]
-            tri_hit = tri_px[pix]
-            rgb = shade_pixels(xp, tri_hit, pix, width, setup, tris.attrs)
-            image = xp.zeros((width * height, 3), dtype=xp.uint8)
-            image[pix] = rgb
-            face = xp.full(width * height, -1, dtype=xp.int64)
-            face[pix] = tris.face[tri_hit]
+            if m.backend == "cupy" and n_tri:
+                # Every pixel is shaded and the uncovered ones masked afterwards: packing
+                # the covered ones first would wait for their number (a host sync).
+                tri_all = xp.where(covered, tri_px, 0)
+                with np.errstate(all="ignore"):  # the uncovered pixels' values are dropped
+                    rgb = shade_pixels(
+                        xp, tri_all, xp.arange(width * height), width, setup, tris.attrs
+                    )
+                image = xp.where(covered[:, None], rgb, xp.uint8(0))
+                face = xp.where(covered, tris.face[tri_all], -1)
+            else:
+                pix = xp.nonzero(covered)[0]
+                tri_hit = tri_px[pix]
+                rgb = shade_pixels(xp, tri_hit, pix, width, setup, tris.attrs)
+                image = xp.zeros((width * height, 3), dtype=xp.uint8)
+                image[pix] = rgb
+                face = xp.full(width * height, -1, dtype=xp.int64)
+                face[pix] = tris.face[tri_hit]
             m.charge("elementwise", width * height, ops=SHADING_OPS)
         done("shading", record)
     finally:
         if own_bar:
             bar.close()
 
+    # One read back for the frame's results (one host sync on a GPU), which also reports
+    # the machine's deferred address checks (Machine.fetch).
+    results = [image, depth, face, setup.n_degenerate]
+    if writes is not None:
+        results.append(writes)
+    if keep_workloads:
+        results += [setup.workload, spans.length]
+    host = list(m.fetch(*results))
+    image, depth, face, n_degenerate = host[:4]
+    n_degenerate = int(n_degenerate)
+
     # GL window rows go up from the bottom; images go down from the top
     def _img(a: Any, *shape: int) -> np.ndarray:
-        return np.ascontiguousarray(m.asnumpy(a).reshape(height, width, *shape)[::-1])
+        return np.ascontiguousarray(a.reshape(height, width, *shape)[::-1])
 
-    n_fragments = int(spans.length.sum()) if spans.length.shape[0] else 0
     counts = FrameCounts(
         triangles=mesh.n_faces,
         clipped=tris.n_clipped,
         rejected=tris.n_rejected,
-        drawn=n_tri - setup.n_degenerate,
-        degenerate=setup.n_degenerate,
+        drawn=n_tri - n_degenerate,
+        degenerate=n_degenerate,
         spans=int(spans.length.shape[0]),
-        fragments=n_fragments,
-        pixels=int(pix.shape[0]),
+        fragments=res_z.total_tasks,  # the sum of the span lengths, read by run_loop
+        pixels=int(np.count_nonzero(face >= 0)),
     )
     workloads = None
     if keep_workloads:
-        workloads = LoopWorkloads(
-            scan=m.asnumpy(setup.workload).astype(np.int64),
-            zbuffer=m.asnumpy(spans.length).astype(np.int64),
-        )
+        workloads = LoopWorkloads(scan=host[-2].astype(np.int64), zbuffer=host[-1].astype(np.int64))
+    writes = _img(host[4]) if writes is not None else None
     image, depth, face = _img(image, 3), _img(depth), _img(face)
     stats = FrameStats(
         stages=stages,
@@ -338,7 +357,7 @@ def render(
         camera=cam,
         loop=loop,
         stats=stats,
-        writes=_img(writes) if writes is not None else None,
+        writes=writes,
     )
 
 

@@ -49,6 +49,8 @@ class TriangleSetup:
     ``col0, col1`` the pixel columns of the bounding box clipped to the viewport; ``z0``,
     ``dzdx``, ``dzdy``, ``x0``, ``y0`` the depth plane (pixel units); ``inv_w`` (T, 3) and
     ``order`` (T, 3): the vertex permutation that made the triangle counter-clockwise.
+    ``n_degenerate``: the number of triangles of zero area, a 0-d xp array (on a GPU it
+    stays on the device until the frame reads its results back: ``int()`` reads it).
     """
 
     a: Any
@@ -68,7 +70,7 @@ class TriangleSetup:
     y0: Any
     inv_w: Any
     order: Any
-    n_degenerate: int
+    n_degenerate: Any
 
 
 def snap(xp: Any, coord: Any) -> Any:
@@ -177,7 +179,7 @@ def setup_triangles(
         y0=yf[:, 0],
         inv_w=inv_w,
         order=order,
-        n_degenerate=int(degenerate.sum()),
+        n_degenerate=degenerate.sum(),
     )
 
 

@@ -13,6 +13,7 @@ Keeping them together keeps the rules of every instruction in one place to read.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from copy import deepcopy
@@ -48,6 +49,10 @@ XNET = {
 
 _OUTSIDE = "(no phase)"
 
+#: Deferred address checks kept before they are read back anyway (one sync per this many
+#: sends and gets when nothing else checks).
+MAX_PENDING_CHECKS = 1024
+
 
 class Machine:
     """An emulated data-parallel SIMD machine.
@@ -67,6 +72,15 @@ class Machine:
         (``kernels.counting``); its phases are counting scopes.
     cost : CostModel, {"cm5", "mp1"} or None
         The model clock's constants; None picks from ``pes`` as described above.
+    checks : {"deferred", "eager"} or None
+        When the address checks of ``send`` and ``get`` raise. ``"eager"`` reads the
+        addresses' range back at every instruction (two host syncs per call on a GPU) and
+        raises there. ``"deferred"`` (the default; the environment variable ``SIMD_CHECKS``
+        overrides None) folds the range into device scalars and raises at the next check
+        (:meth:`check`, :meth:`fetch`, :meth:`asnumpy`, :meth:`sync`, :attr:`stats`),
+        with the same message; on the NumPy backend it is eager, a check costing nothing
+        there. Out-of-range messages never write out of bounds meanwhile: the GPU router
+        skips them, and a get wraps.
 
     Examples
     --------
@@ -84,6 +98,7 @@ class Machine:
         pes: int | tuple[int, ...] = 512,
         backend: str = "auto",
         cost: CostModel | str | None = None,
+        checks: str | None = None,
     ) -> None:
         self.pes = _check_pes_shape(pes)
         self.npes = math.prod(self.pes)
@@ -95,8 +110,20 @@ class Machine:
         self._phase_stack: list[str] = []
         self._open: list[PhaseRecord] = []  # records of the open phases, outermost first
         self._unread: list[tuple[PhaseStats, PhaseRecord]] = []  # GPU times not yet read
+        # How many of them a read back has since waited for (their events have passed).
+        self._settled = 0
         self._vp_stack: list[int] = []
         self._clock = 0.0
+        if checks is None:
+            checks = os.environ.get("SIMD_CHECKS", "") or "deferred"
+        if checks not in ("deferred", "eager"):
+            raise ValueError(f"checks must be 'deferred' or 'eager', got {checks!r}")
+        self.checks = checks
+        # Address checks not yet read back: (what, size, lowest, highest) with device
+        # scalars; read by check() in one transfer.
+        self._pending: list[tuple[str, int, Any, Any]] = []
+        self._eager = checks == "eager" or self.backend != "cupy"
+        self._bounds: Any = None  # (MAX_PENDING_CHECKS, 2) int64 on the device, made once
 
     def __repr__(self) -> str:
         shape = "x".join(map(str, self.pes))
@@ -109,15 +136,69 @@ class Machine:
         return self.xp.asarray(a, dtype=dtype)
 
     def asnumpy(self, a: Any) -> np.ndarray:
-        """``a`` as a NumPy array (copied to the host if needed)."""
+        """``a`` as a NumPy array (copied to the host if needed; runs the deferred checks
+        in the same transfer, see :meth:`fetch`)."""
         if self.backend == "cupy":
-            return self.xp.asnumpy(a)
+            if self._pending:
+                return self.fetch(a)[0]
+            out = self.xp.asnumpy(a)
+            self._settled = len(self._unread)  # the copy waited for the device
+            return out
         return np.asarray(a)
 
+    def fetch(self, *arrays: Any) -> tuple[np.ndarray, ...]:
+        """Copy ``arrays`` to the host in one transfer (one host sync on a GPU).
+
+        The deferred address checks ride along: after the copy, the first failed one
+        raises its ``IndexError`` (as :meth:`check`).
+
+        Examples
+        --------
+        >>> m = Machine(backend="numpy")
+        >>> a, b = m.fetch(m.asarray([1, 2]), m.asarray([0.5]))
+        >>> a.tolist(), b.tolist()
+        ([1, 2], [0.5])
+        """
+        if self.backend != "cupy":
+            self.check()
+            return tuple(np.asarray(a) for a in arrays)
+        xp = self.xp
+        pending, self._pending = self._pending, []
+        arrays = tuple(xp.asarray(a) for a in arrays)
+        parts = [xp.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
+        if pending:  # the rows of the bounds buffer the pending checks filled
+            parts.append(self._bounds[: len(pending)].reshape(-1).view(np.uint8))
+        if not parts:
+            return ()
+        host = xp.concatenate(parts).get() if len(parts) > 1 else parts[0].get()
+        self._settled = len(self._unread)  # the copy waited for the device
+        out, offset = [], 0
+        for a in arrays:
+            nbytes = a.size * a.dtype.itemsize
+            chunk = host[offset : offset + nbytes]
+            out.append(chunk.view(a.dtype).reshape(a.shape).copy())
+            offset += nbytes
+        if pending:
+            _raise_first(pending, host[offset:].view(np.int64).reshape(-1, 2))
+        return tuple(out)
+
+    def check(self) -> None:
+        """Raise the first deferred address check that failed (``IndexError``).
+
+        A no-op when nothing is pending (always on the NumPy backend, whose checks are
+        eager). On a GPU it reads every pending check in one transfer (one host sync): the
+        renderer calls it once per frame, through :meth:`fetch`.
+        """
+        if self._pending:
+            self.fetch()
+
     def sync(self) -> None:
-        """Wait for the device to finish (no-op on NumPy)."""
+        """Wait for the device to finish (no-op on NumPy); runs the deferred checks."""
         if self.backend == "cupy":
-            self.xp.cuda.get_current_stream().synchronize()
+            if self._pending:
+                self.fetch()  # the read back waits for the device too
+            else:
+                self.xp.cuda.get_current_stream().synchronize()
 
     @property
     def backend_spec(self) -> str:
@@ -138,14 +219,17 @@ class Machine:
 
         Nested phases are named by their path, e.g. ``"z-buffer/redistribution"``.
         Instructions outside any phase are listed under ``"(no phase)"``. On a GPU, reading
-        this waits for the phases timed so far to finish on the device.
+        this waits for the phases timed so far to finish on the device (unless a read
+        back, :meth:`fetch` or :meth:`asnumpy`, has waited for them since).
         """
         if self._unread:
-            self.sync()  # one wait for every phase timed so far, not one per event
+            if len(self._unread) > self._settled:
+                self.sync()  # one wait for every phase timed so far, not one per event
             for entry, record in self._unread:
                 record.interval.read_done()
                 entry.wall += record.wall
             self._unread.clear()
+            self._settled = 0
         return Stats(
             phases=deepcopy(self._phases), machine=self.cost.name, clock_hz=self.cost.clock_hz
         )
@@ -154,6 +238,7 @@ class Machine:
         """Forget all statistics and set the model clock to zero."""
         self._phases.clear()
         self._unread.clear()
+        self._settled = 0
         self._clock = 0.0
 
     def phase(self, name: str, *, sync: bool = False) -> AbstractContextManager[PhaseRecord]:
@@ -497,9 +582,19 @@ class Machine:
         flat_values = values.reshape(-1)
         if mask is not None:
             mask = self._flags(mask, dest.shape, "mask").reshape(-1)
-            flat_dest = flat_dest[mask]
-            flat_values = flat_values[mask]
-        self._check_range(flat_dest, out.size, "send destination")
+            if self._eager or combine == "unique":
+                # The senders packed (a data-dependent size: a host sync on a GPU).
+                flat_dest = flat_dest[mask]
+                flat_values = flat_values[mask]
+                mask = None
+        if mask is None:
+            self._check_range(flat_dest, out.size, "send destination")
+        else:
+            # Deferred checks on a GPU: the masked-off senders send to an address the
+            # router drops (-1), so nothing waits for the number of senders.
+            routed = self.xp.where(mask, flat_dest, -1)
+            self._check_range(flat_dest, out.size, "send destination", mask=mask, high=routed)
+            flat_dest = routed
         if combine == "unique" and flat_dest.size > 1:
             ordered = self.xp.sort(flat_dest)
             clash = ordered[1:] == ordered[:-1]
@@ -524,8 +619,13 @@ class Machine:
         # keep `fill`. Combining into the identity gives the former.
         out[...] = reference.identity(combine, out.dtype)
         out = fn(self.xp, flat_values, flat_dest, out, combine)
-        received = self.xp.zeros(out.size, dtype=bool)
-        received[flat_dest] = True
+        if mask is None:
+            received = self.xp.zeros(out.size, dtype=bool)
+            received[flat_dest] = True
+        else:  # the dropped messages mark a spare address past the end
+            received = self.xp.zeros(out.size + 1, dtype=bool)
+            received[self.xp.where(mask, flat_dest, out.size)] = True
+            received = received[: out.size]
         return self.xp.where(received.reshape(out.shape), out, self.xp.asarray(fill, out.dtype))
 
     def get(self, source, index, *, mask=None, fill: Any = 0):
@@ -544,7 +644,7 @@ class Machine:
             self._check_range(index, source.size, "get index")
         elif source.size == 0:  # nothing can be read: legal only if every VP is masked off
             mask = self._flags(mask, index.shape, "mask")
-            self._check_range(index[mask], 0, "get index")
+            self._check_range(index, 0, "get index", mask=mask)
         else:
             mask = self._flags(mask, index.shape, "mask")
             index = self.xp.where(mask, index, 0)  # masked-off VPs read a valid address
@@ -689,13 +789,50 @@ class Machine:
             raise TypeError(f"{name} must be an integer array, got dtype {index.dtype}")
         return index.astype(np.int64, copy=False)
 
-    def _check_range(self, index, size: int, what: str) -> None:
+    def _check_range(self, index, size: int, what: str, mask=None, high=None) -> None:
+        """Every address of ``index`` (where ``mask``) must lie in ``[0, size)``.
+
+        Eager: read back and raise now. Deferred: the range is folded into two device
+        scalars and checked later (:meth:`check`); ``high``, when given, is ``index``
+        with -1 where masked off (the caller has it already).
+        """
         if index.size == 0:
             return
-        low, high = int(index.min()), int(index.max())
-        if low < 0 or high >= size:
-            bad = low if low < 0 else high
-            raise IndexError(f"{what} {bad} is out of range for {size} addresses")
+        if self._eager:
+            if mask is not None:
+                index = index[mask]
+                if index.size == 0:
+                    return
+            low, high = int(index.min()), int(index.max())
+            _raise_if_out(what, size, low, high)
+            return
+        xp = self.xp
+        if self._bounds is None:
+            self._bounds = xp.empty((MAX_PENDING_CHECKS, 2), dtype=np.int64)
+        k = len(self._pending)
+        # 0-d views of row k (no launch; written in place by the reductions)
+        low, high_out = self._bounds[k, 0:1].reshape(()), self._bounds[k, 1:2].reshape(())
+        if mask is None:
+            xp.min(index, out=low)
+            xp.max(index, out=high_out)
+        else:  # masked off: an address in range for the minimum, -1 for the maximum
+            xp.min(xp.where(mask, index, 0), out=low)
+            xp.max(xp.where(mask, index, -1) if high is None else high, out=high_out)
+        self._pending.append((what, int(size), low, high_out))
+        if len(self._pending) >= MAX_PENDING_CHECKS:
+            self.check()
+
+
+def _raise_if_out(what: str, size: int, low: int, high: int) -> None:
+    if low < 0 or high >= size:
+        bad = low if low < 0 else high
+        raise IndexError(f"{what} {bad} is out of range for {size} addresses")
+
+
+def _raise_first(pending: list, bounds: np.ndarray) -> None:
+    """Raise the first failed check of ``pending`` given their (low, high) on the host."""
+    for (what, size, _, _), (low, high) in zip(pending, bounds.tolist(), strict=True):
+        _raise_if_out(what, size, low, high)
 
 
 class _Phase:

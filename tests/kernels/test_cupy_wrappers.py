@@ -201,9 +201,10 @@ def fake_router(monkeypatch):
         router_src.router_source(combine, dtype)  # the variant exists
 
         def combine_kernel(grid, block, args):
-            values, dest, out, n = args
+            values, dest, out, n, size = args
             assert values.dtype == out.dtype == dtype and dest.dtype == np.int64
-            assert isinstance(n, np.int64)  # the kernels' `long long n`
+            assert isinstance(n, np.int64) and isinstance(size, np.int64)  # `long long`
+            assert int(size) == out.size
             assert values.flags.c_contiguous and dest.flags.c_contiguous
             assert grid[0] >= 1 and block == (router_src.BLOCK,) and int(n) == dest.size
             calls.append(combine)
@@ -216,7 +217,8 @@ def fake_router(monkeypatch):
                 ufunc.at(out, dest, values)
 
         def winner_kernel(grid, block, args):
-            dest, winner, tag, n = args
+            dest, winner, tag, n, size = args
+            assert isinstance(size, np.int64) and int(size) <= winner.size  # tags are reused
             assert winner.dtype == np.uint64 and isinstance(tag, np.uint64)
             # Tags of earlier calls are smaller than this call's: no fill needed.
             assert (winner < tag).all() and int(tag) % (1 << router_src.SENDER_BITS) == 0
@@ -224,8 +226,9 @@ def fake_router(monkeypatch):
             np.maximum.at(winner, dest, tag | np.arange(int(n), dtype=np.uint64))
 
         def write_kernel(grid, block, args):
-            values, dest, winner, tag, out, n = args
+            values, dest, winner, tag, out, n, size = args
             assert values.dtype == out.dtype == dtype and isinstance(n, np.int64)
+            assert int(size) == out.size
             calls.append("overwrite")
             i = np.arange(int(n), dtype=np.uint64)
             won = winner[dest] == (tag | i)

@@ -137,10 +137,8 @@ def run_loop(
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
 
-    w = _validate_workload(workload, machine)
+    w, total_tasks, max_w = _validate_workload(workload, machine)
     n = int(w.size)
-    total_tasks = int(w.sum()) if n else 0
-    max_w = int(w.max()) if n else 0
     call = body if body is not None else (lambda items, tasks: None)
     advance, close = _progress_callback(progress, total_tasks)
     result = LoopResult(
@@ -161,12 +159,12 @@ def run_loop(
             if n == 0:
                 pass
             elif form == "original":
-                loop.original(w)
+                loop.original(w, max_w)
             elif form == "expand":
-                loop.expand(w, chunk or DEFAULT_CHUNK)
+                loop.expand(w, chunk or DEFAULT_CHUNK, total_tasks)
             else:
                 estimate = Overestimate(machine, n, overestimate, clock, name)
-                _CostEffective(loop, w, estimate, prune=prune, warn=warn).run()
+                _CostEffective(loop, w, max_w, estimate, prune=prune, warn=warn).run()
     finally:
         close()
     return result
@@ -192,26 +190,28 @@ class _Loop:
             self.call(items, tasks)
         self.m.charge("elementwise", slots, ops=ops + self.task_cost)
 
-    def original(self, w: Any) -> None:
+    def original(self, w: Any, max_w: int) -> None:
         """Figure 1: ``forloop index = 1, MAX(workload) / WHERE (index <= workload)``."""
         m, xp = self.m, self.m.xp
         n = int(w.size)
         soln = self.timing(PHASE_SOLUTION)
         with m.phase(PHASE_SOLUTION):
-            iterations = int(m.reduce(w, "max"))  # the loop bound, MAX(workload)
-        # Live processors only ever drop out, so the packed list is filtered, never rebuilt.
-        live = xp.nonzero(w > 0)[0]
+            # The loop bound, MAX(workload): the front end read it with the workload's
+            # sum (run_loop), so the machine's reduction is not read back again.
+            m.reduce(w, "max")
+        iterations = max_w
+        live = _LiveSet(m, w, max_w)
         for index in range(iterations):
             with m.phase(PHASE_SOLUTION) as record:
-                tasks = xp.full(live.size, index, dtype=np.int64)
-                self.solve(live, tasks, n, ORIGINAL_OPS)
-                done = int(live.size)
-                live = live[w[live] > index + 1]
+                items, done = live.step()
+                tasks = xp.full(done, index, dtype=np.int64)
+                self.solve(items, tasks, n, ORIGINAL_OPS)
+                live.drop(w, index + 1)
             soln.records.append(record)
             self.result.iterations += 1
             self.advance(done)
 
-    def expand(self, w: Any, chunk: int) -> None:
+    def expand(self, w: Any, chunk: int, total: int) -> None:
         """All tasks at once: an add-scan of the workload, a load-balancing search per chunk."""
         m = self.m
         n = int(w.size)
@@ -219,7 +219,7 @@ class _Loop:
         soln = self.timing(PHASE_SOLUTION)
         with m.phase(PHASE_EXPANSION) as record:
             offsets = m.scan(w, "add", exclusive=True, initial=0)
-            total = int(m.reduce(w, "add"))
+            m.reduce(w, "add")  # the total, which run_loop has already read
             ends = offsets + w
             m.charge("elementwise", n, ops=EXPAND_ENDS_OPS)
         expansion.records.append(record)
@@ -243,7 +243,9 @@ class _CostEffective:
     implicit (W - index, index + 1) and materialised at the first redistribution.
     """
 
-    def __init__(self, loop: _Loop, w: Any, estimate: Overestimate, *, prune: bool, warn: bool):
+    def __init__(
+        self, loop: _Loop, w: Any, max_w: int, estimate: Overestimate, *, prune: bool, warn: bool
+    ):
         xp = loop.m.xp
         self.loop, self.m, self.estimate = loop, loop.m, estimate
         self.prune, self.warn = prune, warn
@@ -252,7 +254,8 @@ class _CostEffective:
         self.w = w.copy()
         self.parallel_index = (w > 0).astype(np.int64)  # 1-based, 0 on idle processors
         self.problem_data = xp.arange(self.n, dtype=np.int64)  # the datum of each processor
-        self.live = xp.nonzero(w > 0)[0]
+        self.max_w = max_w  # read by run_loop with the workload's sum
+        self.live = _LiveSet(self.m, w, max_w)
         self.remaining: int | None = None  # MAX(workload), known to the front end
         self.redistributed = False
         loop.result.overestimate_source = estimate.source
@@ -296,7 +299,8 @@ class _CostEffective:
             if first:
                 # MAX(workload) alone (Figure 1's loop bound) tells whether any decision
                 # can be positive.
-                self.remaining = int(m.reduce(self.w, "max"))
+                m.reduce(self.w, "max")  # read already, with the workload's sum
+                self.remaining = self.max_w
             if self.remaining != 0 and self.worth_gathering():
                 if not self.redistributed and self.loop.result.iterations:
                     m.charge("elementwise", self.n, ops=IMPLICIT_WORKLOAD_OPS)
@@ -327,7 +331,7 @@ class _CostEffective:
             red = redistribute(self.w, self.parallel_index, self.problem_data, info, machine=m)
             self.w, self.parallel_index = red.workload, red.parallel_index
             self.problem_data = red.problem_data
-            self.live = m.xp.nonzero(self.w > 0)[0]
+            self.live = _LiveSet(m, self.w, info.max_new_workload)
         loop.timing(PHASE_REDISTRIBUTION).records.append(record)
         result.decisions += 1
         event = BalanceEvent(
@@ -345,13 +349,13 @@ class _CostEffective:
         """One iteration of the solution phase on every processor with work left."""
         m, loop = self.m, self.loop
         with m.phase(PHASE_SOLUTION) as record:
-            items = self.problem_data[self.live]
-            tasks = self.parallel_index[self.live] - 1
+            live, done = self.live.step()
+            items = self.problem_data[live]
+            tasks = self.parallel_index[live] - 1
             loop.solve(items, tasks, self.n, BALANCED_OPS if self.redistributed else ORIGINAL_OPS)
-            self.w[self.live] -= 1
-            self.parallel_index[self.live] += 1
-            done = int(self.live.size)
-            self.live = self.live[self.w[self.live] > 0]
+            self.w[live] -= 1
+            self.parallel_index[live] += 1
+            self.live.drop(self.w, 0)
         loop.timing(PHASE_SOLUTION).records.append(record)
         loop.result.iterations += 1
         loop.advance(done)
@@ -373,8 +377,49 @@ class _CostEffective:
             )
 
 
-def _validate_workload(workload: Any, machine: Any) -> Any:
-    """Return the workload as an int64 backend array, or raise a clear error."""
+class _LiveSet:
+    """The processors with work left, in index order, while every live one does one task
+    per iteration (Figure 1's ``WHERE (index <= workload)``).
+
+    On NumPy the packed list is filtered after each iteration. On a GPU that filter is a
+    host sync per iteration (a data-dependent size); instead the processors are sorted
+    once, heaviest first, and the number still live at every iteration (the processors
+    with a workload above it) is read back once, as one table: iteration ``k`` takes the
+    first ``count[k]`` of them, back in index order (a sort, no sync).
+    """
+
+    def __init__(self, machine: Any, w: Any, max_w: int) -> None:
+        xp = self.xp = machine.xp
+        self.k = 0
+        self.on_device = machine.backend == "cupy"
+        if not self.on_device:
+            self.live = xp.nonzero(w > 0)[0]
+            return
+        n = int(w.size)
+        self.order = xp.argsort(-w)
+        below = xp.searchsorted(xp.sort(w), xp.arange(max_w, dtype=np.int64), side="right")
+        self.counts = machine.asnumpy(n - below).tolist() if max_w > 0 else []
+
+    def step(self) -> tuple[Any, int]:
+        """The live processors of this iteration (ascending) and how many there are."""
+        if not self.on_device:
+            return self.live, int(self.live.size)
+        count = self.counts[self.k] if self.k < len(self.counts) else 0
+        return self.xp.sort(self.order[:count]), count
+
+    def drop(self, w: Any, above: int) -> None:
+        """End the iteration: keep the processors whose ``w`` is still above ``above``
+        (NumPy: filtered; GPU: known from the table)."""
+        if not self.on_device:
+            self.live = self.live[w[self.live] > above]
+        self.k += 1
+
+
+def _validate_workload(workload: Any, machine: Any) -> tuple[Any, int, int]:
+    """The workload as an int64 backend array with its sum and maximum, or a clear error.
+
+    Sum, maximum and minimum (the check) are read back together: one host sync.
+    """
     if isinstance(workload, (str, bytes)):
         raise TypeError("workload must be a 1-D array of non-negative integers, got a string")
     xp = machine.xp
@@ -404,9 +449,18 @@ def _validate_workload(workload: Any, machine: Any) -> Any:
     elif kind not in "iu":
         raise TypeError(f"workload must be an integer array, got dtype {arr.dtype}")
     out = machine.asarray(arr, dtype=np.int64)
-    if out.size and int(xp.min(out)) < 0:
+    if not out.size:
+        return out, 0, 0
+    if machine.backend == "cupy":  # three reductions into one buffer, one read back
+        buf = xp.empty(3, dtype=np.int64)
+        for k, reduce in enumerate((xp.sum, xp.max, xp.min)):
+            reduce(out, out=buf[k : k + 1].reshape(()))
+        total, high, low = machine.asnumpy(buf).tolist()
+    else:
+        total, high, low = int(out.sum()), int(out.max()), int(xp.min(out))
+    if low < 0:
         raise ValueError("workload must be non-negative (a number of tasks per datum)")
-    return out
+    return out, total, high
 
 
 def _progress_callback(progress: Any, total: int) -> tuple[Callable[[int], None], Callable]:
