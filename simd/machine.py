@@ -26,6 +26,20 @@ from kernels.registry import lookup
 from simd.backend import resolve_backend
 from simd.cost import CostModel
 from simd.errors import CollisionError
+from simd.operands import (
+    bool_boundary,
+    check_axis,
+    check_boundary,
+    check_op,
+    check_pes_shape,
+    check_value_dtype,
+    extent_vector,
+    is_scalar,
+    normalise_offsets,
+    resolve_cost,
+    scalar,
+    shift_offsets,
+)
 from simd.stats import DeviceInterval, HostInterval, PhaseRecord, PhaseStats, Stats
 
 __all__ = ["COMBINERS", "Machine", "XNET"]
@@ -100,12 +114,12 @@ class Machine:
         cost: CostModel | str | None = None,
         checks: str | None = None,
     ) -> None:
-        self.pes = _check_pes_shape(pes)
+        self.pes = check_pes_shape(pes)
         self.npes = math.prod(self.pes)
         self.backend, self.xp = resolve_backend(backend)
         # The counting stand-in for CuPy attributes its counts to the open phases.
         self._scopes = self.xp if hasattr(self.xp, "push_scope") else None
-        self.cost = _resolve_cost(cost, self.pes, self.npes)
+        self.cost = resolve_cost(cost, self.pes, self.npes)
         self._phases: dict[str, PhaseStats] = {}
         self._phase_stack: list[str] = []
         self._open: list[PhaseRecord] = []  # records of the open phases, outermost first
@@ -357,9 +371,9 @@ class Machine:
         array([1, 3, 3, 7])
         """
         x = self._values(x, "x")
-        op = _check_op(op, x.dtype, allow_copy=True)
-        _check_value_dtype(x.dtype, "scan")
-        axis = _check_axis(axis, x.ndim)
+        op = check_op(op, x.dtype, allow_copy=True)
+        check_value_dtype(x.dtype, "scan")
+        axis = check_axis(axis, x.ndim)
         segments = self._flags(segments, x.shape, "segments")
         if op == "copy":
             if mask is not None:
@@ -375,7 +389,7 @@ class Machine:
         as_bool = x.dtype == np.bool_ and op != "add"
         domain = x.dtype if as_bool else reference.accumulator(op, x.dtype)
         if initial is not None:
-            initial = _scalar(initial, domain, "initial")
+            initial = scalar(initial, domain, "initial")
         elif as_bool:
             initial = reference.identity(op, np.bool_)
         if as_bool:
@@ -432,9 +446,9 @@ class Machine:
         300
         """
         x = self._values(x, "x")
-        op = _check_op(op, x.dtype, allow_copy=False)
-        _check_value_dtype(x.dtype, "reduce")
-        axis = _check_axis(axis, x.ndim)
+        op = check_op(op, x.dtype, allow_copy=False)
+        check_value_dtype(x.dtype, "reduce")
+        axis = check_axis(axis, x.ndim)
         if mask is not None:
             mask = self._flags(mask, x.shape, "mask")
             x = self.xp.where(mask, x, reference.identity(op, x.dtype))
@@ -448,7 +462,7 @@ class Machine:
         scalar operand: docs/instruction-set.md); without, it gives its own dtype.
         """
         if dtype is not None:
-            value = _scalar(value, np.dtype(dtype), "broadcast value")
+            value = scalar(value, np.dtype(dtype), "broadcast value")
         out = self.xp.full(shape, value, dtype=dtype)
         self._account("reduce", out.size, out.nbytes, label="broadcast")
         return out
@@ -464,7 +478,7 @@ class Machine:
                [3, 4]])
         """
         x = self._values(x, "x")
-        axis = _check_axis(axis, x.ndim)
+        axis = check_axis(axis, x.ndim)
         if axis is None:
             raise ValueError("spread needs an axis")
         n = x.shape[axis]
@@ -569,7 +583,7 @@ class Machine:
             values = self._messages(values, out.dtype)
         else:
             values = self._values(values, "values")
-            out = self.xp.full(size, _scalar(fill, values.dtype, "fill"), dtype=values.dtype)
+            out = self.xp.full(size, scalar(fill, values.dtype, "fill"), dtype=values.dtype)
         values = self.xp.broadcast_to(values, dest.shape)
         if combine in ("and", "or") and out.dtype.kind == "f":
             raise TypeError(f"combine={combine!r} needs integer or bool values, got {out.dtype}")
@@ -639,7 +653,7 @@ class Machine:
         """
         source = self._values(source, "source")
         index = self._indices(index, "index")
-        fill = _scalar(fill, source.dtype, "fill")
+        fill = scalar(fill, source.dtype, "fill")
         if mask is None:
             self._check_range(index, source.size, "get index")
         elif source.size == 0:  # nothing can be read: legal only if every VP is masked off
@@ -694,13 +708,13 @@ class Machine:
                [1, 2]])
         """
         x = self._values(x, "x")
-        boundary = _check_boundary(boundary, x.dtype)
-        offsets = _normalise_offsets(_offsets(offset, axis, x.ndim), x.shape, boundary)
+        boundary = check_boundary(boundary, x.dtype)
+        offsets = normalise_offsets(shift_offsets(offset, axis, x.ndim), x.shape, boundary)
         distance = max(map(abs, offsets), default=0)
         self._account("shift", x.size, x.nbytes * 2, label="shift", distance=distance)
         if x.dtype == np.bool_:
             out = lookup("shift", self.backend)(
-                self.xp, x.view(np.uint8), offsets, _bool_boundary(boundary)
+                self.xp, x.view(np.uint8), offsets, bool_boundary(boundary)
             )
             return out.view(np.bool_)
         return lookup("shift", self.backend)(self.xp, x, offsets, boundary)
@@ -732,8 +746,8 @@ class Machine:
         if tiles.ndim != 4:
             raise ValueError(f"tiles must have shape (R, C, BH, BW), got shape {tiles.shape}")
         R, C, BH, BW = tiles.shape
-        heights = _extent_vector(heights, R, BH, "heights")
-        widths = _extent_vector(widths, C, BW, "widths")
+        heights = extent_vector(heights, R, BH, "heights")
+        widths = extent_vector(widths, C, BW, "widths")
         if not isinstance(width, int | np.integer) or isinstance(width, bool) or width < 1:
             raise ValueError(f"halo width must be a positive integer, got {width!r}")
         if R and C and (heights.min() < width or widths.min() < width):
@@ -741,7 +755,7 @@ class Machine:
                 f"halo width {width} exceeds the smallest tile ({heights.min()} x "
                 f"{widths.min()}): a neighbour exchange could not fill it"
             )
-        boundary = _check_boundary(boundary, tiles.dtype)
+        boundary = check_boundary(boundary, tiles.dtype)
         per_pe = 2 * width * (BH + BW) + 4 * width * width
         self._account(
             "shift", R * C * per_pe, R * C * per_pe * tiles.itemsize * 2, label="halo_exchange"
@@ -762,8 +776,8 @@ class Machine:
     def _messages(self, values: Any, dtype: np.dtype):
         """``values`` for a destination of ``dtype``: a scalar by the scalar rule, an array
         only where NumPy's same-kind casting allows (no silent truncation)."""
-        if _is_scalar(values):
-            return self.xp.asarray(_scalar(values, dtype, "values"))
+        if is_scalar(values):
+            return self.xp.asarray(scalar(values, dtype, "values"))
         values = self._values(values, "values")
         if not np.can_cast(values.dtype, dtype, "same_kind"):
             raise TypeError(
@@ -874,191 +888,3 @@ class _Phase:
             m._unread.append((self.entry, record))
         else:
             self.entry.wall += record.wall
-
-
-def _check_pes_shape(pes: Any) -> tuple[int, ...]:
-    shape = (pes,) if isinstance(pes, int | np.integer) else tuple(pes)
-    if not shape or any(
-        not isinstance(s, int | np.integer) or isinstance(s, bool) or s < 1 for s in shape
-    ):
-        raise ValueError(f"pes must be a positive int or a shape of positive ints, got {pes!r}")
-    return tuple(int(s) for s in shape)
-
-
-def _resolve_cost(cost: Any, pes: tuple[int, ...], npes: int) -> CostModel:
-    if cost is None:
-        cost = "cm5" if len(pes) == 1 else "mp1"
-    if isinstance(cost, CostModel):
-        return cost if cost.pes == npes else cost.with_pes(npes)
-    if cost == "cm5":
-        return CostModel.cm5(npes)
-    if cost == "mp1":
-        return CostModel.mp1(npes)
-    raise ValueError(f"cost must be a CostModel, 'cm5' or 'mp1', got {cost!r}")
-
-
-def _check_op(op: str, dtype: np.dtype, *, allow_copy: bool) -> str:
-    ops = reference.OPS if allow_copy else tuple(o for o in reference.OPS if o != "copy")
-    if op not in ops:
-        raise ValueError(f"unknown operator {op!r}; expected one of {', '.join(ops)}")
-    if op in ("and", "or", "xor") and dtype.kind == "f":
-        raise TypeError(f"op={op!r} needs integer or bool values, got {dtype}")
-    return op
-
-
-def _check_axis(axis: int | None, ndim: int) -> int | None:
-    if axis is None:
-        return None
-    if not isinstance(axis, int | np.integer) or isinstance(axis, bool | np.bool_):
-        raise TypeError(f"axis must be an int or None, got {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis!r} is out of range for an array of {ndim} dimension(s)")
-    return int(axis) % ndim
-
-
-def _is_int(k: Any) -> bool:
-    return isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_)
-
-
-def _offsets(offset: Any, axis: int | None, ndim: int) -> tuple[int, ...]:
-    if axis is not None:
-        axis = _check_axis(axis, ndim)
-        if not _is_int(offset):
-            raise TypeError(f"with axis={axis}, offset must be an int, got {offset!r}")
-        offsets = [0] * ndim
-        offsets[axis] = int(offset)
-        return tuple(offsets)
-    if _is_int(offset):
-        if ndim != 1:
-            raise ValueError(f"an int offset needs axis= for a {ndim}-D array")
-        return (int(offset),)
-    if not isinstance(offset, tuple | list):
-        raise TypeError(f"shift offset must be an int or a tuple of ints, got {offset!r}")
-    offsets = tuple(offset)
-    if not all(_is_int(k) for k in offsets):
-        raise TypeError(f"shift offsets must be integers, got {offset!r}")
-    offsets = tuple(int(k) for k in offsets)
-    if len(offsets) != ndim:
-        raise ValueError(f"{len(offsets)} offsets given for a {ndim}-D array")
-    return offsets
-
-
-def _normalise_offsets(
-    offsets: tuple[int, ...], shape: tuple[int, ...], boundary: Any
-) -> tuple[int, ...]:
-    """The shortest equivalent offsets: the mesh steps a shift really takes.
-
-    On the torus (``"wrap"``) an offset counts modulo the axis length and goes the short
-    way round (``n - 1`` is ``-1``); otherwise everything moves off the mesh after ``n``
-    steps, so longer offsets are clamped to ``n``. This keeps the model clock's distance
-    honest and the kernels' index arithmetic within int64 whatever the caller passes.
-
-    Examples
-    --------
-    >>> _normalise_offsets((7, -2**70), (5, 4), "wrap"), _normalise_offsets((7, -9), (5, 4), 0)
-    ((2, 0), (5, -4))
-    """
-    out = []
-    for k, n in zip(offsets, shape, strict=True):
-        if n == 0:
-            out.append(0)
-        elif isinstance(boundary, str) and boundary == "wrap":
-            k %= n
-            out.append(k - n if 2 * k > n else k)
-        else:
-            out.append(max(-n, min(n, k)))
-    return tuple(out)
-
-
-def _check_boundary(boundary: Any, dtype: np.dtype) -> Any:
-    """The boundary mode, or the constant as a scalar of ``dtype`` (the scalar rule)."""
-    if isinstance(boundary, str):
-        if boundary not in ("wrap", "zero", "edge"):
-            raise ValueError(
-                f"unknown boundary {boundary!r}; expected 'wrap', 'zero', 'edge' or a number"
-            )
-        return boundary
-    try:
-        return _scalar(boundary, dtype, "boundary")
-    except TypeError:
-        raise TypeError(
-            f"boundary must be 'wrap', 'zero', 'edge' or a number, got {boundary!r}"
-        ) from None
-
-
-def _check_value_dtype(dtype: np.dtype, what: str) -> None:
-    if dtype not in reference.VALUE_DTYPES:
-        raise TypeError(
-            f"{what} supports bool, int8 to int64, uint8 to uint64, float32 and float64, got "
-            f"{dtype}; convert with .astype(...) first"
-        )
-
-
-def _is_scalar(value: Any) -> bool:
-    """Whether ``value`` is a Python or NumPy bool or number (a scalar operand)."""
-    return isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating)
-
-
-def _scalar(value: Any, dtype: np.dtype, name: str) -> Any:
-    """``value`` as a scalar of ``dtype``, by the rule of every scalar operand.
-
-    The value must be exactly representable: for an integer dtype an integral number (a
-    bool, an int or a float such as 2.0) within the dtype's range; for a float dtype any
-    number whose magnitude the dtype can hold (rounding is allowed, overflow to infinity
-    is not); for bool any bool or number, meaning its truth value (as the machine has
-    always read a bool array's constants). A 0-d array counts as its value (on a GPU,
-    reading it waits for the device). Anything else is refused: TypeError for a
-    non-number, ValueError naming ``name`` for a value the dtype cannot hold.
-
-    Examples
-    --------
-    >>> _scalar(2.0, np.dtype(np.int32), "initial")
-    np.int32(2)
-    >>> _scalar(2.5, np.dtype(np.int32), "initial")
-    Traceback (most recent call last):
-    ...
-    ValueError: initial for int32 values must be an integer, got 2.5
-    >>> _scalar(2**40, np.dtype(np.int32), "boundary")
-    Traceback (most recent call last):
-    ...
-    ValueError: boundary 1099511627776 is out of range for int32 (-2147483648 to 2147483647)
-    """
-    if getattr(value, "ndim", None) == 0 and not _is_scalar(value):
-        value = value.item()  # a 0-d array of NumPy or CuPy
-    if not _is_scalar(value):
-        raise TypeError(f"{name} must be a number or a bool, got {value!r}")
-    if dtype.kind == "b":
-        return np.bool_(bool(value))
-    if dtype.kind in "iu":
-        if isinstance(value, float | np.floating):
-            if not math.isfinite(value) or not float(value).is_integer():
-                raise ValueError(f"{name} for {dtype} values must be an integer, got {value!r}")
-        number = int(value)
-        info = np.iinfo(dtype)
-        if not info.min <= number <= info.max:
-            raise ValueError(
-                f"{name} {number} is out of range for {dtype} ({info.min} to {info.max})"
-            )
-        return dtype.type(number)
-    try:
-        as_float = float(value)
-    except OverflowError:  # an int beyond float64
-        as_float = None
-    with np.errstate(over="ignore"):
-        out = None if as_float is None else dtype.type(as_float)
-    if out is None or (math.isinf(out) and not math.isinf(as_float)):
-        raise ValueError(f"{name} {value!r} is out of range for {dtype}")
-    return out
-
-
-def _bool_boundary(boundary: Any) -> Any:
-    return boundary if isinstance(boundary, str) else int(bool(boundary))
-
-
-def _extent_vector(values: Any, count: int, buffer: int, name: str) -> np.ndarray:
-    arr = np.asarray(values.get() if hasattr(values, "get") else values)
-    if arr.shape != (count,) or arr.dtype.kind not in "iu":
-        raise ValueError(f"{name} must be {count} integers, got {arr!r}")
-    if count and (arr.min() < 0 or arr.max() > buffer):
-        raise ValueError(f"{name} must lie in [0, {buffer}] (the buffer size), got {arr}")
-    return arr.astype(np.int64)
