@@ -213,6 +213,19 @@ def render(
             bar.set_postfix_str(name)
         return m.phase(name)
 
+    def balanced_loop(name: str, workload: Any, body: Any, k: int) -> Any:
+        """One of the two balanced loops (the ``k``-th overestimate), as ``loop`` says."""
+        return run_loop(
+            workload,
+            body,
+            machine=m,
+            form=loop,
+            name=name,
+            task_cost=body.TASK_COST,
+            overestimate=_pick(overestimate, k),
+            clock=clock,
+        )
+
     def loop_stage(name: str) -> None:
         """A loop stage: run_loop opens its machine phase, and its record is the stage's."""
         if bar is not None:
@@ -257,16 +270,7 @@ def render(
         n_tri = int(tris.face.shape[0])
         loop_stage("scan-conversion")
         scanner = ScanConverter(xp, setup, machine=m)
-        res_scan = run_loop(
-            setup.workload,
-            scanner,
-            machine=m,
-            form=loop,
-            name="scan-conversion",
-            task_cost=ScanConverter.TASK_COST,
-            overestimate=_pick(overestimate, 0),
-            clock=clock,
-        )
+        res_scan = balanced_loop("scan-conversion", setup.workload, scanner, 0)
         spans = scanner.spans()
         done("scan-conversion", res_scan.record)
         bits = id_bits(max(n_tri, 1))
@@ -274,16 +278,7 @@ def render(
         writes = xp.zeros(width * height, dtype=xp.int64) if count_writes else None
         loop_stage("z-buffer")
         body = ZBufferBody(xp, spans, zbuffer, width, bits, machine=m, writes=writes)
-        res_z = run_loop(
-            spans.length,
-            body,
-            machine=m,
-            form=loop,
-            name="z-buffer",
-            task_cost=ZBufferBody.TASK_COST,
-            overestimate=_pick(overestimate, 1),
-            clock=clock,
-        )
+        res_z = balanced_loop("z-buffer", spans.length, body, 1)
         done("z-buffer", res_z.record)
         with stage("shading") as record:
             covered, tri_px, depth = decode_keys(xp, zbuffer, bits)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -19,13 +17,9 @@ OPS = ["add", "max", "min", "and", "or", "xor", "copy"]
 @pytest.fixture(autouse=True, scope="module", params=["compiled", "reference"])
 def implementation(request):
     """Run every test twice: the NumPy backend's Numba kernels, then the xp reference."""
-    saved = os.environ.get("SIMD_FORCE_REFERENCE")
-    os.environ["SIMD_FORCE_REFERENCE"] = "1" if request.param == "reference" else "0"
-    yield request.param
-    if saved is None:
-        del os.environ["SIMD_FORCE_REFERENCE"]
-    else:
-        os.environ["SIMD_FORCE_REFERENCE"] = saved
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SIMD_FORCE_REFERENCE", "1" if request.param == "reference" else "0")
+        yield request.param
 
 
 def machine(pes=8):

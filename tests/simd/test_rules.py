@@ -11,7 +11,6 @@ counts; the ``slow`` variants run many more.
 from __future__ import annotations
 
 import math
-import os
 import pathlib
 import re
 
@@ -37,13 +36,9 @@ FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
 )
 def backend(request):
     """The Numba kernels, the xp reference (both on NumPy), and CuPy (real GPU only)."""
-    saved = os.environ.get("SIMD_FORCE_REFERENCE")
-    os.environ["SIMD_FORCE_REFERENCE"] = "1" if request.param == "reference" else "0"
-    yield request.param
-    if saved is None:
-        del os.environ["SIMD_FORCE_REFERENCE"]
-    else:
-        os.environ["SIMD_FORCE_REFERENCE"] = saved
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SIMD_FORCE_REFERENCE", "1" if request.param == "reference" else "0")
+        yield request.param
 
 
 def machine(backend, pes=8) -> Machine:
