@@ -31,7 +31,7 @@ def test_diffuse_npy_writes_result_and_plots(tmp_path, small_npy, capsys):
             str(path),
             "--niter",
             "12",
-            "--mesh",
+            "--pes",
             "4",
             "4",
             "--every",
@@ -80,7 +80,7 @@ def test_diffuse_dicom_and_png(tmp_path, capsys):
                 str(dcm),
                 "--niter",
                 "3",
-                "--mesh",
+                "--pes",
                 "8",
                 "8",
                 "--every",
@@ -107,7 +107,7 @@ def test_diffuse_dicom_and_png(tmp_path, capsys):
                 str(png),
                 "--niter",
                 "2",
-                "--mesh",
+                "--pes",
                 "4",
                 "4",
                 "-o",
@@ -131,7 +131,7 @@ def test_diffuse_errors(tmp_path, small_npy, capsys):
             [
                 "diffuse",
                 str(path),
-                "--mesh",
+                "--pes",
                 "64",
                 "64",
                 "--backend",
@@ -151,7 +151,7 @@ def test_diffuse_errors(tmp_path, small_npy, capsys):
             [
                 "diffuse",
                 str(bad),
-                "--mesh",
+                "--pes",
                 "2",
                 "2",
                 "--backend",
@@ -194,7 +194,7 @@ def _pydicom_file(name):
 def test_zero_iterations_prints_no_ratio(tmp_path, small_npy, capsys):
     path, img = small_npy
     out = tmp_path / "o.npy"
-    assert _diffuse(path, "--niter", "0", "--mesh", "4", "4", "-o", out) == 0
+    assert _diffuse(path, "--niter", "0", "--pes", "4", "4", "-o", out) == 0
     assert "load n/a, model time n/a" in capsys.readouterr().out
     assert np.array_equal(np.load(out), img)
 
@@ -212,7 +212,7 @@ def test_unwritable_outputs_are_refused_before_the_run(
     tmp_path, small_npy, capsys, option, value, match
 ):
     path, _ = small_npy
-    argv = [path, "--mesh", "4", "4", "--niter", "1", "-o", tmp_path / "o.npy"]
+    argv = [path, "--pes", "4", "4", "--niter", "1", "-o", tmp_path / "o.npy"]
     assert _diffuse(*argv, option, value.format(tmp=tmp_path)) == 2
     captured = capsys.readouterr()
     assert re.search(match, captured.err)
@@ -233,7 +233,7 @@ def test_unreadable_inputs_give_one_line_errors(tmp_path, capsys):
         (tmp_path, "is a folder"),
         (volume, r"need a 2-D image .* \(3, 8, 8\)"),
     ):
-        assert _diffuse(path, "--mesh", "2", "2", "-o", tmp_path / "o.npy") == 2
+        assert _diffuse(path, "--pes", "2", "2", "-o", tmp_path / "o.npy") == 2
         err = capsys.readouterr().err
         assert re.search(match, err), err
         assert "Traceback" not in err
@@ -245,7 +245,7 @@ def test_unavailable_backend_is_a_clear_error(tmp_path, small_npy, capsys):
     if cupy_status()[0]:
         pytest.skip("CuPy works here")
     path, _ = small_npy
-    argv = ["diffuse", str(path), "--mesh", "4", "4", "--no-progress", "--backend", "cupy"]
+    argv = ["diffuse", str(path), "--pes", "4", "4", "--no-progress", "--backend", "cupy"]
     assert main([*argv, "-o", str(tmp_path / "o.npy")]) == 2
     err = capsys.readouterr().err
     assert "backend 'cupy'" in err and "Traceback" not in err
@@ -253,7 +253,7 @@ def test_unavailable_backend_is_a_clear_error(tmp_path, small_npy, capsys):
 
 def test_stability_warning_is_one_line_once(tmp_path, small_npy, capsys):
     path, _ = small_npy
-    argv = [path, "--mesh", "4", "4", "--niter", "2", "--every", "1", "--gamma", "0.3"]
+    argv = [path, "--pes", "4", "4", "--niter", "2", "--every", "1", "--gamma", "0.3"]
     assert _diffuse(*argv, "-o", tmp_path / "o.npy") == 0
     err = capsys.readouterr().err
     assert err.count("warning: gamma=0.3 is past the stability limit") == 1
@@ -262,7 +262,7 @@ def test_stability_warning_is_one_line_once(tmp_path, small_npy, capsys):
 
 def test_progress_bars_name_their_run(tmp_path, small_npy, capsys):
     path, _ = small_npy
-    argv = ["diffuse", str(path), "--mesh", "4", "4", "--niter", "2", "--every", "1"]
+    argv = ["diffuse", str(path), "--pes", "4", "4", "--niter", "2", "--every", "1"]
     assert main([*argv, "--backend", "numpy", "-o", str(tmp_path / "o.npy")]) == 0
     err = capsys.readouterr().err
     assert "no balancing" in err and "balancing every 1" in err
