@@ -47,16 +47,19 @@ def test_diffuse_npy_writes_result_and_plots(tmp_path, small_npy, capsys):
             str(load_png),
             "--activity-map",
             str(act_png),
+            "--verbose",
+            "--compare",
         ]
     )
     assert status == 0
     text = capsys.readouterr().out
     for needle in (
         "iterations: 12",
-        "avg max load per PE without balancing",
-        "avg max load per PE with balancing every 2",
-        "ratio (with / without)",
-        "model",
+        "busiest PE's load, mean over the iterations, without balancing",
+        "busiest PE's load, mean over the iterations, with balancing every 2",
+        "with / without balancing every 2 (both): busiest PE's load",
+        "without balancing: model",
+        "   with balancing: model",
         "wall",
     ):
         assert needle in text
@@ -194,7 +197,7 @@ def _pydicom_file(name):
 def test_zero_iterations_prints_no_ratio(tmp_path, small_npy, capsys):
     path, img = small_npy
     out = tmp_path / "o.npy"
-    assert _diffuse(path, "--niter", "0", "--pes", "4", "4", "-o", out) == 0
+    assert _diffuse(path, "--niter", "0", "--pes", "4", "4", "-o", out, "--compare") == 0
     assert "load n/a, model time n/a" in capsys.readouterr().out
     assert np.array_equal(np.load(out), img)
 
@@ -260,10 +263,18 @@ def test_stability_warning_is_one_line_once(tmp_path, small_npy, capsys):
     assert "mesh_diffusion(" not in err  # no source line of a traceback
 
 
-def test_progress_bars_name_their_run(tmp_path, small_npy, capsys):
+def test_progress_bars_name_their_run(tmp_path, small_npy, capsys, monkeypatch):
+    import sys
+
     path, _ = small_npy
     argv = ["diffuse", str(path), "--pes", "4", "4", "--niter", "2", "--every", "1"]
-    assert main([*argv, "--backend", "numpy", "-o", str(tmp_path / "o.npy")]) == 0
+    out = str(tmp_path / "o.npy")
+    # Not a terminal: no bar.
+    assert main([*argv, "--backend", "numpy", "-o", out, "--compare"]) == 0
+    assert "2/2" not in capsys.readouterr().err
+    # On a terminal: one bar per run, named.
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert main([*argv, "--backend", "numpy", "-o", out, "--compare", "-v"]) == 0
     err = capsys.readouterr().err
     assert "no balancing" in err and "balancing every 1" in err
     assert "2/2" in err
