@@ -49,7 +49,8 @@ def register(subparsers: Any) -> None:
         "--builtin",
         default="camera",
         choices=sorted(BUILTIN),
-        help="built-in image when IMAGE is not given (shipped with scikit-image or pydicom)",
+        help="built-in image when IMAGE is not given, shipped with scikit-image or pydicom "
+        "(coffee is in colour: add --grey)",
     )
     p.add_argument(
         "-o",
@@ -92,7 +93,7 @@ def register(subparsers: Any) -> None:
         nargs=2,
         default=(64, 64),
         metavar=("R", "C"),
-        help="grid of processors (PEs), R rows by C columns (64 x 64 is the MasPar MP-1)",
+        help="grid of processors (PEs), R rows by C columns (default: 64 64, the MasPar MP-1)",
     )
     # Renamed to --pes: --mesh names a mesh file (simd-emu render). Refused with a message.
     p.add_argument("--mesh", nargs="*", default=None, help=argparse.SUPPRESS)
@@ -370,7 +371,7 @@ def _write_outputs(source: Any, runs: dict[str, Any], m: Any, args: argparse.Nam
         _plot_activity(
             Path(args.activity_map),
             final.activity,
-            title=f"{short}: iterations each pixel was active ({final.iterations} run)",
+            title=f"{short}: iterations each pixel was active (of {final.iterations})",
         )
         written.append(args.activity_map)
     h, w = final.image.shape

@@ -126,7 +126,7 @@ class SourceImage:
             return self
         a = self.data[..., :1] if self.data.shape[-1] == 2 else self.data[..., :3]
         g = a[..., 0] if a.shape[-1] == 1 else _grey(a)
-        return SourceImage(np.asarray(g, dtype=np.float32), self.dtype, None)
+        return SourceImage(np.asarray(g, dtype=np.float32), self.dtype, self.dicom)
 
 
 def read_image(path: str | Path) -> SourceImage:
