@@ -274,6 +274,9 @@ def check_dicom_output(source: SourceImage | None) -> None:
         raise ValueError("can write DICOM back only with 8- or 16-bit integer pixels")
     if "ModalityLUTSequence" in ds:
         raise ValueError("cannot write DICOM back through a modality LUT sequence")
+    syntax = getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", None)
+    if syntax is not None and not syntax.is_little_endian:
+        raise ValueError(f"cannot write DICOM back in {syntax.name}; write .tif or .npy")
 
 
 def save_image(path: str | Path, image: Any, *, dtype: Any = None, dicom: Any = None) -> list[str]:

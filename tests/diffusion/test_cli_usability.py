@@ -188,6 +188,23 @@ def test_dicom_output_needs_a_dicom_input(tmp_path, capsys):
     assert captured.out == "" and not (tmp_path / "o.dcm").exists()
 
 
+def test_dicom_that_cannot_be_written_back_is_refused():
+    import pydicom
+    from pydicom.uid import ExplicitVRBigEndian
+
+    from diffusion.images import SourceImage, check_dicom_output
+
+    ds = pydicom.dcmread(_ct_small())
+    check_dicom_output(SourceImage(np.zeros((2, 2), np.float32), np.dtype(np.int16), ds))
+    ds.file_meta.TransferSyntaxUID = ExplicitVRBigEndian
+    with pytest.raises(ValueError, match="cannot write DICOM back in Explicit VR Big Endian"):
+        check_dicom_output(SourceImage(np.zeros((2, 2), np.float32), np.dtype(np.int16), ds))
+    ds = pydicom.dcmread(_ct_small())
+    ds.PhotometricInterpretation = "RGB"
+    with pytest.raises(ValueError, match="cannot write RGB DICOM back"):
+        check_dicom_output(SourceImage(np.zeros((2, 2), np.float32), np.dtype(np.int16), ds))
+
+
 def test_png_of_8_bit_input_keeps_values(tmp_path, capsys):
     img = _small(np.uint8)
     src = tmp_path / "in.png"
