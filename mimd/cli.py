@@ -61,6 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--only",
         default="",
+        metavar="PARTS",
         help="comma-separated parts: table1, farmer, gradient, figure1, figure2, figure3, "
         "compare, scale",
     )
