@@ -1,4 +1,4 @@
-"""Figures 8 to 10 of Biagioni & Prins (seed 003) in form, and dense diffusion throughput.
+"""Figures 8 to 10 of Biagioni & Prins in form, and dense diffusion throughput.
 
 1. Figures 8-10: edge-directed diffusion (Perona-Malik with the fixed point epsilon) of
    real images on the emulated 64 x 64 MasPar MP-1 mesh, without balancing and with
@@ -18,8 +18,10 @@
    against the memory floor: 8 bytes per pixel per iteration (read and write a float32)
    over the measured device copy bandwidth.
 
-Run ``python bench/diffusion.py [--quick]``; results go to ``bench/results/diffusion.json``
-(``diffusion-quick.json`` with ``--quick``) with PNG plots beside it.
+Run ``python bench/diffusion.py [--quick] [--out DIR | --save]``; the results go to
+``diffusion.json`` (``diffusion-quick.json`` with ``--quick``) with the PNG plots beside it,
+in the current folder, in ``--out DIR``, or with ``--save`` in this source tree's
+``bench/results``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,17 @@ if str(ROOT) not in sys.path:
 from diffusion import anisotropic_diffusion, mesh_diffusion  # noqa: E402
 from diffusion.images import builtin_image  # noqa: E402
 from simd import Machine  # noqa: E402
+from simd.outputs import (  # noqa: E402
+    StagedOutputs,
+    add_output_arguments,
+    announce_replace,
+    output_folder_from_args,
+)
+
+#: Where ``--save`` writes: the results committed with the source tree.
+SAVE_DIR = ROOT / "bench" / "results"
+#: The plots, ``{stem}-{name}.png``.
+PLOTS = ("fig8", "fig9", "fig10")
 
 INTERVALS = (1, 2, 5, 10, 20)
 SIZES = {"large": (512, 512), "medium": (400, 448), "small": (256, 256)}
@@ -161,7 +174,9 @@ def _mean(rows: list[dict], key: str, **where: Any) -> dict[int, float]:
     return out
 
 
-def plots(rows: list[dict], outdir: Path, stem: str) -> list[str]:
+def plots(rows: list[dict], outdir: Path, stem: str, stage: StagedOutputs) -> list[str]:
+    """Draw Figures 8-10 as ``{stem}-fig8.png`` ... in ``outdir`` (staged in ``stage``);
+    returns the file names."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -181,9 +196,9 @@ def plots(rows: list[dict], outdir: Path, stem: str) -> list[str]:
         fig.suptitle(title)
         fig.tight_layout()
         path = outdir / f"{stem}-{name}.png"
-        fig.savefig(path, dpi=100)
+        fig.savefig(stage.path(path), dpi=100)
         plt.close(fig)
-        written.append(str(path.relative_to(ROOT)))
+        written.append(path.name)
 
     # Figure 8: large images, 2-D balancing, every image and the mean.
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
@@ -319,13 +334,32 @@ def gpu_throughput(quick: bool) -> dict[str, Any] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="bench/diffusion.py", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one image, large and small")
     parser.add_argument("--niter", type=int, default=None, help="iterations per run")
     parser.add_argument("--backend", default="numpy", help="machine backend")
-    parser.add_argument("--skip-figures", action="store_true")
-    parser.add_argument("--out", type=Path, default=None, help="JSON path")
+    parser.add_argument(
+        "--skip-figures", action="store_true", help="only the dense throughput, no figures"
+    )
+    add_output_arguments(parser, save_dir=SAVE_DIR)
     args = parser.parse_args(argv)
+    outdir = output_folder_from_args(parser, args, save_dir=SAVE_DIR)
+    stem = "diffusion-quick" if args.quick else "diffusion"
+    out = outdir / f"{stem}.json"
+    figures_out = [] if args.skip_figures else [outdir / f"{stem}-{n}.png" for n in PLOTS]
+    announce_replace([out, *figures_out])
+    with StagedOutputs() as stage:
+        record = measure(args, outdir, stem, stage)
+        stage.path(out).write_text(json.dumps(record, indent=1, default=float))
+    print(f"wrote {out}" + (f" and {len(record['plots'])} plots" if "plots" in record else ""))
+    return 0
+
+
+def measure(
+    args: argparse.Namespace, outdir: Path, stem: str, stage: StagedOutputs
+) -> dict[str, Any]:
+    """Run the figures and the throughput, print the tables, stage the plots; returns the
+    record for the JSON."""
     # The balancing pays off in the later iterations, when activity has gathered into
     # regions: even the quick run goes to 100.
     niter = args.niter or 100
@@ -337,10 +371,6 @@ def main(argv: list[str] | None = None) -> int:
             "medium": ["camera", "coffee", "ct"],
             "small": ["camera", "moon", "ct"],
         }
-    outdir = ROOT / "bench" / "results"
-    outdir.mkdir(parents=True, exist_ok=True)
-    stem = "diffusion-quick" if args.quick else "diffusion"
-    out = args.out or outdir / f"{stem}.json"
     start = time.perf_counter()
     record: dict[str, Any] = {
         "benchmark": "diffusion",
@@ -361,12 +391,10 @@ def main(argv: list[str] | None = None) -> int:
         tab = table(rows)
         print(tab)
         record["table"] = tab
-        record["plots"] = plots(rows, outdir, stem)
+        record["plots"] = plots(rows, outdir, stem, stage)
     record["throughput"] = throughput(args.quick)
     record["wall_seconds"] = time.perf_counter() - start
-    out.write_text(json.dumps(record, indent=1, default=float))
-    print(f"wrote {out}")
-    return 0
+    return record
 
 
 if __name__ == "__main__":

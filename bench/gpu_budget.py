@@ -9,10 +9,11 @@ form: a one-off frame from the mesh (uploads it), and the second frame of a
 ``renderer.Scene`` (the mesh already on the device). The original form also runs on the
 unbalanced set, as in the paper's tables.
 
-Run ``python bench/gpu_budget.py [--quick] [--out FILE]``; ``--quick`` uses a small
+Run ``python bench/gpu_budget.py [--quick] [--out DIR | --save]``; ``--quick`` uses a small
 resolution of the same surface (``load_dataset("balanced", 48)``) and a 128x128 image.
 Writes JSON with the machine and versions to ``gpu_budget.json`` (``gpu_budget-quick.json``)
-in the current folder, or to ``--out``.
+in the current folder, in ``--out DIR``, or with ``--save`` in this source tree's
+``bench/results``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,15 @@ import renderer  # noqa: E402
 from kernels import counting  # noqa: E402
 from simd import Machine  # noqa: E402
 from simd.info import environment  # noqa: E402
+from simd.outputs import (  # noqa: E402
+    add_output_arguments,
+    announce_replace,
+    output_folder_from_args,
+    write_text,
+)
+
+#: Where ``--save`` writes: the results committed with the source tree.
+SAVE_DIR = ROOT / "bench" / "results"
 
 FORMS = ("expand", "cost-effective", "original")
 OUTSIDE = "(outside phases)"
@@ -78,19 +88,32 @@ def print_frame(title: str, row: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="bench/gpu_budget.py", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small mesh and image")
-    parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    add_output_arguments(parser, save_dir=SAVE_DIR)
     parser.add_argument("--forms", default=",".join(FORMS), help="loop forms, comma-separated")
     parser.add_argument(
         "--no-unbalanced", action="store_true", help="skip the original form on the unbalanced set"
     )
     args = parser.parse_args(argv)
+    forms = [f for f in args.forms.split(",") if f]
+    unknown = [f for f in forms if f not in FORMS]
+    if unknown:
+        parser.error(f"unknown loop forms {unknown}; choose from {list(FORMS)}")
+    out = output_folder_from_args(parser, args, save_dir=SAVE_DIR) / (
+        "gpu_budget-quick.json" if args.quick else "gpu_budget.json"
+    )
+    announce_replace(out)
+    doc = measure(args, forms)
+    write_text(out, json.dumps(doc, indent=1, default=str) + "\n")
+    print(f"\nwrote {out}")
+    return 0
+
+
+def measure(args: argparse.Namespace, forms: list[str]) -> dict[str, Any]:
+    """Count every frame and print the tables; returns the record for the JSON."""
     resolution = 48 if args.quick else "250k"
     size = 128 if args.quick else 512
-    forms = [f for f in args.forms.split(",") if f]
-    out = args.out or Path("gpu_budget-quick.json" if args.quick else "gpu_budget.json")
-
     t0 = time.perf_counter()
     balanced = renderer.load_dataset("balanced", resolution)
     results: list[dict[str, Any]] = []
@@ -113,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         print_frame("original, unbalanced set, one-off frame from the mesh", row)
         results.append(row)
 
-    doc = {
+    return {
         "benchmark": "gpu_budget",
         "quick": args.quick,
         "image": [size, size],
@@ -123,9 +146,6 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": time.perf_counter() - t0,
         "frames": results,
     }
-    out.write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    print(f"\nwrote {out}")
-    return 0
 
 
 if __name__ == "__main__":

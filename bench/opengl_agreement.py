@@ -1,7 +1,7 @@
 """Agreement of the emulated renderer with a real OpenGL implementation (Mesa llvmpipe).
 
 Renders the built-in isosurfaces (balanced 250k and unbalanced) in the four views of
-Table 1 of seed 000 with ``renderer.render`` and with moderngl (headless EGL context), from
+Table 1 of Ahrens & Hansen with ``renderer.render`` and with moderngl (headless EGL context), from
 the same ``Frame.mvp`` and viewport, and reports per case: pixels covered, the fraction of
 covered pixels whose coverage differs (goal: under 0.1% on the 250k isosurface at
 512x512), the fraction of pixels showing a different face, and the largest depth
@@ -10,8 +10,10 @@ difference (all pixels covered by both; and where both show the same face).
 Needs a GL context: on Debian/Ubuntu ``apt-get install libegl1 libegl-mesa0
 libgl1-mesa-dri libgbm1`` (moderngl itself is a pip package).
 
-Run ``python bench/opengl_agreement.py [--quick] [--size N]``; results go to
-``bench/results/opengl_agreement.json`` (``opengl_agreement-quick.json`` with ``--quick``).
+Run ``python bench/opengl_agreement.py [--quick] [--size N] [--out DIR | --save]``; the
+results go to ``opengl_agreement.json`` (``opengl_agreement-quick.json`` with ``--quick``)
+in the current folder, in ``--out DIR``, or with ``--save`` in this source tree's
+``bench/results``.
 """
 
 from __future__ import annotations
@@ -31,10 +33,21 @@ from renderer import opengl  # noqa: E402
 from renderer.datasets import VIEWS, load_dataset  # noqa: E402
 from simd import Machine  # noqa: E402
 from simd.info import environment  # noqa: E402
+from simd.outputs import (  # noqa: E402
+    add_output_arguments,
+    announce_replace,
+    output_folder_from_args,
+    write_text,
+)
+
+#: Where ``--save`` writes: the results committed with the source tree.
+SAVE_DIR = ROOT / "bench" / "results"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="bench/opengl_agreement.py", description=__doc__.splitlines()[0]
+    )
     parser.add_argument(
         "--quick", action="store_true", help="the 250k surface in view (45, 45) only"
     )
@@ -42,13 +55,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset-size", default="250k", help="isosurface size (250k, 1m, ...)")
     parser.add_argument("--backend", default="auto", help="machine backend (default auto)")
     parser.add_argument("--loop", default="expand", help="loop form (default expand)")
+    add_output_arguments(parser, save_dir=SAVE_DIR)
     args = parser.parse_args(argv)
+    path = output_folder_from_args(parser, args, save_dir=SAVE_DIR) / (
+        "opengl_agreement-quick.json" if args.quick else "opengl_agreement.json"
+    )
+    announce_replace(path)
+    record = measure(args)
+    if record is None:
+        return 2
+    write_text(path, json.dumps(record, indent=2))
+    print(f"wrote {path}")
+    return 0 if record["goal_met"] else 1
 
+
+def measure(args: argparse.Namespace) -> dict | None:
+    """Render every case both ways and print the table; returns the record for the JSON
+    (``None`` where no OpenGL context can be made)."""
     try:
         ctx = opengl.gl_context()
     except opengl.GLUnavailable as err:
         print(f"no OpenGL context, nothing to compare: {err}", file=sys.stderr)
-        return 2
+        return None
     info = {k: ctx.info[k] for k in ("GL_VENDOR", "GL_RENDERER", "GL_VERSION")}
     print(f"OpenGL: {info['GL_RENDERER']} / {info['GL_VERSION']}")
 
@@ -102,26 +130,16 @@ def main(argv: list[str] | None = None) -> int:
         f"(goal < 0.1%: {'met' if goal else 'NOT met'})"
     )
 
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / ("opengl_agreement-quick.json" if args.quick else "opengl_agreement.json")
-    path.write_text(
-        json.dumps(
-            {
-                "benchmark": "opengl_agreement",
-                "environment": environment(),
-                "opengl": info,
-                "size": list(size),
-                "loop": args.loop,
-                "rows": rows,
-                "worst_coverage_diff_fraction": worst,
-                "goal_met": goal,
-            },
-            indent=2,
-        )
-    )
-    print(f"wrote {path.relative_to(ROOT)}")
-    return 0 if goal else 1
+    return {
+        "benchmark": "opengl_agreement",
+        "environment": environment(),
+        "opengl": info,
+        "size": list(size),
+        "loop": args.loop,
+        "rows": rows,
+        "worst_coverage_diff_fraction": worst,
+        "goal_met": goal,
+    }
 
 
 if __name__ == "__main__":

@@ -34,8 +34,9 @@ get                 ``get(x, perm)``                            8 + 4 + 4
 ``send`` and ``get`` use a random permutation, so their accesses are scattered; their
 floor ratio says how far the router is from streaming bandwidth.
 
-Run ``python bench/primitives.py [--quick] [--backend numpy|cupy|auto]``. Prints a table
-and writes ``bench/results/primitives-<backend>-<host>.json``.
+Run ``python bench/primitives.py [--quick] [--backend numpy|cupy|auto] [--out DIR |
+--save]``. Prints a table and writes ``primitives-<backend>-<host>.json`` to the current
+folder, to ``--out DIR``, or with ``--save`` to this source tree's ``bench/results``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from simd import Machine  # noqa: E402
+from simd.outputs import (  # noqa: E402
+    add_output_arguments,
+    announce_replace,
+    output_folder_from_args,
+    write_text,
+)
+
+#: Where ``--save`` writes: the results committed with the source tree.
+SAVE_DIR = ROOT / "bench" / "results"
 
 #: name -> (bytes per element it must move, function(m, data) running the instruction)
 PRIMITIVES: dict[str, tuple[int, Any]] = {
@@ -178,15 +188,18 @@ def _format_row(row: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="bench/primitives.py", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a few small sizes (CPU smoke run)")
     ap.add_argument("--backend", default="auto", help="numpy, cupy or auto (default)")
     ap.add_argument("--max-log2", type=int, default=None, help="largest size as a power of 2")
     ap.add_argument("--only", default=None, help="comma-separated primitives to run")
-    ap.add_argument("--out", default=None, help="JSON output path")
+    add_output_arguments(ap, save_dir=SAVE_DIR)
     args = ap.parse_args(argv)
+    outdir = output_folder_from_args(ap, args, save_dir=SAVE_DIR)
 
     probe = Machine(pes=512, backend=args.backend)
+    host = platform.node() or "host"
+    out = outdir / f"primitives-{probe.backend}-{host}.json"
     gpu = probe.backend == "cupy"
     if args.quick:
         logs = [10, 14, 18]
@@ -199,19 +212,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [name for name in names if name not in PRIMITIVES]
     if unknown:
         ap.error(f"unknown primitives {unknown}; choose from {list(PRIMITIVES)}")
+    announce_replace(out)
     print(f"backend {probe.backend}; floor = bytes moved / streaming copy bandwidth")
     record = run(args.backend, [1 << k for k in logs], budget=budget, names=names)
     record["environment"] = environment()
     record["quick"] = bool(args.quick)
     record["goal"] = "GPU at >= 2^26: scan-add floor ratio >= 0.9, other scan forms >= 0.7"
-    host = platform.node() or "host"
-    out = (
-        Path(args.out)
-        if args.out
-        else (ROOT / "bench" / "results" / f"primitives-{record['backend']}-{host}.json")
-    )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=1, default=float) + "\n")
+    write_text(out, json.dumps(record, indent=1, default=float) + "\n")
     print(f"wrote {out}")
     return 0
 

@@ -1,4 +1,4 @@
-"""Tables 1 to 4 of Ahrens & Hansen (seed 000) in form: the renderer's balanced loops.
+"""Tables 1 to 4 of Ahrens & Hansen in form: the renderer's balanced loops.
 
 Renders the built-in balanced and unbalanced isosurfaces (``renderer.datasets``) in the four
 views of Table 1 on emulated CM-5s of 32 to 512 nodes and compares the three forms of the
@@ -13,16 +13,18 @@ cost-effective loop of Figure 2 (LB) and the flattened ``expand`` form (EX).
    iterations, is the overestimate used by every later run on that machine size.
 3. Tables 2 and 3: render time in emulated seconds of the model clock (the whole frame,
    and the two loops alone) for the unbalanced and the balanced data set, OR vs LB vs EX,
-   with the speedup OR/LB; plus the emulator's wall time on this host at 512 nodes.
+   with the speedup of LB over OR; plus the emulator's wall time on this host at 512 nodes.
 4. Table 4: per-execution time of the information gathering, redistribution and solution
    phases of both loops on 512 nodes over the unbalanced runs (min, max, average).
 5. The balanced loops alone on synthetic workloads with the statistics of the paper's own
    Table 1 (250,000 polygons; its scan-line maxima in the (0,0) views exceed ours), with solution
    phases that cost what the renderer's do, overestimates from ``simd.balance.calibrate``.
 
-Run ``python bench/render.py [--quick]``; results go to ``bench/results/render.json``
-(``render-quick.json`` with ``--quick``). It is one script for the five parts of one
-paper's evaluation, which share the data sets, machines and calibrations, hence its length.
+Run ``python bench/render.py [--quick] [--out DIR | --save]``; the results go to
+``render.json`` (``render-quick.json`` with ``--quick``) in the current folder, in ``--out
+DIR``, or with ``--save`` in this source tree's ``bench/results``. It is one script for the
+five parts of one paper's evaluation, which share the data sets, machines and calibrations,
+hence its length.
 """
 
 from __future__ import annotations
@@ -50,6 +52,12 @@ from simd.balance.cost_effective import (  # noqa: E402
     CostOverestimateWarning,
 )
 from simd.info import environment  # noqa: E402
+from simd.outputs import (  # noqa: E402
+    add_output_arguments,
+    announce_replace,
+    output_folder_from_args,
+    write_text,
+)
 
 LOOPS = ("scan-conversion", "z-buffer")
 FORMS = {"OR": "original", "LB": "cost-effective", "EX": "expand"}
@@ -213,7 +221,7 @@ def run_tables(
                 print(
                     f"  {kind:10s} {vname:9s} P={p:3d}  OR {row['OR']['model_s']:.4f}s  "
                     f"LB {row['LB']['model_s']:.4f}s  EX {row['EX']['model_s']:.4f}s  "
-                    f"OR/LB {row['speedup_model']:.2f}",
+                    f"speedup OR to LB {row['speedup_model']:.2f}",
                     flush=True,
                 )
     return rows
@@ -302,8 +310,8 @@ def print_tables(t1, over, rows, t4, wall_rows, nodes) -> None:
         spl = [r["speedup_loops"] for r in rows if r["dataset"] == kind]
         spx = [r["speedup_expand"] for r in rows if r["dataset"] == kind]
         print(
-            f"  OR/LB whole frame: {min(sp):.2f}x .. {max(sp):.2f}x; loops only: "
-            f"{min(spl):.2f}x .. {max(spl):.2f}x; OR/EX whole frame {min(spx):.2f}x .. "
+            f"  speedup OR to LB, whole frame: {min(sp):.2f}x .. {max(sp):.2f}x; loops only: "
+            f"{min(spl):.2f}x .. {max(spl):.2f}x; OR to EX, whole frame {min(spx):.2f}x .. "
             f"{max(spx):.2f}x"
         )
     print(f"  ({PAPER_SPEEDUP})")
@@ -526,13 +534,22 @@ def print_paper_workloads(res: dict[str, Any], nodes: tuple) -> None:
             print(line)
         sp = [f["speedup"] for f in res["frames"] if f["dataset"] == kind]
         spx = [f["speedup_expand"] for f in res["frames"] if f["dataset"] == kind]
-        print(f"  OR/LB {min(sp):.2f}x .. {max(sp):.2f}x; OR/EX {min(spx):.2f}x .. {max(spx):.2f}x")
+        print(
+            f"  speedup OR to LB {min(sp):.2f}x .. {max(sp):.2f}x; "
+            f"OR to EX {min(spx):.2f}x .. {max(spx):.2f}x"
+        )
     warn = sum(r["LB"]["warnings"] for r in res["loops"])
     print(f"  cost overestimate warnings in LB runs: {warn}")
 
 
+#: Where ``--save`` writes: the results committed with the source tree.
+SAVE_DIR = ROOT / "bench" / "results"
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="bench/render.py", description=__doc__.splitlines()[0].replace("``", "")
+    )
     ap.add_argument(
         "--quick", action="store_true", help="small data sets, two machine sizes, two views"
     )
@@ -540,8 +557,8 @@ def main(argv: list[str] | None = None) -> int:
         "--size", default=None, help="data set size: 250k (default), 1m, ... or a grid resolution"
     )
     ap.add_argument("--image", type=int, default=512, help="image size (default 512)")
-    ap.add_argument("--backend", default="auto")
-    ap.add_argument("--out", default=None, help="JSON output path")
+    ap.add_argument("--backend", default="auto", help="numpy, cupy or auto (default)")
+    add_output_arguments(ap, save_dir=SAVE_DIR)
     ap.add_argument(
         "--store",
         default=None,
@@ -556,7 +573,18 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the loops on workloads with the paper's Table 1 statistics",
     )
     args = ap.parse_args(argv)
+    out = output_folder_from_args(ap, args, save_dir=SAVE_DIR) / (
+        "render-quick.json" if args.quick else "render.json"
+    )
+    announce_replace(out)
+    record = measure(args)
+    write_text(out, json.dumps(record, indent=1, default=float))
+    print(f"\nwrote {out} ({record['seconds']:.0f} s)")
+    return 0
 
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Run every part with the parsed options, print the tables; returns the record."""
     from renderer.datasets import VIEWS, load_dataset
 
     size = args.size or (48 if args.quick else "250k")
@@ -589,14 +617,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\nbalanced loops on workloads with the paper's Table 1 statistics ...", flush=True)
         paper = paper_workload_tables(25_000 if args.quick else 250_000, nodes, backend)
         print_paper_workloads(paper, nodes)
-
-    out = (
-        Path(args.out)
-        if args.out
-        else (ROOT / "bench" / "results" / ("render-quick.json" if args.quick else "render.json"))
-    )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    record = {
+    return {
         "benchmark": "render",
         "seed": "000 (Ahrens & Hansen, cost-effective data-parallel load balancing)",
         "environment": environment(),
@@ -614,9 +635,6 @@ def main(argv: list[str] | None = None) -> int:
         "paper_workloads": paper,
         "seconds": time.perf_counter() - t_start,
     }
-    out.write_text(json.dumps(record, indent=1, default=float))
-    print(f"\nwrote {out} ({record['seconds']:.0f} s)")
-    return 0
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ is what to compare across machines (absolute times only mean something on one ho
 
 Goals on the CPU (issue 9): expand within 2x of llvmpipe, cost-effective within 3x.
 
-Run ``python bench/render_speed.py [--quick] [--frames N] [--out DIR]``; the JSON goes to
-the current folder (or ``--out``) as ``render_speed[-quick].json``.
+Run ``python bench/render_speed.py [--quick] [--frames N] [--out DIR | --save]``; the JSON
+goes to the current folder (or ``--out DIR``, or with ``--save`` this source tree's
+``bench/results``) as ``render_speed[-quick].json``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,15 @@ import renderer  # noqa: E402
 from renderer import opengl  # noqa: E402
 from simd import Machine  # noqa: E402
 from simd.info import environment  # noqa: E402
+from simd.outputs import (  # noqa: E402
+    add_output_arguments,
+    announce_replace,
+    output_folder_from_args,
+    write_text,
+)
+
+#: Where ``--save`` writes: the results committed with the source tree.
+SAVE_DIR = ROOT / "bench" / "results"
 
 GOALS = {"expand": 2.0, "cost-effective": 3.0}
 
@@ -41,23 +51,38 @@ def _timed(fn) -> tuple[float, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="bench/render_speed.py", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="a small isosurface, 3 frames")
     parser.add_argument("--frames", type=int, default=None, help="timed frames (default 5)")
     parser.add_argument("--size", type=int, default=512, help="image size (default 512)")
     parser.add_argument("--backend", default="auto", help="machine backend (default auto)")
-    parser.add_argument("--out", type=Path, default=Path("."), help="folder for the JSON")
+    add_output_arguments(parser, save_dir=SAVE_DIR)
     args = parser.parse_args(argv)
     frames = args.frames or (3 if args.quick else 5)
     if frames < 1:
         parser.error("--frames must be at least 1")
-    if not args.out.is_dir():
-        parser.error(f"--out {args.out} is not a folder")
+    path = output_folder_from_args(parser, args, save_dir=SAVE_DIR) / (
+        "render_speed-quick.json" if args.quick else "render_speed.json"
+    )
+    announce_replace(path)
+    record = measure(args, frames)
+    if record is None:
+        return 2
+    write_text(path, json.dumps(record, indent=2))
+    print(f"wrote {path}")
+    return 0
+
+
+def measure(args: argparse.Namespace, frames: int) -> dict | None:
+    """Time both renderers and print the table; returns the record for the JSON (``None``
+    where no OpenGL context can be made)."""
     try:
         ctx = opengl.gl_context()
     except opengl.GLUnavailable as err:
         print(f"no OpenGL context, nothing to compare with: {err}", file=sys.stderr)
-        return 2
+        return None
     gl_name = ctx.info["GL_RENDERER"]
 
     mesh = renderer.load_dataset("balanced", 48 if args.quick else "250k")
@@ -103,24 +128,16 @@ def main(argv: list[str] | None = None) -> int:
         goal_text = "-" if goal is None else ("met" if ratio <= goal else f">{goal:g}x")
         print(f"{form:<15} {1e3 * ours_s:>9.1f} {1e3 * gl_s:>10.1f} {ratio:>7.2f} {goal_text:>6}")
 
-    path = args.out / ("render_speed-quick.json" if args.quick else "render_speed.json")
-    path.write_text(
-        json.dumps(
-            {
-                "benchmark": "render_speed",
-                "environment": environment(),
-                "opengl": {k: ctx.info[k] for k in ("GL_VENDOR", "GL_RENDERER", "GL_VERSION")},
-                "triangles": mesh.n_faces,
-                "size": list(size),
-                "view": [45, 45],
-                "frames": frames,
-                "rows": rows,
-            },
-            indent=2,
-        )
-    )
-    print(f"wrote {path}")
-    return 0
+    return {
+        "benchmark": "render_speed",
+        "environment": environment(),
+        "opengl": {k: ctx.info[k] for k in ("GL_VENDOR", "GL_RENDERER", "GL_VERSION")},
+        "triangles": mesh.n_faces,
+        "size": list(size),
+        "view": [45, 45],
+        "frames": frames,
+        "rows": rows,
+    }
 
 
 if __name__ == "__main__":

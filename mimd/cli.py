@@ -1,4 +1,4 @@
-"""``simd-emu bench mimd``: the MIMD load-balancing benchmark (seeds 001 and 002).
+"""``simd-emu bench mimd``: the MIMD load-balancing benchmark.
 
 ``register(subparsers)`` adds the ``bench`` command if no other module has yet, and a
 ``mimd`` sub-command under it; :mod:`simd.cli` calls it through the ``bench`` entry point
@@ -6,7 +6,8 @@ of the ``simd_emu.commands`` group. ``bench/mimd.py`` in the source tree uses
 :func:`add_arguments` and :func:`run_args` with one option more (``--save``).
 
 Results (``mimd[-quick].json`` and the PNG plots) go to the current folder, or to
-``--out DIR``; the folder is checked writable before any work starts. Nothing heavy is
+``--out DIR``; the folder is checked writable before any work starts (:mod:`simd.outputs`)
+and each file that will be replaced is named first. Nothing heavy is
 imported here, so ``simd-emu --help`` stays fast.
 """
 
@@ -15,16 +16,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["register", "add_arguments", "run_args", "main"]
+__all__ = ["register", "add_arguments", "result_files", "run_args", "main"]
 
 DESCRIPTION = (
-    "Seed 001 Table 1 in form (ray tracer on a 4x4 transputer torus), the farmer's "
-    "scaling with links as resources (4x4 to 32x32, fine and coarse tasks), GM/EG status "
-    "interval sensitivity, seed 002 Figure 1 (bi-modal model vs simulated Diffusion), "
-    "Figures 2 and 3 (parametric studies, PNG), MIMD policies vs the cost-effective "
-    "SIMD balancer on the same task sets (synthetic, ray tracer, the renderer's "
-    "per-polygon scan lines), and a 4096 x 100,000 scale run. Prints tables; writes "
-    "mimd[-quick].json and PNG plots to the current folder (or --out DIR)."
+    "Load balancing on MIMD machines (message passing) next to the SIMD balancer. Runs, "
+    "in form, the ray tracer on a 4x4 transputer torus of Table 1 of Muniz and Zaluska "
+    "(farmer, Gradient Model, Extended Gradient); the farmer's scaling from 4x4 to 32x32 "
+    "processors with links as shared resources; how the Gradient Models depend on their "
+    "status interval; Figures 1 to 3 of Barker and Chrisochoides' bi-modal model against "
+    "simulated Diffusion; the MIMD policies next to the cost-effective SIMD balancer on "
+    "the same task sets (synthetic, the ray tracer, the renderer's scan lines); and the "
+    "wall time of a 4096-processor, 100,000-task simulation. Prints tables and writes "
+    "mimd.json (mimd-quick.json with --quick) and PNG plots to the current folder or "
+    "--out DIR; an existing file is replaced, and a line says so."
 )
 
 
@@ -32,7 +36,12 @@ def _bench_subparsers(subparsers) -> argparse._SubParsersAction:
     """The sub-command table of ``bench``, creating ``bench`` if it is not there yet."""
     bench = subparsers.choices.get("bench")
     if bench is None:
-        bench = subparsers.add_parser("bench", help="benchmarks (bench mimd, ...)")
+        bench = subparsers.add_parser(
+            "bench",
+            help="benchmarks (bench mimd, ...)",
+            description="Benchmarks. Each writes its results to the current folder or to "
+            "--out DIR; an existing file is replaced, and a line says so.",
+        )
     sub = getattr(bench, "_bench_sub", None)
     if sub is None:
         # another module may have made ``bench`` with its own sub-command table: reuse it
@@ -52,6 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--only",
         default="",
+        metavar="PARTS",
         help="comma-separated parts: table1, farmer, gradient, figure1, figure2, figure3, "
         "compare, scale",
     )
@@ -70,9 +80,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: The plots each part draws (``mimd.plots``), as ``mimd{tag}-NAME.png``.
+_PLOTS = {"farmer": "farmer", "figure1": "figure1", "figure2": "figure2", "figure3": "figure3"}
+
+
+def result_files(out, *, quick: bool, parts: tuple[str, ...] | None, plots: bool) -> list:
+    """The files a run writes in the folder ``out``: the JSON and the plots of its parts."""
+    from pathlib import Path
+
+    from .report import PARTS
+
+    tag = "-quick" if quick else ""
+    files = [Path(out) / f"mimd{tag}.json"]
+    if plots:
+        files += [Path(out) / f"mimd{tag}-{_PLOTS[p]}.png" for p in (parts or PARTS) if p in _PLOTS]
+    return files
+
+
 def run_args(args: argparse.Namespace, prog: str = "simd-emu bench mimd") -> int:
     """Run the benchmark with parsed options; returns the exit status."""
-    from .report import PARTS, output_folder
+    from simd.outputs import OutputError, announce_replace, check_output_folder
+
+    from .report import PARTS
 
     parts = None
     if args.only:
@@ -81,14 +110,15 @@ def run_args(args: argparse.Namespace, prog: str = "simd-emu bench mimd") -> int
         if bad:
             raise SystemExit(f"{prog}: unknown part(s) {bad}; choose from {PARTS}")
     try:
-        out = output_folder(args.out)
-    except OSError as exc:
+        out = check_output_folder(args.out)
+    except OutputError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     from simd.errors import BackendUnavailableError
 
     from . import report
 
+    announce_replace(result_files(out, quick=args.quick, parts=parts, plots=not args.no_plots))
     try:
         report.run(
             quick=args.quick,
@@ -113,8 +143,8 @@ def register(subparsers) -> None:
         return
     p = sub.add_parser(
         "mimd",
-        help="MIMD policies (farmer, Gradient Model, Extended Gradient, Diffusion, work "
-        "stealing), seed 001 Table 1, seed 002 model and Figures 1-3",
+        help="MIMD load-balancing policies (farmer, Gradient Model, Extended Gradient, "
+        "Diffusion, work stealing) next to the SIMD balancer",
         description=DESCRIPTION,
     )
     add_arguments(p)

@@ -37,12 +37,13 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from simd.outputs import write_text
 
 from .experiments import (
     compare,
@@ -90,16 +91,9 @@ def output_folder(out: str | Path | None = None) -> Path:
     OSError
         The folder cannot be made or written in; the message names it and says why.
     """
-    folder = Path.cwd() if out is None else Path(out)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        # a real write: os.access says yes to root on read-only mounts
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise OSError(f"cannot write results to {str(folder)!r}: {reason}") from exc
-    return folder
+    from simd.outputs import check_output_folder
+
+    return check_output_folder(out)
 
 
 def _environment() -> dict:
@@ -333,7 +327,7 @@ def run(
 
         res["plots"] = draw_plots(res, out, tag)
     path = out / f"mimd{tag}.json"
-    path.write_text(json.dumps(res, indent=1, default=_json_default))
+    write_text(path, json.dumps(res, indent=1, default=_json_default))
     echo(f"\nwrote {path}" + (f" and {len(res.get('plots', []))} plots" if plots else ""))
     return res
 

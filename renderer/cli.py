@@ -1,9 +1,12 @@
 """``simd-emu render``: render an isosurface or a mesh file on the emulated SIMD machine.
 
-Prints, per loop (scan conversion, z-buffer): iterations, maximum and average workload,
-balancing decisions and the time of each phase on the model clock and the wall clock, in
-the form of Tables 1 and 4 of Ahrens & Hansen (seed 000). ``--compare`` runs the three loop
-forms, prints their times and speedups and checks that the images are identical.
+Quiet by default: one line saying what was written and how long the frame took.
+``--verbose`` adds, per loop (scan conversion, z-buffer), the iterations, the largest and
+average workload, the balancing decisions and the time of each phase on the model clock
+and the wall clock (Tables 1 and 4 of Ahrens & Hansen in form). ``--compare`` runs the
+three loop forms, prints their times and speedups and checks that the images are
+identical. Every output path is checked before any work; an existing file is replaced,
+and a line says so.
 """
 
 from __future__ import annotations
@@ -19,6 +22,18 @@ from typing import Any
 from renderer.pipeline import LOOP_FORMS, MAX_SIZE
 
 __all__ = ["register", "run"]
+
+DESCRIPTION = (
+    "Render an isosurface or a mesh file on the emulated SIMD machine and write the image. "
+    "Prints one line (what was written, the time); --verbose adds the workload and time "
+    "of each loop and balancing phase, on the model clock and the wall clock. --compare "
+    "renders with the three loop forms, prints their times and speedups and checks that "
+    "the images are identical. Output paths are checked before any work; an existing "
+    "file is replaced, and a line says so."
+)
+
+#: Suffixes ``--depth`` can be written as (``renderer.image.save_depth``).
+DEPTH_SUFFIXES = (".png", ".npy", ".tif", ".tiff")
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -61,35 +76,12 @@ def _finite(text: str) -> float:
     return value
 
 
-def _check_output(path: str) -> None:
-    """Fail before rendering, not after, when the image cannot be written to ``path``."""
-    from PIL import Image
-
-    if os.path.isdir(path):
-        raise ValueError(f"{path}: is a directory; give an image file name (-o frame.png)")
-    Image.init()
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix not in Image.EXTENSION:
-        raise ValueError(
-            f"{path}: unknown image format {suffix or '(no suffix)'!r}; use .png, .jpg, .tif, ..."
-        )
-    _check_folder(path)
-
-
-def _check_folder(path: str) -> None:
-    """The folder ``path`` is to be written in must exist."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"{path}: folder {folder} does not exist")
-
-
 def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``render`` subcommand to ``subparsers`` (``simd.cli`` calls this)."""
     p = subparsers.add_parser(
         "render",
         help="render an isosurface (or a mesh file) with load-balanced loops",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=DESCRIPTION,
     )
     p.add_argument(
         "--mesh",
@@ -151,18 +143,6 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="clock the balancer decides with (default: model)",
     )
     p.add_argument(
-        "--output",
-        "-o",
-        default=None,
-        help="image file (default: frame.png; with --orbit an animation, default orbit.gif)",
-    )
-    p.add_argument(
-        "--depth",
-        metavar="FILE",
-        help="also write the depth buffer: 16-bit PNG (0 near .. 65535 far and empty) or "
-        ".npy (float32 window-space depth)",
-    )
-    p.add_argument(
         "--compare",
         action="store_true",
         help="run all three loop forms, print times and speedups, check the images",
@@ -183,7 +163,28 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--fps", type=_positive, default=12.0, help="frames per second of --orbit (default: 12)"
     )
+    # output and messages (kept together)
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        default=None,
+        help="image file, format from the suffix (default: frame.png; with --orbit an "
+        "animation, default orbit.gif)",
+    )
+    p.add_argument(
+        "--depth",
+        metavar="FILE",
+        help="also write the depth buffer: 16-bit PNG or TIFF (0 near .. 65535 far and "
+        "empty) or .npy (float32 window-space depth)",
+    )
     p.add_argument("--json", metavar="FILE", help="also write the statistics as JSON")
+    p.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="print the mesh, the machine and the tables of every loop and phase",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
     return p
@@ -207,13 +208,13 @@ def _loop_table(frame: Any, machine: Any) -> list[str]:
     """Per loop (Table 1 and 2 in form) and per stage and balancing phase (Table 4)."""
     seconds = machine.cost.seconds
     lines = [
-        f"{'loop':<16} {'form':<15} {'iter':>6} {'max':>6} {'avg':>7} {'decis':>6} "
+        f"{'loop':<16} {'form':<15} {'iter':>6} {'max':>6} {'avg':>7} {'decisions':>9} "
         f"{'model cycles':>13} {'model s':>9} {'wall s':>8}"
     ]
     for name, loop in frame.stats.loops.items():
         lines.append(
             f"{name:<16} {frame.loop:<15} {loop.iterations:>6} {loop.max_workload:>6} "
-            f"{loop.mean_workload:>7.2f} {loop.decisions:>6} {loop.cycles:>13.0f} "
+            f"{loop.mean_workload:>7.2f} {loop.decisions:>9} {loop.cycles:>13.0f} "
             f"{seconds(loop.cycles):>9.4f} {loop.wall:>8.3f}"
         )
     lines.append("")
@@ -231,34 +232,75 @@ def _loop_table(frame: Any, machine: Any) -> list[str]:
     return lines
 
 
+def _image_suffixes() -> list[str]:
+    """The suffixes Pillow can write an image as (``.png``, ``.jpg``, ``.tif``, ...)."""
+    from PIL import Image
+
+    Image.init()
+    known = [ext for ext, fmt in Image.EXTENSION.items() if fmt in Image.SAVE]
+    first = [".png", ".jpg", ".tif"]
+    return [e for e in first if e in known] + sorted(e for e in known if e not in first)
+
+
+def _check_outputs(args: argparse.Namespace) -> list[str]:
+    """Check every output path before any work (:mod:`simd.outputs`); returns them.
+
+    Raises ``OutputError`` or ``ValueError`` with a one-line message."""
+
+    from simd.outputs import check_output_file
+
+    if args.table1:
+        return []  # prints a table, writes nothing
+    if args.orbit is not None:
+        from renderer.orbit import ANIMATION_FORMATS, check_animation_path
+
+        check_animation_path(args.output)
+        check_output_file(args.output, ANIMATION_FORMATS, example="-o orbit.gif")
+    else:
+        check_output_file(args.output, _image_suffixes(), example="-o frame.png")
+    if args.depth:
+        check_output_file(args.depth, DEPTH_SUFFIXES, example="--depth depth.png")
+    if args.json:
+        check_output_file(args.json, example="--json stats.json")
+    paths = [p for p in (args.output, args.depth, args.json) if p]
+    real = [os.path.realpath(p) for p in paths]
+    for i, path in enumerate(real):
+        if path in real[:i]:
+            raise ValueError(f"{paths[i]}: named for two outputs; give each its own file")
+    return paths
+
+
+def _names(paths: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return paths[0] if len(paths) == 1 else ", ".join(paths[:-1]) + " and " + paths[-1]
+
+
 def run(args: argparse.Namespace) -> int:
     """Handler of ``simd-emu render``; returns the exit status."""
     from renderer.image import save_depth
     from renderer.pipeline import render
     from simd import Machine, SimdError
+    from simd.outputs import StagedOutputs, announce_replace
 
     def fail(err: Exception) -> int:
         print(f"simd-emu render: {err}", file=sys.stderr)
         return 2
 
+    def detail(*text: Any) -> None:
+        if args.verbose:
+            print(*text)
+
     if args.output is None:
         args.output = "orbit.gif" if args.orbit else "frame.png"
     try:
         if args.orbit is not None:
-            from renderer.orbit import check_animation_path
-
             if args.orbit < 1:
                 raise ValueError(f"--orbit needs at least 1 frame, got {args.orbit}")
             if args.compare or args.table1 or args.depth:
                 raise ValueError(
                     "--orbit renders a turntable; it takes no --compare, --table1 or --depth"
                 )
-            check_animation_path(args.output)
-        elif not args.table1:
-            _check_output(args.output)
-        for extra in (args.json, args.depth):
-            if extra:
-                _check_folder(extra)
+        outputs = _check_outputs(args)
         t0 = time.perf_counter()
         mesh = _load(args)
         t_load = time.perf_counter() - t0
@@ -268,12 +310,13 @@ def run(args: argparse.Namespace) -> int:
     width, height = args.size
     if args.table1:
         return _table1(args, mesh, machine)
-    print(
+    announce_replace(outputs)
+    detail(
         f"mesh     : {mesh.name}, {mesh.n_faces} triangles, {len(mesh.vertices)} vertices "
         f"(loaded in {t_load:.2f} s)"
     )
-    print(f"machine  : {machine}")
-    print(
+    detail(f"machine  : {machine}")
+    detail(
         f"view     : ({args.view[0]:g}, {args.view[1]:g}), magnification "
         f"{args.magnification:g}, {width}x{height}"
     )
@@ -299,39 +342,44 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as err:
             return fail(err)
         frames[form] = frame
-        print()
-        print(f"loop form: {form}")
-        print("\n".join(_loop_table(frame, m)))
+        detail()
+        detail(f"loop form: {form}")
+        detail("\n".join(_loop_table(frame, m)))
         counts = frame.stats.counts
-        print(
+        detail(
             f"triangles {counts.triangles}, rejected {counts.rejected}, clipped "
             f"{counts.clipped}, spans {counts.spans}, fragments {counts.fragments}, "
             f"pixels {counts.pixels}"
         )
-        if counts.pixels == 0:
+        if counts.pixels == 0 and form == forms[-1]:
             print(
                 f"note: nothing was drawn ({counts.degenerate} triangles of zero area on "
                 f"screen, {counts.rejected} outside the view); the image is empty"
             )
     status = 0
     if args.compare:
-        print()
+        detail()
         print("\n".join(_compare_table(frames, machine.cost.seconds)))
         same = _identical(frames.values())
         print("images identical across loop forms:", "yes" if same else "NO")
         status = 0 if same else 1
+    last = frames[forms[-1]]
     try:
-        frames[forms[-1]].save(args.output)
-        print(f"wrote {args.output}")
-        if args.depth:
-            save_depth(frames[forms[-1]].depth, args.depth)
-            print(f"wrote {args.depth}")
-        if args.json:
-            with open(args.json, "w") as fh:
-                json.dump(_jsonable(frames, mesh, args), fh, indent=2)
-            print(f"wrote {args.json}")
+        with StagedOutputs() as stage:
+            last.save(stage.path(args.output))
+            if args.depth:
+                save_depth(last.depth, stage.path(args.depth))
+            if args.json:
+                with open(stage.path(args.json), "w") as fh:
+                    json.dump(_jsonable(frames, mesh, args), fh, indent=2)
     except (ValueError, OSError) as err:
         return fail(err)
+    stats = last.stats
+    print(
+        f"wrote {_names(outputs)}: {mesh.n_faces} triangles at {width}x{height} with the "
+        f"{forms[-1]} loops on {machine.backend} in {stats.wall:.2f} s "
+        f"({machine.cost.seconds(stats.cycles):.4f} s on the emulated machine)"
+    )
     return status
 
 
@@ -340,6 +388,7 @@ def _orbit(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
     import statistics
 
     from renderer.orbit import orbit, save_animation
+    from simd.outputs import StagedOutputs
 
     _warm_up(args, (args.loop,))
     frames = orbit(
@@ -374,21 +423,21 @@ def _orbit(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
         if bar is not None:
             bar.close()
     total = time.perf_counter() - t_start
-    print(
-        f"{len(images)} frames in {total:.2f} s: {len(images) / total:.2f} frames/s, "
-        f"median {1e3 * statistics.median(times):.1f} ms per frame ({args.loop} loops, "
-        f"{machine.backend})"
-    )
     try:
-        save_animation(images, args.output, fps=args.fps)
-        print(f"wrote {args.output}")
-        if args.json:
-            with open(args.json, "w") as fh:
-                json.dump({"orbit": args.orbit, "frame_seconds": times, "frames": stats}, fh)
-            print(f"wrote {args.json}")
+        with StagedOutputs() as stage:
+            save_animation(images, stage.path(args.output), fps=args.fps)
+            if args.json:
+                with open(stage.path(args.json), "w") as fh:
+                    json.dump({"orbit": args.orbit, "frame_seconds": times, "frames": stats}, fh)
     except (ValueError, OSError) as err:
         print(f"simd-emu render: {err}", file=sys.stderr)
         return 2
+    written = [p for p in (args.output, args.json) if p]
+    print(
+        f"wrote {_names(written)}: {len(images)} frames in {total:.2f} s, "
+        f"{len(images) / total:.2f} frames/s, median {1e3 * statistics.median(times):.1f} ms "
+        f"per frame ({args.loop} loops on {machine.backend})"
+    )
     return 0
 
 
@@ -422,7 +471,7 @@ def _identical(frames: Any) -> bool:
 
 
 def _table1(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
-    """Table 1 of seed 000: max and average workload per loop, per data set and view."""
+    """Table 1 of Ahrens & Hansen: max and average workload per loop, per data set and view."""
     from renderer.datasets import load_dataset, workload_table
 
     if args.mesh:

@@ -29,6 +29,7 @@ def test_render_command_writes_png_and_prints_tables(tmp_path, capsys):
             "--json",
             str(js),
             "--no-progress",
+            "--verbose",
         ]
     )
     assert rc == 0
@@ -64,7 +65,7 @@ def test_render_command_writes_png_and_prints_tables(tmp_path, capsys):
         "iter",
         "max",
         "avg",
-        "decis",
+        "decisions",
         "model s",
         "wall s",
         "information gathering",
@@ -188,8 +189,8 @@ def test_bad_mesh_files_give_clear_errors(tmp_path, capsys):
 def test_bad_output_paths_fail_before_rendering(tmp_path, capsys):
     small = ["--dataset-size", "16", "--size", "16"]
     err = _render_fails([*small, "-o", str(tmp_path / "frame.xyz")], capsys)
-    assert "unknown image format '.xyz'" in err
-    assert "is a directory" in _render_fails([*small, "-o", str(tmp_path)], capsys)
+    assert "unknown format '.xyz'; use .png, .jpg, .tif" in err
+    assert "is a folder" in _render_fails([*small, "-o", str(tmp_path)], capsys)
     err = _render_fails([*small, "-o", str(tmp_path / "no" / "f.png")], capsys)
     assert "does not exist" in err
     out = tmp_path / "f.png"

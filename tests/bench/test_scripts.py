@@ -1,0 +1,140 @@
+"""The benchmark scripts ``bench/*.py``: where their results go.
+
+Each script writes to the current folder, to ``--out DIR`` or, with ``--save``, to the
+source tree's ``bench/results``; it checks the folder before any work and names a file it
+replaces. The measurements themselves are stubbed (``measure``, or ``run`` for
+primitives.py) so that these tests check the option handling in well under a second; one
+script also runs its quickest real mode.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+RESULTS = BENCH / "results"
+
+#: script -> (the function doing the work, the JSON it writes with --quick)
+SCRIPTS = {
+    "render": ("measure", "render-quick.json"),
+    "diffusion": ("measure", "diffusion-quick.json"),
+    "primitives": ("run", None),  # primitives-<backend>-<host>.json
+    "opengl_agreement": ("measure", "opengl_agreement-quick.json"),
+    "render_speed": ("measure", "render_speed-quick.json"),
+    "gpu_budget": ("measure", "gpu_budget-quick.json"),
+}
+
+
+def _load(name: str):
+    path = BENCH / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_script_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    saved = list(sys.path)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved
+    return module
+
+
+def _snapshot() -> dict[str, float]:
+    return {p.name: p.stat().st_mtime_ns for p in RESULTS.iterdir()}
+
+
+def _stub(calls: list):
+    def work(*args, **kwargs):
+        calls.append(args)
+        # the keys the scripts read back from their records
+        return {"seconds": 0.0, "goal_met": True, "backend": "numpy", "stub": True}
+
+    return work
+
+
+def _expected_name(default: str | None) -> str:
+    if default is not None:
+        return default
+    import platform
+
+    return f"primitives-numpy-{platform.node() or 'host'}.json"
+
+
+def test_every_script_is_covered():
+    scripts = {p.stem for p in BENCH.glob("*.py")} - {"mimd"}  # tests/mimd/test_cli.py
+    assert scripts == set(SCRIPTS)
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_results_go_to_the_current_folder_then_out_then_save(name, tmp_path, monkeypatch, capsys):
+    func, default = SCRIPTS[name]
+    script = _load(name)
+    assert script.SAVE_DIR == RESULTS
+    calls: list = []
+    monkeypatch.setattr(script, func, _stub(calls))
+    before = _snapshot()
+    quick = ["--quick", "--backend", "numpy"] if name != "gpu_budget" else ["--quick"]
+    expected = _expected_name(default)
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert script.main(quick) in (0, None)
+    assert [p.name for p in work.iterdir()] == [expected]
+    assert json.loads((work / expected).read_text())["stub"] is True
+    out = capsys.readouterr().out
+    assert "replacing" not in out and str(work / expected) in out
+
+    # a second run replaces the file and says so
+    assert script.main(quick) in (0, None)
+    assert f"replacing {work / expected}" in capsys.readouterr().out
+    assert [p.name for p in work.iterdir()] == [expected]
+
+    # --out DIR, made if missing
+    dest = tmp_path / "new" / "folder"
+    assert script.main([*quick, "--out", str(dest)]) in (0, None)
+    assert [p.name for p in dest.iterdir()] == [expected]
+
+    # --save: the source tree's bench/results (here redirected)
+    monkeypatch.setattr(script, "SAVE_DIR", tmp_path / "saved")
+    assert script.main([*quick, "--save"]) in (0, None)
+    assert [p.name for p in (tmp_path / "saved").iterdir()] == [expected]
+    with pytest.raises(SystemExit):
+        script.main([*quick, "--save", "--out", str(dest)])
+
+    assert len(calls) == 4
+    assert _snapshot() == before  # the committed results were not touched
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_unwritable_out_fails_before_any_work(name, tmp_path, monkeypatch, capsys):
+    func, _ = SCRIPTS[name]
+    script = _load(name)
+    calls: list = []
+    monkeypatch.setattr(script, func, _stub(calls))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        script.main(["--quick", "--out", str(blocker / "sub")])
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    assert calls == [] and captured.out == ""
+    assert captured.err.strip().splitlines() == [
+        f"bench/{name}.py: cannot write results to '{blocker / 'sub'}': Not a directory"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_gpu_budget_quickest_real_run(tmp_path, monkeypatch, capsys):
+    script = _load("gpu_budget")
+    before = _snapshot()
+    monkeypatch.chdir(tmp_path)
+    assert script.main(["--quick", "--forms", "expand", "--no-unbalanced"]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["gpu_budget-quick.json"]
+    data = json.loads((tmp_path / "gpu_budget-quick.json").read_text())
+    assert data["benchmark"] == "gpu_budget" and data["frames"]
+    assert _snapshot() == before
