@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from renderer.mesh import Mesh
+from renderer.mesh import Mesh, as_mesh
 
 __all__ = [
     "FIT_MARGIN",
@@ -197,7 +197,7 @@ def default_camera(
 
     Parameters
     ----------
-    mesh : Mesh or Scene
+    mesh : Mesh, Scene, or anything :func:`~renderer.mesh.as_mesh` takes
         A :class:`~renderer.Scene` gives its bounding sphere, computed once.
     view : (azimuth, elevation) in degrees
         Measured about the ``up`` vector: elevation 90 looks down along ``-up``.
@@ -253,9 +253,10 @@ def default_camera(
             )
     if not (_number(margin) and 0 <= margin < 0.5):
         raise ValueError(f"margin must be a fraction in [0, 0.5), got {margin!r}")
-    if hasattr(mesh, "bounding_sphere"):  # a renderer.Scene keeps it
+    if callable(getattr(mesh, "bounding_sphere", None)):  # a renderer.Scene keeps it
         centre, radius = mesh.bounding_sphere()
     else:
+        mesh = mesh if isinstance(mesh, Mesh) else as_mesh(mesh)  # a trimesh, a pair, ...
         centre, radius = bounding_sphere(mesh)
     half = math.radians(fovy) / 2.0
     # fit the sphere in the narrower direction: horizontal half-angle is atan(aspect tan half)
