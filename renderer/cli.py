@@ -214,7 +214,7 @@ def _register_picture(p: argparse.ArgumentParser) -> None:
         "--fit",
         action="store_true",
         help="centre the object in the picture and fill it, leaving 5%% of the smaller side "
-        "free at the closest sides",
+        "free at the closest sides (with --orbit, each frame is fitted on its own)",
     )
     g.add_argument(
         "--up",

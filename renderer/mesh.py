@@ -243,7 +243,8 @@ def corner_normals(mesh: Mesh, crease_angle: float) -> np.ndarray:
     ln = np.linalg.norm(out, axis=1)
     ok = ln > 0
     out[ok] /= ln[ok, None]
-    out[~ok] = vertex_normals(Mesh(mesh.vertices, faces))[corner_vertex[~ok]]
+    if not ok.all():
+        out[~ok] = vertex_normals(Mesh(mesh.vertices, faces))[corner_vertex[~ok]]
     return out
 
 
