@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from renderer.mesh import Mesh
+from renderer.mesh import Mesh, as_mesh
 
 __all__ = [
+    "FIT_MARGIN",
+    "FRAMINGS",
     "Camera",
     "bounding_sphere",
     "default_camera",
@@ -156,6 +158,12 @@ def bounding_sphere(mesh: Mesh) -> tuple[np.ndarray, float]:
     return centre, radius
 
 
+#: Ways :func:`default_camera` frames the mesh.
+FRAMINGS = ("sphere", "fit")
+#: Margin of ``framing="fit"``: a fraction of the image's smaller side left on each side.
+FIT_MARGIN = 0.05
+
+
 def default_camera(
     mesh: Mesh,
     view: tuple[float, float] = (45.0, 45.0),
@@ -163,6 +171,10 @@ def default_camera(
     *,
     aspect: float = 1.0,
     fovy: float = DEFAULT_FOVY,
+    distance: float | None = None,
+    up: tuple[float, float, float] | None = None,
+    framing: str = "sphere",
+    margin: float = FIT_MARGIN,
 ) -> Camera:
     """The paper's views: look at the centre of the bounding box from azimuth/elevation.
 
@@ -174,16 +186,37 @@ def default_camera(
     camera where it is, so magnified views clip polygons in x and y as in the paper. Near
     and far planes enclose the bounding sphere, so no polygon is clipped in depth.
 
+    This framing (``framing="sphere"``, the default) is the one of the paper's tables and
+    the golden figures, and does not change. ``framing="fit"`` instead places the camera
+    (same viewing direction and field of view) so that the projected vertices are centred
+    in the image and their extent fills it up to ``margin`` in the tighter direction:
+    the drawn object's bounding box is centred, with ``margin`` times the smaller image
+    side left free at the two closest sides. The sphere framing leaves a sphere touching
+    all four sides, and other objects off-centre (their bounding sphere is centred, not
+    what is seen).
+
     Parameters
     ----------
-    mesh : Mesh or Scene
+    mesh : Mesh, Scene, or anything :func:`~renderer.mesh.as_mesh` takes
         A :class:`~renderer.Scene` gives its bounding sphere, computed once.
     view : (azimuth, elevation) in degrees
+        Measured about the ``up`` vector: elevation 90 looks down along ``-up``.
     magnification : float, > 0
     aspect : float
         Image width / height.
     fovy : float
-        Field of view at magnification 1, degrees.
+        Vertical field of view at magnification 1, degrees (0 < fovy < 180).
+    distance : float, optional
+        Distance of the eye from the bounding-box centre (``framing="sphere"`` only);
+        default: where the bounding sphere just fits the field of view.
+    up : (3,) array-like, optional
+        World direction that points up in the image; default y. The view directions are
+        turned with it (the rotation taking y to ``up``), so ``view`` keeps its meaning
+        for a z-up mesh with ``up=(0, 0, 1)``.
+    framing : {"sphere", "fit"}
+    margin : float
+        ``framing="fit"``: the free border on each side, as a fraction of the smaller
+        image side (0 <= margin < 0.5).
 
     Examples
     --------
@@ -193,6 +226,9 @@ def default_camera(
     >>> cam = default_camera(tri, (0, 0))           # on the +z axis through the box centre
     >>> np.round(cam.eye, 3).tolist(), [float(t) for t in cam.target]
     ([1.0, 1.0, 5.464], [1.0, 1.0, 0.0])
+    >>> cam = default_camera(tri, (0, 0), framing="fit")   # the triangle's box is centred
+    >>> np.round(cam.eye, 3).tolist()
+    [1.0, 1.0, 4.147]
     """
     try:
         az, el = (float(v) for v in view)
@@ -204,25 +240,134 @@ def default_camera(
         raise TypeError(f"magnification must be a number, got {magnification!r}")
     if not (magnification > 0 and math.isfinite(magnification)):
         raise ValueError(f"magnification must be a positive number, got {magnification!r}")
-    if hasattr(mesh, "bounding_sphere"):  # a renderer.Scene keeps it
+    if not (_number(fovy) and 0 < fovy < 180):
+        raise ValueError(f"field of view must be a number of degrees in (0, 180), got {fovy!r}")
+    if framing not in FRAMINGS:
+        raise ValueError(f"framing must be one of {', '.join(FRAMINGS)}; got {framing!r}")
+    if distance is not None:
+        if not (_number(distance) and distance > 0 and math.isfinite(distance)):
+            raise ValueError(f"distance must be a positive number, got {distance!r}")
+        if framing == "fit":
+            raise ValueError(
+                "framing='fit' chooses the distance itself; give the field of view instead"
+            )
+    if not (_number(margin) and 0 <= margin < 0.5):
+        raise ValueError(f"margin must be a fraction in [0, 0.5), got {margin!r}")
+    if callable(getattr(mesh, "bounding_sphere", None)):  # a renderer.Scene keeps it
         centre, radius = mesh.bounding_sphere()
     else:
+        mesh = mesh if isinstance(mesh, Mesh) else as_mesh(mesh)  # a trimesh, a pair, ...
         centre, radius = bounding_sphere(mesh)
     half = math.radians(fovy) / 2.0
     # fit the sphere in the narrower direction: horizontal half-angle is atan(aspect tan half)
     fit = min(half, math.atan(aspect * math.tan(half)))
-    distance = radius / math.sin(fit)
+    if distance is None:
+        distance = radius / math.sin(fit)
     a, e = math.radians(az), math.radians(el)
     direction = np.array([math.cos(e) * math.sin(a), math.sin(e), math.cos(e) * math.cos(a)])
-    up = (0.0, 1.0, 0.0)
+    view_up = (0.0, 1.0, 0.0)
     if abs(direction[1]) > 1.0 - 1e-9:  # looking straight down or up: y cannot be up
-        up = (0.0, 0.0, -1.0 if direction[1] > 0 else 1.0)
+        view_up = (0.0, 0.0, -1.0 if direction[1] > 0 else 1.0)
+    if up is not None:  # turn the whole frame of directions so that y goes to `up`
+        turn = _rotation_from_y(unit_vector(up, "up"))
+        direction = turn @ direction
+        view_up = tuple(float(c) for c in turn @ np.asarray(view_up))
     fovy_m = math.degrees(2.0 * math.atan(math.tan(half) / magnification))
+    if framing == "fit":
+        vertices = mesh.mesh.vertices if hasattr(mesh, "mesh") else mesh.vertices
+        eye, target, near, far = _fit(vertices, direction, view_up, half, aspect, margin, radius)
+        return Camera(eye=eye, target=target, up=view_up, fovy=fovy_m, near=near, far=far)
     return Camera(
         eye=tuple(centre + distance * direction),
         target=tuple(centre),
-        up=up,
+        up=view_up,
         fovy=fovy_m,
         near=max(distance - 1.05 * radius, 1e-3 * radius),
         far=distance + 1.05 * radius,
     )
+
+
+def _number(v) -> bool:
+    return isinstance(v, int | float | np.number) and not isinstance(v, bool | np.bool_)
+
+
+def unit_vector(v, name: str) -> np.ndarray:
+    """``v`` as a unit 3-vector, or a ValueError naming ``name``."""
+    try:
+        a = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be 3 numbers, got {v!r}") from err
+    if a.shape != (3,) or not np.isfinite(a).all():
+        raise ValueError(f"{name} must be 3 finite numbers, got {v!r}")
+    n = float(np.linalg.norm(a))
+    if not n > 0:
+        raise ValueError(f"{name} must not be the zero vector")
+    return a / n
+
+
+def _rotation_from_y(up: np.ndarray) -> np.ndarray:
+    """The rotation taking +y to the unit vector ``up`` about their common normal (Rodrigues);
+    about x for ``up = -y``."""
+    y = np.array([0.0, 1.0, 0.0])
+    c = float(y @ up)
+    if c < -1.0 + 1e-12:
+        return np.diag([1.0, -1.0, -1.0])
+    v = np.cross(y, up)
+    k = np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+    return np.eye(3) + k + k @ k / (1.0 + c)
+
+
+def _fit(vertices, direction, up, half, aspect, margin, radius):
+    """Eye, target, near and far of ``framing="fit"``: the camera looking along
+    ``-direction`` whose frustum, narrowed by the margin, touches the vertices in the
+    tighter image direction and has them centred in both.
+
+    With the orientation fixed (right ``s``, up ``u``, forward ``f``), a point is inside the
+    frustum's right and left planes ``x/depth = +-t`` when ``(s - t f).p <= (s - t f).eye``
+    and ``(s + t f).p >= (s + t f).eye``: touching both fixes ``s.eye`` and ``f.eye``
+    directly. The farther of the two directions' eye depths wins; the other direction is
+    then centred by bisection (the centre of the projected extent moves monotonically).
+    """
+    f = -np.asarray(direction, dtype=np.float64)
+    f = f / np.linalg.norm(f)
+    s = np.cross(f, np.asarray(up, dtype=np.float64))
+    s = s / np.linalg.norm(s)
+    u = np.cross(s, f)
+    p = np.asarray(vertices, dtype=np.float64)
+    ps, pu, pf = p @ s, p @ u, p @ f
+    tan_y = math.tan(half)
+    tan_x = aspect * tan_y
+    # the margin, a fraction of the smaller side, in each direction's half-extent
+    tx = tan_x * (1.0 - 2.0 * margin * min(1.0, 1.0 / aspect))
+    ty = tan_y * (1.0 - 2.0 * margin * min(1.0, aspect))
+
+    def touching(q: np.ndarray, t: float) -> float:
+        """f.eye at which the planes of half-angle tangent ``t`` touch coordinates ``q``."""
+        right, left = float((q - t * pf).max()), float((q + t * pf).min())
+        return (left - right) / (2.0 * t)
+
+    fe = min(touching(ps, tx), touching(pu, ty))
+    if not float(pf.min()) - fe > 1e-9 * radius:  # a point or a segment along the view
+        fe = float(pf.min()) - radius / math.sin(min(half, math.atan(tan_x)))
+    depth = pf - fe
+
+    def centred(q: np.ndarray) -> float:
+        """The eye coordinate along ``q``'s axis that centres ``q / depth`` (bisection)."""
+        lo, hi = float(q.min()), float(q.max())
+        for _ in range(100):
+            mid = 0.5 * (lo + hi)
+            t = (q - mid) / depth
+            if float(t.max() + t.min()) > 0.0:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-15 * max(abs(lo), abs(hi), radius):
+                break
+        return 0.5 * (lo + hi)
+
+    eye = centred(ps) * s + centred(pu) * u + fe * f
+    ahead = float(depth.max())
+    target = eye + ahead * f
+    near = max(float(depth.min()) - 0.05 * radius, 1e-3 * radius)
+    far = ahead + 0.05 * radius
+    return tuple(float(c) for c in eye), tuple(float(c) for c in target), near, far

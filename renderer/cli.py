@@ -186,8 +186,165 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="print the mesh, the machine and the tables of every loop and phase",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _register_picture(p)
     p.set_defaults(func=run)
     return p
+
+
+def _register_picture(p: argparse.ArgumentParser) -> None:
+    """The ``picture`` options: camera, colours, light, normals, anti-aliasing. Their
+    defaults give the paper's frame, exactly as before they existed."""
+    g = p.add_argument_group(
+        "picture", "camera, colours, light, normals and anti-aliasing (defaults: the paper's)"
+    )
+    g.add_argument(
+        "--fov",
+        type=_angle_open,
+        metavar="DEG",
+        help="vertical field of view in degrees (default: 30)",
+    )
+    place = g.add_mutually_exclusive_group()
+    place.add_argument(
+        "--distance",
+        type=_positive,
+        metavar="D",
+        help="camera distance from the centre of the object's bounding box "
+        "(default: where the bounding sphere fits the view)",
+    )
+    place.add_argument(
+        "--fit",
+        action="store_true",
+        help="centre the object in the picture and fill it, leaving 5%% of the smaller side "
+        "free at the closest sides (with --orbit, each frame is fitted on its own)",
+    )
+    g.add_argument(
+        "--up",
+        nargs=3,
+        type=_finite,
+        metavar=("X", "Y", "Z"),
+        help="the world direction that is up in the picture; --view turns around it "
+        "(default: 0 1 0; 0 0 1 for z-up models)",
+    )
+    paint = g.add_mutually_exclusive_group()
+    paint.add_argument(
+        "--colour",
+        "--color",
+        type=_colour,
+        metavar="COLOUR",
+        help="surface colour: a name (steelblue), #rrggbb or R,G,B in 0..1 "
+        "(default: #ebdbb8, a warm ivory)",
+    )
+    paint.add_argument(
+        "--colormap",
+        "--cmap",
+        metavar="NAME",
+        help="colour the surface by a value per vertex (see --colour-by) through a "
+        "matplotlib colormap: viridis, plasma, coolwarm, ...",
+    )
+    g.add_argument(
+        "--colour-by",
+        "--color-by",
+        choices=("height", "distance"),
+        default="height",
+        help="the value --colormap colours: height along the up direction, or the "
+        "distance from the centre of the bounding box (default: height)",
+    )
+    g.add_argument(
+        "--background",
+        type=_colour,
+        metavar="COLOUR",
+        help="background colour, as --colour (default: black)",
+    )
+    g.add_argument(
+        "--light",
+        nargs=3,
+        type=_finite,
+        metavar=("X", "Y", "Z"),
+        help="direction towards the light, seen from the camera: x right, y up, z towards "
+        "you (default: 0.3 0.5 1)",
+    )
+    g.add_argument(
+        "--crease-angle",
+        type=_crease,
+        metavar="DEG",
+        help="keep edges sharper than this angle sharp (smooth shading only across "
+        "gentler edges), e.g. 30 for cubes and nuts (default: smooth everywhere)",
+    )
+    g.add_argument(
+        "--supersample",
+        type=_supersample,
+        default=1,
+        metavar="K",
+        help="anti-aliasing: render K times as wide and high and average down "
+        "(default: 1, the exact OpenGL image)",
+    )
+
+
+def _angle_open(text: str) -> float:
+    """Degrees strictly between 0 and 180 (a field of view)."""
+    value = _finite(text)
+    if not 0 < value < 180:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 180 degrees, got {text!r}")
+    return value
+
+
+def _crease(text: str) -> float:
+    """Degrees from 0 to 180 (a crease angle)."""
+    value = _finite(text)
+    if not 0 <= value <= 180:
+        raise argparse.ArgumentTypeError(f"must be 0 to 180 degrees, got {text!r}")
+    return value
+
+
+def _supersample(text: str) -> int:
+    from renderer.picture import MAX_SUPERSAMPLE
+
+    try:
+        value = int(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from err
+    if not 1 <= value <= MAX_SUPERSAMPLE:
+        raise argparse.ArgumentTypeError(f"must be 1..{MAX_SUPERSAMPLE}, got {text!r}")
+    return value
+
+
+def _colour(text: str) -> tuple[float, float, float]:
+    from renderer.shading import parse_colour
+
+    try:
+        return parse_colour(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("colour: ")) from err
+
+
+def _picture_options(args: argparse.Namespace, mesh: Any) -> dict[str, Any]:
+    """The keyword arguments of ``render`` from the ``picture`` options (only those given,
+    so that the defaults stay ``render``'s own); checked here, before any rendering."""
+    from renderer.camera import unit_vector
+    from renderer.picture import check_supersample
+    from renderer.shading import surface_colours, vertex_scalars
+
+    options: dict[str, Any] = {}
+    for name in ("fov", "distance", "colour", "background", "crease_angle"):
+        value = getattr(args, name, None)
+        if value is not None:
+            options[name] = value
+    if getattr(args, "fit", False):
+        options["framing"] = "fit"
+    for name in ("up", "light"):
+        value = getattr(args, name, None)
+        if value is not None:
+            unit_vector(value, f"--{name}")
+            options[name] = tuple(value)
+    if getattr(args, "colormap", None) is not None:
+        values = vertex_scalars(mesh.vertices, args.colour_by, up=options.get("up"))
+        surface_colours(len(values), values=values, colormap=args.colormap)  # a known name?
+        options["values"], options["colormap"] = values, args.colormap
+    if getattr(args, "supersample", 1) != 1:
+        from renderer.pipeline import MAX_SIZE
+
+        options["supersample"] = check_supersample(args.supersample, *args.size, MAX_SIZE)
+    return options
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -338,6 +495,7 @@ def run(args: argparse.Namespace) -> int:
                 shading=args.shading,
                 clock=args.clock,
                 progress=None if args.no_progress else _auto_bar(mesh.n_faces, width * height),
+                **_picture_options(args, mesh),
             )
         except ValueError as err:
             return fail(err)
@@ -390,6 +548,11 @@ def _orbit(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
     from renderer.orbit import orbit, save_animation
     from simd.outputs import StagedOutputs
 
+    try:
+        picture = _picture_options(args, mesh)
+    except ValueError as err:
+        print(f"simd-emu render: {err}", file=sys.stderr)
+        return 2
     _warm_up(args, (args.loop,))
     frames = orbit(
         mesh,
@@ -402,6 +565,7 @@ def _orbit(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
         loop=args.loop,
         shading=args.shading,
         clock=args.clock,
+        **picture,
     )
     bar = None
     if not args.no_progress:

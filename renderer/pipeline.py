@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from renderer.camera import Camera, default_camera
+from renderer.camera import Camera, default_camera, unit_vector
 from renderer.clip import clip_triangles
 from renderer.frame import Frame, FrameCounts, FrameStats, LoopWorkloads
 from renderer.mesh import as_mesh
+from renderer.picture import background_rgb, check_supersample, fill_background, resolve
 from renderer.scan import ScanConverter, setup_triangles
 from renderer.scene import Scene, vertex_colours
-from renderer.shading import shade_pixels
+from renderer.shading import shade_pixels, surface_colours
 from renderer.transform import to_clip
 from renderer.zbuffer import EMPTY, ZBufferBody, decode_keys, id_bits
 from simd.balance import run_loop
@@ -99,6 +100,18 @@ def render(
     clock: str = "model",
     count_writes: bool = False,
     keep_workloads: bool = False,
+    fov: float | None = None,
+    distance: float | None = None,
+    up: Any = None,
+    framing: str = "sphere",
+    colour: Any = None,
+    values: Any = None,
+    colormap: str | None = None,
+    value_range: tuple[float, float] | None = None,
+    background: Any = None,
+    light: Any = None,
+    crease_angle: float | None = None,
+    supersample: int = 1,
 ) -> Frame:
     """Render a triangle mesh on the SIMD machine.
 
@@ -140,6 +153,34 @@ def render(
     keep_workloads : bool
         Also return the workload arrays of both loops in ``frame.stats.workloads``
         (copied to the host; see :func:`loop_workloads`).
+    fov, distance, up, framing
+        The default camera's vertical field of view in degrees (default 30), the eye's
+        distance from the centre of the bounding box, the world direction that is up in the
+        image (the view angles turn with it), and ``framing="fit"`` to centre the drawn
+        object and fill the frame up to a margin (``"sphere"``, the default, is the
+        paper's framing): see :func:`~renderer.camera.default_camera`. Not with ``camera``
+        or ``mvp``.
+    colour : colour or (N, 3) array, optional
+        The surface colour (default ``BASE_COLOUR``): three numbers in [0, 1], ``"#rrggbb"``,
+        a matplotlib colour name, or one colour per vertex.
+    values, colormap, value_range : optional
+        A scalar per vertex (N,) coloured through a matplotlib colormap (default
+        ``"viridis"``) over ``value_range`` (default: the values' range); not with
+        ``colour``. :func:`~renderer.shading.vertex_scalars` makes height or distance fields.
+    background : colour, optional
+        Of the pixels nothing is drawn to (default black).
+    light : (3,) array-like, optional
+        Direction towards the light in eye space (x right, y up, z towards the viewer),
+        fixed to the camera; default (0.3, 0.5, 1). With ``mvp``, a world direction.
+    crease_angle : float, optional
+        Gouraud shading smooths normals only across edges whose faces' normals differ by at
+        most this many degrees (see :func:`~renderer.mesh.corner_normals`); sharp edges of
+        cubes and nuts stay sharp. Default: smooth everywhere.
+    supersample : int
+        Anti-aliasing: render ``supersample`` times as wide and high and average each
+        block of samples into a pixel. 1 (the default) is the OpenGL-exact image. The
+        statistics are those of the supersampled frame; ``depth`` and ``face`` are the
+        nearest sample's.
 
     Returns
     -------
@@ -175,6 +216,30 @@ def render(
         raise TypeError(f"camera must be a renderer.Camera, got {type(camera).__name__}")
     if machine is not None and not (hasattr(machine, "xp") and hasattr(machine, "scan")):
         raise TypeError(f"machine must be a simd.Machine, got {type(machine).__name__}")
+    out_w, out_h = width, height
+    k_ss = check_supersample(supersample, width, height, MAX_SIZE)
+    if k_ss > 1:
+        if count_writes:
+            raise ValueError("count_writes counts fragments per pixel; not with supersample")
+        width, height = width * k_ss, height * k_ss
+    camera_options: dict[str, Any] = {
+        name: value
+        for name, value in (("fovy", fov), ("distance", distance), ("up", up))
+        if value is not None
+    }
+    if framing != "sphere":
+        camera_options["framing"] = framing
+    if camera_options and (camera is not None or mvp is not None):
+        raise ValueError(
+            "fov, distance, up and framing set up the default camera; not with camera= or mvp="
+        )
+    if crease_angle is not None and not (
+        isinstance(crease_angle, int | float | np.number) and 0 <= crease_angle <= 180
+    ):
+        raise ValueError(f"crease_angle must be in [0, 180] degrees, got {crease_angle!r}")
+    base = surface_colours(len(mesh.vertices), colour, values, colormap, value_range)
+    if background is not None:
+        background_rgb(background)  # checked before any work
     if scene is not None:
         if machine is not None and machine is not scene.machine:
             raise ValueError("a Scene renders on the machine it was prepared on")
@@ -187,15 +252,23 @@ def render(
         if mvp.shape != (4, 4) or not np.isfinite(mvp).all():
             raise ValueError(f"mvp must be a finite 4x4 matrix, got shape {mvp.shape}")
         cam = camera
-        light = np.array([0.3, 0.5, 1.0]) / np.linalg.norm([0.3, 0.5, 1.0])
+        if light is None:
+            light = np.array([0.3, 0.5, 1.0]) / np.linalg.norm([0.3, 0.5, 1.0])
+        else:
+            light = unit_vector(light, "light")
     else:
         cam = (
             camera
             if camera is not None
-            else default_camera(scene or mesh, view, magnification, aspect=aspect)
+            else default_camera(scene or mesh, view, magnification, aspect=aspect, **camera_options)
         )
         mvp = cam.mvp(aspect)
-        light = cam.light_direction()
+        light = (
+            cam.light_direction()
+            if light is None
+            else cam.light_direction(tuple(unit_vector(light, "light")))
+        )
+    corners = shading == "flat" or crease_angle is not None
 
     bar = None
     own_bar = False
@@ -246,15 +319,21 @@ def render(
                 faces = m.asarray(mesh.faces, dtype=np.int64)
             clip = to_clip(xp, vertices, mvp)
             # flat: a face's colour on all three of its corners (attributes per corner)
-            vcol = (
-                scene.colours(light, shading)
-                if scene is not None
-                else vertex_colours(mesh, light, shading)
-            )
+            # with a crease angle too: the corners' own normals
+            if base is None and crease_angle is None:
+                vcol = (
+                    scene.colours(light, shading)
+                    if scene is not None
+                    else vertex_colours(mesh, light, shading)
+                )
+            elif scene is not None:
+                vcol = scene.colours(light, shading, base=base, crease_angle=crease_angle)
+            else:
+                vcol = vertex_colours(mesh, light, shading, base=base, crease_angle=crease_angle)
             m.charge("elementwise", len(mesh.vertices), ops=TRANSFORM_OPS)
         done("transform", record)
         with stage("clip") as record:
-            if shading == "gouraud":
+            if not corners:
                 tris = clip_triangles(xp, clip, faces, m.asarray(vcol), width, height, machine=m)
             else:
                 # give every corner its own vertex so the face colour rides along
@@ -300,6 +379,15 @@ def render(
                 image[pix] = rgb
                 face = xp.full(width * height, -1, dtype=xp.int64)
                 face[pix] = tris.face[tri_hit]
+            if background is not None:
+                image = fill_background(xp, m, image, covered, background)
+            if k_ss > 1:
+                image, keys = resolve(xp, image, zbuffer, out_w, out_h, k_ss)
+                covered, tri_px, depth = decode_keys(xp, keys, bits)
+                if n_tri:
+                    face = xp.where(covered, tris.face[xp.where(covered, tri_px, 0)], -1)
+                else:
+                    face = xp.full(out_w * out_h, -1, dtype=xp.int64)
             m.charge("elementwise", width * height, ops=SHADING_OPS)
         done("shading", record)
     finally:
@@ -335,6 +423,7 @@ def render(
     if keep_workloads:
         workloads = LoopWorkloads(scan=host[-2].astype(np.int64), zbuffer=host[-1].astype(np.int64))
     writes = _img(host[4]) if writes is not None else None
+    width, height = out_w, out_h
     image, depth, face = _img(image, 3), _img(depth), _img(face)
     stats = FrameStats(
         stages=stages,

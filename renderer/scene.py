@@ -14,31 +14,53 @@ rendering the mesh itself.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
 
 from renderer.camera import bounding_sphere
-from renderer.mesh import Mesh, as_mesh, face_normals, vertex_normals
-from renderer.shading import lambert
+from renderer.mesh import Mesh, as_mesh, corner_normals, face_normals, vertex_normals
+from renderer.shading import BASE_COLOUR, lambert
 
 __all__ = ["Scene", "vertex_colours"]
 
 SHADINGS = ("gouraud", "flat")
 
 
-def vertex_colours(mesh: Mesh, light: np.ndarray, shading: str, normals: Any = None) -> np.ndarray:
+def vertex_colours(
+    mesh: Mesh,
+    light: np.ndarray,
+    shading: str,
+    normals: Any = None,
+    *,
+    base: np.ndarray | None = None,
+    crease_angle: float | None = None,
+) -> np.ndarray:
     """Host colours of the vertices the clipper gets: one per vertex (gouraud) or per corner
-    (flat, the face's colour on its three corners), lit from unit direction ``light``.
+    (flat, the face's colour on its three corners; gouraud with a crease angle, the
+    corners' normals of :func:`~renderer.mesh.corner_normals`), lit from unit direction
+    ``light``.
 
     ``normals``: precomputed unit normals (vertex normals for gouraud, face normals for
-    flat) to skip computing them.
+    flat, corner normals with a crease angle) to skip computing them. ``base``: the unlit
+    colour, one RGB or one per vertex (:func:`~renderer.shading.surface_colours`); the
+    default ``BASE_COLOUR`` when None.
     """
+    per_vertex = base is not None and base.ndim == 2
+    colour = BASE_COLOUR if base is None else base
+    if shading == "gouraud" and crease_angle is None:
+        return lambert(vertex_normals(mesh) if normals is None else normals, light, colour=colour)
+    corner_colour = base[mesh.faces.reshape(-1)] if per_vertex else colour
     if shading == "gouraud":
-        return lambert(vertex_normals(mesh) if normals is None else normals, light)
+        if normals is None:
+            normals = corner_normals(mesh, crease_angle)
+        return lambert(normals, light, colour=corner_colour)
     if normals is None:
         normals = unit_face_normals(mesh)
-    return np.repeat(lambert(normals, light), 3, axis=0)
+    if per_vertex:  # the face's light on each corner's own colour
+        return lambert(np.repeat(normals, 3, axis=0), light, colour=corner_colour)
+    return np.repeat(lambert(normals, light, colour=colour), 3, axis=0)
 
 
 def unit_face_normals(mesh: Mesh) -> np.ndarray:
@@ -96,7 +118,8 @@ class Scene:
         self.normals = vertex_normals(self.mesh)
         self._sphere = bounding_sphere(self.mesh)
         self._face_normals: np.ndarray | None = None
-        self._colours: dict[tuple[str, bytes], Any] = {}
+        self._corner_normals: dict[float, np.ndarray] = {}
+        self._colours: dict[tuple, Any] = {}
 
     def __repr__(self) -> str:
         return (
@@ -113,22 +136,44 @@ class Scene:
         """Centre and radius that frame the default camera (see ``renderer.default_camera``)."""
         return self._sphere
 
-    def colours(self, light: np.ndarray, shading: str = "gouraud") -> Any:
-        """Device vertex colours lit from ``light`` (kept per light: a second frame under
-        the same light uploads nothing)."""
+    def colours(
+        self,
+        light: np.ndarray,
+        shading: str = "gouraud",
+        *,
+        base: np.ndarray | None = None,
+        crease_angle: float | None = None,
+    ) -> Any:
+        """Device vertex colours lit from ``light`` (kept per light, surface colour and
+        crease angle: a second frame under the same light uploads nothing); see
+        :func:`vertex_colours`."""
         if shading not in SHADINGS:
             raise ValueError(f"shading must be one of {', '.join(SHADINGS)}; got {shading!r}")
         light = np.asarray(light, dtype=np.float64)
-        key = (shading, light.tobytes())
+        if shading == "flat":
+            crease_angle = None  # flat faces have no edges to smooth
+        base_key = None
+        if base is not None:
+            base = np.ascontiguousarray(base, dtype=np.float64)
+            base_key = (base.shape, hashlib.blake2b(base.tobytes(), digest_size=16).digest())
+        key = (shading, light.tobytes(), base_key, crease_angle)
         colours = self._colours.get(key)
         if colours is None:
-            if shading == "gouraud":
-                normals = self.normals
-            else:
+            if shading == "flat":
                 if self._face_normals is None:
                     self._face_normals = unit_face_normals(self.mesh)
                 normals = self._face_normals
-            colours = self.machine.asarray(vertex_colours(self.mesh, light, shading, normals))
+            elif crease_angle is not None:
+                normals = self._corner_normals.get(crease_angle)
+                if normals is None:
+                    normals = corner_normals(self.mesh, crease_angle)
+                    self._corner_normals = {crease_angle: normals}
+            else:
+                normals = self.normals
+            host = vertex_colours(
+                self.mesh, light, shading, normals, base=base, crease_angle=crease_angle
+            )
+            colours = self.machine.asarray(host)
             if len(self._colours) >= 8:  # an orbit changes the light every frame
                 self._colours.pop(next(iter(self._colours)))
             self._colours[key] = colours
