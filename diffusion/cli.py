@@ -187,13 +187,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _read_input(args: argparse.Namespace) -> Any:
     """Check every output path, then read the input as a 2-D image (a SourceImage)."""
-    from diffusion.images import (
-        builtin_path,
-        check_dicom_output,
-        check_output_path,
-        check_writable,
-        read_image,
-    )
+    from diffusion.images import builtin_path, check_dicom_output, check_output_path, read_image
+    from simd.outputs import check_output_file
 
     output = check_output_path(args.output)
     seen = {output.resolve()}
@@ -201,7 +196,7 @@ def _read_input(args: argparse.Namespace) -> Any:
         if picture:
             path = Path(picture)
             _check_picture_path(path)
-            check_writable(path)
+            check_output_file(path)
             if path.resolve() in seen:
                 raise ValueError(f"{path} is named for two outputs")
             seen.add(path.resolve())
@@ -354,20 +349,21 @@ def _write_outputs(source: Any, runs: dict[str, Any], m: Any, args: argparse.Nam
     """Write the result and the pictures; print "replacing X" for each file that was
     there, the notes of the image writer, and the one line of result."""
     from diffusion.images import save_image
+    from simd.outputs import announce_replace
 
     final = _final(runs)
     short = Path(args.image).name if args.image else args.builtin
     dtype = np.float32 if args.float else source.dtype
     written = [args.output]
-    _say_replacing(args.output)
+    announce_replace(args.output)
     for note in save_image(args.output, final.image, dtype=dtype, dicom=source.dicom):
         print(f"{args.output}: {note}")
     if args.plot_load:
-        _say_replacing(args.plot_load)
+        announce_replace(args.plot_load)
         _plot_load(Path(args.plot_load), runs, args.every, title=f"{short}, {_mesh(m)}")
         written.append(args.plot_load)
     if args.activity_map:
-        _say_replacing(args.activity_map)
+        announce_replace(args.activity_map)
         _plot_activity(
             Path(args.activity_map),
             final.activity,
@@ -388,11 +384,6 @@ def _write_outputs(source: Any, runs: dict[str, Any], m: Any, args: argparse.Nam
         f"{how}; model {m.cost.seconds(final.cycles['total']):.4f} s, "
         f"wall {final.wall['total']:.2f} s"
     )
-
-
-def _say_replacing(path: str) -> None:
-    if Path(path).exists():
-        print(f"replacing {path}")
 
 
 def _ratio(a: float, b: float) -> str:

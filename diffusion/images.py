@@ -9,12 +9,13 @@ downloaded).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from simd.outputs import check_output_file
 
 __all__ = [
     "BUILTIN",
@@ -24,7 +25,6 @@ __all__ = [
     "builtin_path",
     "check_dicom_output",
     "check_output_path",
-    "check_writable",
     "load_image",
     "read_image",
     "save_image",
@@ -228,32 +228,12 @@ EIGHT_BIT_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 
 
 def check_output_path(path: str | Path) -> Path:
-    """``path`` as a Path if :func:`save_image` can write there, else a ValueError.
+    """``path`` as a Path if :func:`save_image` can write there, else an ``OutputError``.
 
     Lets a command refuse a bad ``-o`` before a long run rather than after it: the type,
-    the folder, and an existing file or folder in the way.
+    the folder, and an existing file or folder in the way (``simd.outputs``).
     """
-    path = Path(path)
-    if path.suffix.lower() not in SAVE_SUFFIXES:
-        raise ValueError(
-            f"cannot write {path}: unknown image type {path.suffix!r} "
-            f"(use one of {', '.join(SAVE_SUFFIXES)})"
-        )
-    check_writable(path)
-    return path
-
-
-def check_writable(path: Path) -> None:
-    """ValueError unless a file can be created or replaced at ``path``."""
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise ValueError(f"cannot write {path}: folder {parent} does not exist")
-    if path.is_dir():
-        raise ValueError(f"cannot write {path}: it is a folder")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise ValueError(f"cannot write {path}: the existing file is read-only")
-    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"cannot write {path}: folder {parent} is not writable")
+    return check_output_file(path, SAVE_SUFFIXES, example="smooth.png")
 
 
 def check_dicom_output(source: SourceImage | None) -> None:

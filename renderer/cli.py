@@ -409,10 +409,9 @@ def _check_outputs(args: argparse.Namespace) -> list[str]:
     if args.table1:
         return []  # prints a table, writes nothing
     if args.orbit is not None:
-        from renderer.orbit import ANIMATION_FORMATS, check_animation_path
+        from renderer.orbit import check_animation_path
 
         check_animation_path(args.output)
-        check_output_file(args.output, ANIMATION_FORMATS, example="-o orbit.gif")
     else:
         check_output_file(args.output, _image_suffixes(), example="-o frame.png")
     if args.depth:

@@ -17,6 +17,7 @@ import numpy as np
 from renderer.frame import Frame
 from renderer.pipeline import render
 from renderer.scene import Scene
+from simd.outputs import check_output_file
 
 __all__ = ["ANIMATION_FORMATS", "check_animation_path", "orbit", "save_animation"]
 
@@ -79,26 +80,16 @@ def orbit(
 
 
 def check_animation_path(path: str | os.PathLike[str]) -> None:
-    """Fail before any rendering when ``path`` cannot take an animation."""
-    path = os.fspath(path)
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix not in ANIMATION_FORMATS:
-        raise ValueError(
-            f"{path}: an animation is written as {' or '.join(ANIMATION_FORMATS)}, "
-            f"not {suffix or '(no suffix)'!r}"
-        )
-    if os.path.isdir(path):
-        raise ValueError(f"{path}: is a directory; give a file name (-o orbit.gif)")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"{path}: folder {folder} does not exist")
-    if suffix == ".mp4":
+    """Fail before any rendering when ``path`` cannot take an animation
+    (:func:`simd.outputs.check_output_file`, and the MP4 writer's plugin)."""
+    check_output_file(path, ANIMATION_FORMATS, example="-o orbit.gif")
+    if os.fspath(path).lower().endswith(".mp4"):
         try:
             import imageio_ffmpeg  # noqa: F401
         except ImportError as err:
             raise ValueError(
-                f"{path}: MP4 needs the package imageio-ffmpeg: pip install imageio-ffmpeg "
-                "(or write a .gif)"
+                f"{os.fspath(path)}: MP4 needs the package imageio-ffmpeg: pip install "
+                "imageio-ffmpeg (or write a .gif)"
             ) from err
 
 

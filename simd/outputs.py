@@ -131,6 +131,8 @@ def check_output_file(
             raise OutputError(f"{shown}: unknown format {suffix or '(no suffix)'!r}; use {choices}")
     if target.exists() and not target.is_file():
         raise OutputError(f"{shown}: exists and is not a plain file")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise OutputError(f"{shown}: the existing file is read-only")
     folder = target.resolve().parent
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"

@@ -10,6 +10,7 @@ import pytest
 from diffusion import anisotropic_diffusion
 from diffusion.images import builtin_image, load_image, save_image
 from simd.cli import main
+from simd.outputs import OutputError
 
 
 @pytest.fixture()
@@ -206,7 +207,7 @@ def test_zero_iterations_prints_no_ratio(tmp_path, small_npy, capsys):
     "option,value,match",
     [
         ("-o", "{tmp}/missing/o.png", "folder .* does not exist"),
-        ("-o", "{tmp}/o.xyz", "unknown image type"),
+        ("-o", "{tmp}/o.xyz", "unknown format"),
         ("--plot-load", "{tmp}/missing/l.png", "does not exist"),
         ("--activity-map", "{tmp}/a.nope", "unknown picture type"),
     ],
@@ -293,5 +294,5 @@ def test_dicom_variants_load_as_2d_grey():
 
 
 def test_save_image_refuses_unknown_types(tmp_path):
-    with pytest.raises(ValueError, match="unknown image type"):
+    with pytest.raises(OutputError, match="unknown format"):
         save_image(tmp_path / "x.xyz", np.zeros((2, 2)))

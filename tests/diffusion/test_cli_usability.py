@@ -304,9 +304,9 @@ def test_existing_outputs_are_replaced_with_a_line(tmp_path, capsys):
 @pytest.mark.parametrize(
     "option,make,match",
     [
-        ("-o", lambda p: p.mkdir(), "it is a folder"),
+        ("-o", lambda p: p.mkdir(), "is a folder"),
         ("-o", lambda p: p.write_bytes(b"x"), "the existing file is read-only"),
-        ("--activity-map", lambda p: p.mkdir(), "it is a folder"),
+        ("--activity-map", lambda p: p.mkdir(), "is a folder"),
         ("--plot-load", lambda p: None, "named for two outputs"),
     ],
 )

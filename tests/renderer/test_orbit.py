@@ -143,7 +143,7 @@ def test_render_orbit_command_writes_the_turntable(tmp_path, capsys, mesh):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["-o", "turn.png"], "animation is written as .gif or .mp4"),
+        (["-o", "turn.png"], "unknown format '.png'; use .gif or .mp4"),
         (["-o", "no/such/folder/turn.gif"], "does not exist"),
         (["--compare"], "takes no --compare"),
         (["--orbit", "0"], "at least 1 frame"),
