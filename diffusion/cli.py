@@ -18,6 +18,9 @@ import numpy as np
 
 __all__ = ["register", "run"]
 
+#: Packages the command imports, by the extra that installs them (checked by simd.cli).
+REQUIRES = {"data": ("skimage", "imageio", "PIL", "pydicom", "tqdm", "matplotlib")}
+
 
 def register(subparsers: Any) -> None:
     """Add the ``diffuse`` subcommand to ``simd-emu``."""

@@ -17,6 +17,9 @@ import sys
 
 __all__ = ["register", "add_arguments", "run_args", "main"]
 
+#: Packages the command imports, by the extra that installs them (checked by simd.cli).
+REQUIRES = {"data": ("matplotlib", "skimage")}
+
 DESCRIPTION = (
     "Seed 001 Table 1 in form (ray tracer on a 4x4 transputer torus), the farmer's "
     "scaling with links as resources (4x4 to 32x32, fine and coarse tasks), GM/EG status "

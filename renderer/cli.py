@@ -20,6 +20,9 @@ from renderer.pipeline import LOOP_FORMS, MAX_SIZE
 
 __all__ = ["register", "run"]
 
+#: Packages the command imports, by the extra that installs them (checked by simd.cli).
+REQUIRES = {"data": ("PIL", "skimage", "tqdm", "trimesh", "imageio")}
+
 
 def _size(text: str) -> tuple[int, int]:
     """``N`` or ``WxH`` -> (width, height), each 1..MAX_SIZE.
