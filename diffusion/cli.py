@@ -19,6 +19,9 @@ import numpy as np
 
 __all__ = ["register", "run"]
 
+#: Packages the command imports, by the extra that installs them (checked by simd.cli).
+REQUIRES = {"data": ("skimage", "imageio", "PIL", "pydicom", "tqdm", "matplotlib")}
+
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
     """Shows a default only where there is one worth showing (not None, not off)."""

@@ -20,7 +20,7 @@ from numba.extending import overload
 from kernels import reference
 from kernels.registry import register
 
-__all__ = ["scan", "send"]
+__all__ = ["WARM_DTYPES", "scan", "send", "warm_up"]
 
 _OP_CODES = {"add": 0, "max": 1, "min": 2, "and": 3, "or": 4, "xor": 5, "copy": 6}
 _COMBINE_CODES = {"overwrite": 7, "unique": 7, "add": 0, "max": 1, "min": 2, "and": 3, "or": 4}
@@ -155,3 +155,19 @@ def send(xp, values, dest, out, combine):
         _COMBINE_CODES[combine],
     )
     return out
+
+
+#: The value dtypes whose kernels :func:`warm_up` compiles, or loads from Numba's on-disk
+#: cache: those of addresses, counts, flags and coordinates.
+WARM_DTYPES = (np.int64, np.int32, np.float64, np.float32, np.bool_)
+
+
+def warm_up() -> None:
+    """Compile (first run after an install: about a second per kernel) or load from Numba's
+    cache (milliseconds) the scan and send kernels for :data:`WARM_DTYPES`, so that the
+    first instructions of a program do not carry it. Any other dtype compiles on its first
+    call, once per installation."""
+    for dtype in WARM_DTYPES:
+        x = np.zeros(2, dtype=dtype)
+        scan(np, x, "max", exclusive=True, initial=0)
+        send(np, x, np.zeros(2, dtype=np.int64), np.zeros(2, dtype=dtype), "max")

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Callable
 
 from kernels import reference
 
-__all__ = ["PRIMITIVES", "force_reference", "lookup", "register", "registered"]
+__all__ = ["PRIMITIVES", "force_reference", "lookup", "register", "registered", "warm_up"]
 
 #: The primitives that have an implementation per backend.
 PRIMITIVES = ("scan", "reduce", "send", "get", "shift", "halo_exchange")
@@ -82,6 +83,22 @@ def _load_providers(backend: str) -> None:
             importlib.import_module(module)
         except ImportError as exc:  # a provider not written or its toolkit missing
             _load_errors[module] = f"{type(exc).__name__}: {exc}"
+
+
+_warm: set[str] = set()
+
+
+def warm_up(backend: str) -> None:
+    """Load ``backend``'s providers and let each prepare its kernels (its ``warm_up()``,
+    JIT compilation), once per process; nothing when the reference is forced."""
+    if force_reference() or backend in _warm:
+        return
+    _warm.add(backend)
+    _load_providers(backend)
+    for module in _PROVIDERS.get(backend, ()):
+        prepare = getattr(sys.modules.get(module), "warm_up", None)
+        if prepare is not None:
+            prepare()
 
 
 def lookup(primitive: str, backend: str) -> Callable:

@@ -18,6 +18,9 @@ import sys
 
 __all__ = ["register", "add_arguments", "result_files", "run_args", "main"]
 
+#: Packages the command imports, by the extra that installs them (checked by simd.cli).
+REQUIRES = {"data": ("matplotlib", "skimage")}
+
 DESCRIPTION = (
     "Load balancing on MIMD machines (message passing) next to the SIMD balancer. Runs, "
     "in form, the ray tracer on a 4x4 transputer torus of Table 1 of Muniz and Zaluska "

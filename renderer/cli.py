@@ -35,6 +35,9 @@ DESCRIPTION = (
 #: Suffixes ``--depth`` can be written as (``renderer.image.save_depth``).
 DEPTH_SUFFIXES = (".png", ".npy", ".tif", ".tiff")
 
+#: Packages the command imports, by the extra that installs them (checked by simd.cli).
+REQUIRES = {"data": ("PIL", "skimage", "tqdm", "trimesh", "imageio", "matplotlib")}
+
 
 def _size(text: str) -> tuple[int, int]:
     """``N`` or ``WxH`` -> (width, height), each 1..MAX_SIZE.

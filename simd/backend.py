@@ -186,8 +186,12 @@ def resolve_backend(backend: str = "auto") -> tuple[str, ModuleType]:
     if not isinstance(backend, str):
         raise TypeError(f"backend must be a string, got {type(backend).__name__}")
     name = backend.lower()
+    given, source = backend, ""
     if name == "auto":
-        name = os.environ.get("SIMD_BACKEND", "").strip().lower() or "auto"
+        from_env = os.environ.get("SIMD_BACKEND", "").strip()
+        if from_env:
+            given, source = from_env, " (from the environment variable SIMD_BACKEND)"
+        name = from_env.lower() or "auto"
     if name == "auto":
         ok, _ = cupy_status()
         name = "cupy" if ok else "numpy"
@@ -197,8 +201,7 @@ def resolve_backend(backend: str = "auto") -> tuple[str, ModuleType]:
         return "cupy", counting
     if name not in BACKENDS:
         raise ValueError(
-            f"unknown backend {backend!r}; expected 'auto', 'numpy', 'cupy' or 'counting'"
-            + (" (from SIMD_BACKEND)" if backend.lower() == "auto" else "")
+            f"unknown backend {given!r}{source}; expected 'auto', 'numpy', 'cupy' or 'counting'"
         )
     if name == "numpy":
         return "numpy", np

@@ -14,6 +14,16 @@ package is missing, its command still shows in ``--help`` and, when run, says wh
 package to install (``pip install 'simd-emu[data]'``) and exits with status 2. Command
 modules import nothing heavy at module level, so ``--help`` stays fast.
 
+What a command needs beyond the machine (``numpy``, ``numba``) is declared by its module,
+by the extra of ``simd-emu`` that installs it, as the names the packages are imported by::
+
+    REQUIRES = {"data": ("PIL", "skimage", "tqdm")}
+
+Before calling a command's handler, :func:`main` looks for each of those packages of the
+handler's module (:func:`missing_requirements`, with :func:`importlib.util.find_spec`,
+which imports nothing); when one is missing the command does no work, prints one line
+naming the packages and the extra to install, and exits with status 2.
+
 Where the commands come from (:func:`command_entry_points`): the installed distributions'
 metadata, as ``pip install`` (editable or not) writes it. A source tree that is used
 without being installed (``PYTHONPATH=.``, as on a GPU box) or whose installed metadata
@@ -29,17 +39,25 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import importlib.util
 import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from simd.info import environment
 
-__all__ = ["GROUP", "build_parser", "command_entry_points", "main"]
+__all__ = ["GROUP", "build_parser", "command_entry_points", "main", "missing_requirements"]
 
 #: Entry-point group of the programs' subcommands.
 GROUP = "simd_emu.commands"
+
+#: The distribution whose version ``--version`` prints.
+DISTRIBUTION = "simd-emu"
+
+#: Namespace attribute holding the full name of the command parsed ("simd-emu bench mimd").
+_COMMAND = "_simd_emu_command"
 
 
 def command_entry_points() -> dict[str, str]:
@@ -88,6 +106,59 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+def version() -> str:
+    """The installed distribution's version; ``simd.__version__`` in an uninstalled checkout."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        import simd
+
+        return simd.__version__
+
+
+def _requirements(func: Any) -> Mapping[str, tuple[str, ...]]:
+    """``REQUIRES`` of the module that defines the handler ``func`` (empty if none)."""
+    module = sys.modules.get(getattr(func, "__module__", None) or "")
+    requires = getattr(module, "REQUIRES", None) or {}
+    return {extra: tuple(names) for extra, names in requires.items()}
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a broken entry
+        return False
+
+
+def missing_requirements(func: Any, command: str = "this command") -> str | None:
+    """One line saying which packages the handler ``func`` needs and how to install them,
+    or None when every package its module declares in ``REQUIRES`` is installed."""
+    missing: list[str] = []
+    extras: list[str] = []
+    for extra, names in _requirements(func).items():
+        absent = [name for name in names if not _installed(name)]
+        if absent:
+            missing += [name for name in absent if name not in missing]
+            extras.append(extra)
+    if not missing:
+        return None
+    quoted = [repr(name) for name in missing]
+    if len(quoted) == 1:
+        what = f"the package {quoted[0]}, which is not installed"
+    else:
+        what = f"the packages {', '.join(quoted[:-1])} and {quoted[-1]}, which are not installed"
+    return f"'{command}' needs {what}: pip install '{DISTRIBUTION}[{','.join(extras)}]'"
+
+
+def _name_commands(parser: argparse.ArgumentParser) -> None:
+    """Every subcommand parser, at any depth, records its full name in the namespace."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                subparser.set_defaults(**{_COMMAND: subparser.prog})
+                _name_commands(subparser)
+
+
 def _register_missing(sub, command: str, exc: ModuleNotFoundError) -> None:
     """A subcommand whose program needs a package that is not installed explains so."""
     message = (
@@ -117,6 +188,9 @@ def build_parser(commands: Mapping[str, str] | None = None) -> argparse.Argument
         prog="simd-emu",
         description="A SIMD computer (CM-5, MasPar MP-1) emulated on the GPU or with NumPy.",
     )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version()}", help="print the version"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     info = sub.add_parser("info", help="backend, device and versions")
     info.add_argument("--json", action="store_true", help="print JSON")
@@ -138,12 +212,18 @@ def build_parser(commands: Mapping[str, str] | None = None) -> argparse.Argument
         for part in (function.strip() or "register").split("."):
             register = getattr(register, part)
         register(sub)
+    _name_commands(parser)
     return parser
 
 
 def main(argv: list[str] | None = None, *, commands: Mapping[str, str] | None = None) -> int:
     """Run the command line; returns the exit status (``commands``: see build_parser)."""
     args = build_parser(commands).parse_args(argv)
+    command = getattr(args, _COMMAND, None) or f"simd-emu {args.command}"
+    problem = missing_requirements(args.func, command)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

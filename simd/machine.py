@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from kernels import reference
-from kernels.registry import lookup
+from kernels.registry import lookup, warm_up
 from simd.backend import resolve_backend
 from simd.cost import CostModel
 from simd.errors import CollisionError
@@ -30,6 +30,7 @@ from simd.operands import (
     bool_boundary,
     check_axis,
     check_boundary,
+    check_mesh_rank,
     check_op,
     check_pes_shape,
     check_value_dtype,
@@ -117,6 +118,10 @@ class Machine:
         self.pes = check_pes_shape(pes)
         self.npes = math.prod(self.pes)
         self.backend, self.xp = resolve_backend(backend)
+        if self.backend == "numpy":
+            # Numba's import and the JIT compilation of the CPU kernels, once per process
+            # here rather than inside the first phase's wall time.
+            warm_up("numpy")
         # The counting stand-in for CuPy attributes its counts to the open phases.
         self._scopes = self.xp if hasattr(self.xp, "push_scope") else None
         self.cost = resolve_cost(cost, self.pes, self.npes)
@@ -584,7 +589,15 @@ class Machine:
         else:
             values = self._values(values, "values")
             out = self.xp.full(size, scalar(fill, values.dtype, "fill"), dtype=values.dtype)
-        values = self.xp.broadcast_to(values, dest.shape)
+        if values.shape != dest.shape:
+            try:
+                values = self.xp.broadcast_to(values, dest.shape)
+            except ValueError:
+                raise ValueError(
+                    f"send has values of shape {values.shape} for destinations of shape "
+                    f"{dest.shape} ({values.size} values, {dest.size} destinations): give one "
+                    "value per destination, or a scalar or an array that broadcasts to dest"
+                ) from None
         if combine in ("and", "or") and out.dtype.kind == "f":
             raise TypeError(f"combine={combine!r} needs integer or bool values, got {out.dtype}")
         if combine == "add" and out.dtype == np.bool_:
@@ -684,7 +697,10 @@ class Machine:
         Parameters
         ----------
         x : array
-            A parallel variable; its shape is the mesh (VP set) it moves along.
+            A parallel variable; its shape is the mesh (VP set) it moves along, of any
+            size (more VPs than PEs is the VP ratio) but with at least as many dimensions
+            as the PE mesh ``pes``, its leading axes laid on the mesh; fewer raise
+            ``ValueError``.
         offset : int or tuple of int
             Steps along ``axis``, or one offset per axis (``axis=None``) for diagonal
             X-Net moves; ``XNET`` names the eight compass directions.
@@ -708,6 +724,7 @@ class Machine:
                [1, 2]])
         """
         x = self._values(x, "x")
+        check_mesh_rank(x.shape, self.pes, "shift: x")
         boundary = check_boundary(boundary, x.dtype)
         offsets = normalise_offsets(shift_offsets(offset, axis, x.ndim), x.shape, boundary)
         distance = max(map(abs, offsets), default=0)

@@ -18,6 +18,7 @@ __all__ = [
     "bool_boundary",
     "check_axis",
     "check_boundary",
+    "check_mesh_rank",
     "check_op",
     "check_pes_shape",
     "check_value_dtype",
@@ -32,12 +33,34 @@ __all__ = [
 
 
 def check_pes_shape(pes: Any) -> tuple[int, ...]:
-    shape = (pes,) if isinstance(pes, int | np.integer) else tuple(pes)
-    if not shape or any(
-        not isinstance(s, int | np.integer) or isinstance(s, bool) or s < 1 for s in shape
-    ):
-        raise ValueError(f"pes must be a positive int or a shape of positive ints, got {pes!r}")
+    """The PE array's shape: ``pes`` an int (a linear array) or a tuple of ints (a mesh).
+
+    >>> check_pes_shape(512), check_pes_shape((64, 64))
+    ((512,), (64, 64))
+    """
+    if is_int(pes):
+        shape: tuple[Any, ...] = (pes,)
+    elif isinstance(pes, tuple | list):
+        shape = tuple(pes)
+    else:
+        shape = ()
+    if not shape or any(not is_int(s) or s < 1 for s in shape):
+        raise ValueError(
+            "pes must be a positive int (a linear array of PEs, e.g. 512) or a tuple of "
+            f"positive ints (a mesh, e.g. (64, 64)), got {pes!r}"
+        )
     return tuple(int(s) for s in shape)
+
+
+def check_mesh_rank(shape: tuple[int, ...], pes: tuple[int, ...], what: str) -> None:
+    """A shift moves along the PE mesh: the VP set needs at least the mesh's dimensions."""
+    if len(shape) < len(pes):
+        mesh = "x".join(map(str, pes))
+        raise ValueError(
+            f"{what} of shape {shape} cannot move along the {len(pes)}-D mesh of {mesh} PEs: "
+            f"it needs at least {len(pes)} dimension(s), its leading ones laid on the mesh "
+            "(reshape it, or use a machine of that many dimensions)"
+        )
 
 
 def resolve_cost(cost: Any, pes: tuple[int, ...], npes: int) -> CostModel:

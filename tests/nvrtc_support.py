@@ -9,15 +9,25 @@ through an encoder in the process.
 
 from __future__ import annotations
 
-import pytest
+from tests import gpu_compile
+from tests.gpu_compile import require_installed
 
-nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) is not installed")
+require_installed("cuda.bindings.nvrtc", "cuda-bindings (NVRTC)")
+from cuda.bindings import nvrtc  # noqa: E402
 
 __all__ = ["compile_sm90", "nvrtc", "nvrtc_unavailable"]
 
 
 def nvrtc_unavailable() -> str | None:
-    """Why NVRTC cannot run here, or None when it can."""
+    """Why NVRTC cannot run here, or None when it can (a failure with
+    ``REQUIRE_GPU_COMPILE=1``, see :mod:`tests.gpu_compile`)."""
+    why = _nvrtc_unavailable()
+    if why is not None and gpu_compile.required():
+        gpu_compile.skip(why)  # fails
+    return why
+
+
+def _nvrtc_unavailable() -> str | None:
     try:
         err, *_ = nvrtc.nvrtcVersion()
     except (OSError, RuntimeError) as exc:  # libnvrtc missing: the wheel is not installed

@@ -144,7 +144,7 @@ def _check_shift(x, offsets, boundary) -> None:
 
 
 @contextlib.contextmanager
-def _machine_on_kernels():
+def _machine_on_kernels(pes=(4, 4)):
     """A NumPy machine whose table lookups return what the "cupy" backend registered.
 
     So the machine's own argument handling (offset / axis forms, offset normalisation, bool
@@ -161,7 +161,7 @@ def _machine_on_kernels():
     saved = simd.machine.lookup
     simd.machine.lookup = lambda primitive, backend: registry.lookup(primitive, "cupy")
     try:
-        yield Machine(pes=(4, 4), backend="numpy")
+        yield Machine(pes=pes, backend="numpy")
     finally:
         simd.machine.lookup = saved
 
@@ -172,7 +172,8 @@ def _check_machine_shift(x, offsets, boundary, offset, axis=None) -> None:
 
     exp = reference.shift(np, x, tuple(offsets), boundary)
     _same(exp, oracle_shift(x, offsets, boundary), "reference vs oracle")
-    with _machine_on_kernels() as m:
+    # a PE mesh of x's dimensions (a shift refuses fewer dimensions than the mesh's)
+    with _machine_on_kernels(pes=(4,) * x.ndim) as m:
         got = m.shift(x, offset, axis, boundary=boundary)
     _same(got, exp, f"machine shift {x.dtype}{x.shape} by {offset}, axis {axis} ({boundary!r})")
 

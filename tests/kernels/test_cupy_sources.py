@@ -15,6 +15,7 @@ import pytest
 
 from kernels import cuda_router_source as router_src
 from kernels import cuda_scan_source as scan_src
+from tests import gpu_compile
 from tests.nvrtc_support import compile_sm90 as compile_nvrtc
 from tests.nvrtc_support import nvrtc_unavailable
 
@@ -55,7 +56,7 @@ def _compile_scan(variant):
     op, dtype, pairs = variant
     dirs = scan_src.cccl_include_dirs()
     if not dirs:
-        pytest.skip("CuPy's bundled CUB headers are not installed (pip install cupy-cuda13x)")
+        gpu_compile.skip(f"CuPy's bundled CUB headers are not installed ({gpu_compile.EXTRA})")
     source = scan_src.scan_source(op, np.dtype(dtype), pairs=pairs)
     ptx, log, cubin = compile_sm90(source, include_dirs=dirs)
     assert _entries(ptx) == {scan_src.INIT_KERNEL, scan_src.SCAN_KERNEL}

@@ -20,6 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.gpu_compile import require_installed
+
+require_installed("numba_cuda", "numba-cuda (the CUDA target of Numba)")
+
 pytestmark = pytest.mark.cudasim
 
 HERE = Path(__file__).resolve().parent

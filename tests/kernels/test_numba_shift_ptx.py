@@ -19,6 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.gpu_compile import require_installed
+
+require_installed("numba_cuda", "numba-cuda (the CUDA target of Numba)")
+
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = [(k, t) for k in ("shift3", "halo") for t in ("uint8", "uint16", "uint32", "uint64")]
 

@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 
 from kernels import cuda_scan_source as scan_src
+from tests import gpu_compile
 from tests.nvrtc_support import compile_sm90, nvrtc_unavailable
 
 _why = nvrtc_unavailable()
@@ -70,7 +71,7 @@ def _disassembler() -> list[str] | None:
 def _compile(op: str, dtype: str, pairs: bool) -> tuple[str, bytes]:
     dirs = scan_src.cccl_include_dirs()
     if not dirs:
-        pytest.skip("CuPy's bundled CUB headers are not installed (pip install cupy-cuda13x)")
+        gpu_compile.skip(f"CuPy's bundled CUB headers are not installed ({gpu_compile.EXTRA})")
     source = scan_src.scan_source(op, np.dtype(dtype), pairs=pairs)
     ptx, _, cubin = compile_sm90(source, include_dirs=dirs, options=("-ftz=true",))
     return ptx, cubin
@@ -118,9 +119,7 @@ def test_pair_lookback_has_no_more_fences_than_plain(variant):
 
     tool = _disassembler()
     if tool is None:
-        pytest.skip(
-            "no nvdisasm / cuobjdump found for the SASS check (pip install nvidia-cuda-nvdisasm)"
-        )
+        gpu_compile.skip(f"no nvdisasm / cuobjdump found for the SASS check ({gpu_compile.EXTRA})")
     plain = _sass_fences(cubin_plain, tool)
     pairs = _sass_fences(cubin_pairs, tool)
     print(f"{op} {dtype}: plain {dict(plain)}, pairs {dict(pairs)}")

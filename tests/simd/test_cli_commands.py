@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.metadata
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -113,3 +115,135 @@ def test_the_machine_imports_no_program(package):
         if name.split(".")[0] in PROGRAMS
     ]
     assert offenders == []
+
+
+def test_version_is_the_package_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"], commands={})
+    assert exc.value.code == 0
+    out = capsys.readouterr().out.strip()
+    assert out == f"simd-emu {simd.cli.version()}"
+    assert simd.cli.version() == simd.__version__
+
+
+def test_version_without_installed_metadata_is_simd_version(monkeypatch):
+    def not_found(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_found)
+    assert simd.cli.version() == simd.__version__
+
+
+#: Packages that ``--help`` must not import (each takes from 0.1 s to seconds to import).
+HEAVY = (
+    "numba",
+    "llvmlite",
+    "scipy",
+    "skimage",
+    "matplotlib",
+    "trimesh",
+    "cupy",
+    "PIL",
+    "tqdm",
+    "imageio",
+    "pydicom",
+    "SimpleITK",
+    "moderngl",
+)
+
+
+def test_building_the_parser_imports_nothing_heavy():
+    script = (
+        "import sys\n"
+        "from simd.cli import build_parser\n"
+        "from tests.entry_points import pyproject_commands\n"
+        "build_parser(pyproject_commands()).format_help()\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+@pytest.fixture
+def needy_program(tmp_path, monkeypatch):
+    """``needy.cli`` registers ``needy`` and ``group sub``, which need a missing package."""
+    pkg = tmp_path / "needy"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "cli.py").write_text(
+        "CALLS = []\n"
+        "REQUIRES = {'data': ('no_such_dependency_xyz', 'json', 'no_such_either_xyz')}\n"
+        "def run(args):\n"
+        "    CALLS.append(args)\n"
+        "    return 0\n"
+        "def register(sub):\n"
+        "    sub.add_parser('needy').set_defaults(func=run)\n"
+        "    group = sub.add_parser('group').add_subparsers(dest='g', required=True)\n"
+        "    group.add_parser('sub').set_defaults(func=run)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield {"needy": "needy.cli:register"}
+    for name in ("needy", "needy.cli"):
+        sys.modules.pop(name, None)
+
+
+def test_missing_requirement_stops_the_command_before_its_handler(needy_program, capsys):
+    for argv, name in ((["needy"], "simd-emu needy"), (["group", "sub"], "simd-emu group sub")):
+        assert main(argv, commands=needy_program) == 2
+        assert sys.modules["needy.cli"].CALLS == []
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [
+            f"'{name}' needs the packages 'no_such_dependency_xyz' and 'no_such_either_xyz', "
+            "which are not installed: pip install 'simd-emu[data]'"
+        ]
+    # --help still works: the check is on running, not on asking
+    with pytest.raises(SystemExit) as exc:
+        main(["needy", "--help"], commands=needy_program)
+    assert exc.value.code == 0
+
+
+def test_requirements_present_run_the_handler(needy_program, monkeypatch):
+    monkeypatch.setattr(simd.cli, "_installed", lambda name: True)
+    assert main(["group", "sub"], commands=needy_program) == 0
+    assert len(sys.modules["needy.cli"].CALLS) == 1
+
+
+def _data_extra_distributions() -> set[str]:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = set()
+    for requirement in project["optional-dependencies"]["data"]:
+        names.add(re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0].lower())
+    return names
+
+
+@pytest.mark.parametrize("module", ["renderer.cli", "diffusion.cli", "mimd.cli"])
+def test_each_program_declares_packages_of_the_data_extra(module):
+    requires = importlib.import_module(module).REQUIRES
+    assert set(requires) == {"data"} and requires["data"]
+    owners = importlib.metadata.packages_distributions()
+    data = _data_extra_distributions()
+    for name in requires["data"]:
+        assert name in owners, f"{name} is not installed here"
+        assert {d.lower() for d in owners[name]} & data, f"{name} is not in the data extra"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["render"], ["render", "--table1"], ["diffuse"], ["bench", "mimd", "--quick"]],
+)
+def test_each_command_without_the_data_extra_says_so_in_one_line(
+    argv, monkeypatch, tmp_path, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(simd.cli, "_installed", lambda name: name not in ("skimage", "PIL"))
+    assert main(argv, commands=pyproject_commands()) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert f"'simd-emu {' '.join(a for a in argv if not a.startswith('-'))}' needs" in err
+    assert err.strip().endswith("pip install 'simd-emu[data]'")
+    assert list(tmp_path.iterdir()) == []  # nothing was written

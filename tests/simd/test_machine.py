@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from simd import BackendUnavailableError, CostModel, Machine
+from simd import XNET, BackendUnavailableError, CostModel, Machine
 from simd.backend import cupy_status, resolve_backend
 from simd.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_numpy_backend_and_repr():
@@ -139,3 +145,109 @@ def test_cli_info(capsys):
     assert main(["info", "--json"]) == 0
     env = json.loads(capsys.readouterr().out)
     assert env["versions"]["numpy"] == np.__version__
+
+
+# ------------------------------------------------------------------ the API's messages
+
+
+def test_a_bad_simd_backend_is_named(monkeypatch):
+    monkeypatch.setenv("SIMD_BACKEND", "bogus")
+    with pytest.raises(ValueError, match=r"unknown backend 'bogus' \(from the environment") as e:
+        Machine(backend="auto")
+    assert "'auto'" in str(e.value)  # among the expected values, not as the bad one
+    assert "unknown backend 'auto'" not in str(e.value)
+    monkeypatch.delenv("SIMD_BACKEND")
+    with pytest.raises(ValueError, match=r"unknown backend 'fortran'; expected") as e:
+        Machine(backend="fortran")
+    assert "environment" not in str(e.value)
+
+
+@pytest.mark.parametrize("pes", [2.5, None, "64x64", (64, 64.0), True, [], (3, -1)])
+def test_pes_says_what_it_must_be(pes):
+    with pytest.raises(ValueError) as e:
+        Machine(pes=pes, backend="numpy")
+    message = str(e.value)
+    assert message.startswith("pes must be a positive int (a linear array of PEs, e.g. 512)")
+    assert "a tuple of positive ints (a mesh, e.g. (64, 64))" in message
+    assert message.endswith(f"got {pes!r}")
+
+
+def test_send_with_more_values_than_destinations_says_so():
+    m = Machine(pes=4, backend="numpy")
+    with pytest.raises(ValueError) as e:
+        m.send(m.asarray([1, 2, 3]), m.asarray([0, 1]), 4)
+    assert str(e.value).startswith(
+        "send has values of shape (3,) for destinations of shape (2,) (3 values, 2 destinations)"
+    )
+    with pytest.raises(ValueError, match="destinations"):
+        m.send(m.asarray([1.0, 2.0]), m.asarray([0, 1, 2]), into=m.asarray([0.0] * 4))
+    # what broadcasts is still allowed: a scalar, or values broadcasting to dest's shape
+    assert m.send(7, m.asarray([0, 2]), 4).tolist() == [7, 0, 7, 0]
+    dest = m.asarray([[0, 1], [2, 3]])
+    assert m.send(m.asarray([5, 6]), dest, 4).tolist() == [5, 6, 5, 6]
+
+
+def test_shift_refuses_fewer_dimensions_than_the_mesh():
+    mesh = Machine(pes=(4, 4), backend="numpy")
+    with pytest.raises(ValueError) as e:
+        mesh.shift(mesh.asarray(np.arange(16)), 1)
+    assert str(e.value).startswith(
+        "shift: x of shape (16,) cannot move along the 2-D mesh of 4x4 PEs: it needs at "
+        "least 2 dimension(s)"
+    )
+    # what the docs allow: any size (the VP ratio), and extra trailing axes
+    big = np.arange(64 * 8).reshape(64, 8)
+    assert mesh.shift(big, XNET["n"], boundary=0).shape == (64, 8)
+    cube = np.arange(4 * 4 * 3).reshape(4, 4, 3)
+    assert np.array_equal(mesh.shift(cube, 1, axis=0), np.roll(cube, 1, axis=0))
+    line = Machine(pes=8, backend="numpy")
+    assert line.shift(np.arange(100), 1).tolist()[:3] == [99, 0, 1]
+    assert line.shift(np.arange(12).reshape(3, 4), 1, axis=0).shape == (3, 4)
+    with pytest.raises(ValueError, match="1-D mesh of 8 PEs"):
+        line.shift(np.int64(3), 1, axis=0)
+
+
+def test_the_first_phase_compiles_nothing():
+    # In a fresh process: making a NumPy machine imports Numba and compiles (or loads from
+    # Numba's cache) the CPU kernels of the common dtypes, so a first phase on them
+    # compiles nothing and its wall time is the work's.
+    script = """
+import json, sys
+import numpy as np
+from simd import Machine
+assert "numba" not in sys.modules
+m = Machine(pes=512, backend="numpy")
+assert "numba" in sys.modules
+from kernels import numba_cpu
+dispatchers = (numba_cpu._scan_rows, numba_cpu._send_serial)
+before = [len(d.signatures) for d in dispatchers]
+for dtype in (np.int64, np.int32, np.float64, np.float32, np.bool_):
+    x = m.asarray(np.arange(100) % 3 == 0).astype(dtype)
+    with m.phase("first"):
+        m.scan(x, "max")
+        m.scan(x, "max", segments=m.asarray(np.arange(100) % 7 == 0), exclusive=True)
+        m.send(x, m.asarray(np.arange(100) % 10), 10, combine="max")
+print(json.dumps([before, [len(d.signatures) for d in dispatchers]]))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "SIMD_FORCE_REFERENCE"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    before, after = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert min(before) >= 5 and after == before
+
+
+def test_a_reference_machine_does_not_warm_up(monkeypatch):
+    from kernels import registry
+
+    monkeypatch.setenv("SIMD_FORCE_REFERENCE", "1")
+    monkeypatch.setattr(registry, "_warm", set())
+    Machine(pes=4, backend="numpy")
+    assert registry._warm == set()
