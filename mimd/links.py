@@ -42,6 +42,10 @@ from .network import Network
 
 __all__ = ["Links"]
 
+#: Queues (bookings of one link at one hop level) up to this long are scanned one place at a
+#: time (:meth:`Links._short_scans`), longer ones by the machine's scan instruction.
+SHORT = 8
+
 
 class Links:
     """Occupancy of the directed links of ``net``'s torus, kept on the SIMD machine ``m``.
@@ -99,21 +103,29 @@ class Links:
         srt = xp.sort(flat)
         if not bool((srt[1:] == srt[:-1]).any()):
             start = self._disjoint(lk, on, ready, hold, adv)
+            last = xp.take_along_axis(start, xp.maximum(hops - 1, 0)[:, None], axis=1)[:, 0]
         else:
-            start = self._levels(lk, on, hops, ready, hold, adv)
-        last = xp.take_along_axis(start, xp.maximum(hops - 1, 0)[:, None], axis=1)[:, 0]
+            last = self._levels(lk, on, hops, ready, hold, adv)
         self.sent += int((hops > 0).sum())
         # store-and-forward: there when the last link is done; cut-through: the header is
         # there one routing delay after it entered the last link, the tail one body later
         arrive = xp.where(hops > 0, last + (hold if saf else ph + pb), ready)
         return arrive.reshape(shape)
 
-    def _book(self, lk, fin, hold, wait):
-        """Write finished reservations back to the link arrays (router sends)."""
+    def _book(self, lk, fin, hold, wait, bounds=None):
+        """Write finished reservations back to the link arrays (router sends).
+
+        ``bounds``: the bookings are levels ``bounds[k]:bounds[k + 1]``, whose waits are
+        summed level by level, as a send per level did.
+        """
         m = self.m
         self.free = m.send(fin, lk, into=self.free, combine="max")
         self.busy = m.send(hold, lk, into=self.busy, combine="add")
-        self.queued += float(wait.sum())
+        if bounds is None:
+            self.queued += float(wait.sum())
+            return
+        for k in range(len(bounds) - 1):
+            self.queued += float(wait[bounds[k] : bounds[k + 1]].sum())
 
     def _disjoint(self, lk, on, ready, hold, adv):
         """No link twice in the batch: each message meets only earlier reservations, and its
@@ -130,31 +142,100 @@ class Links:
         self._book(lk[on], (start + hk)[on], hk[on], (start - ready_k)[on])
         return start
 
-    def _levels(self, lk, on, hops, ready, hold, adv):
-        """Links shared in the batch: hop level by hop level, a FIFO per link by scans."""
+    def _short_scans(self, hold, ready, pos, longest):
+        """The two segmented scans of a level whose queues are at most ``longest + 1`` long,
+        one queue place at a time: ``incl``, the add-scan of ``hold``, and ``lead``, the
+        max-scan of ``ready - (incl - hold)``, in each run of ``pos`` = 0, 1, 2, ...
+
+        The same operations in the same order as the machine's serial scan, so the same bits;
+        charged to the model clock as two scans. Short queues are the common case, where a
+        scan instruction's fixed cost would dominate the level.
+        """
         xp, m = self.xp, self.m
-        start = xp.zeros(lk.shape)
+        incl = hold.copy()
+        at = [xp.flatnonzero(pos == j) for j in range(1, longest + 1)]
+        for i in at:
+            incl[i] = incl[i - 1] + hold[i]
+        lead = ready - (incl - hold)
+        for i in at:
+            lead[i] = xp.maximum(lead[i - 1], lead[i])
+        m.charge("scan", hold.size)
+        m.charge("scan", hold.size)
+        return incl, lead
+
+    def _levels(self, lk, on, hops, ready, hold, adv):
+        """Links shared in the batch: hop level by hop level, a FIFO per link by scans.
+
+        Returns every message's start on its last link. All bookings of the batch are laid
+        out once, in the order they are made: level, then link, then (inside a link that
+        has several messages at one level) ready time and message. Only levels with such
+        a queue sort and scan; the others are ``max(ready, free) + hold`` on every message
+        at once. The link arrays are read once and written once for the whole batch (the
+        reads of a link that a lower level of this batch booked see a local copy), with the
+        same values and the same order of combination as a read and a write per level.
+        """
+        xp, m = self.xp, self.m
+        f64 = np.float64
+        hmax = lk.shape[1]
+        # every booking (message, level, link), sorted by level, link, message
+        msg, lev = xp.nonzero(on)
+        lnk = lk[msg, lev]
+        srt = xp.lexsort(xp.stack([msg, lnk, lev]))
+        msg, lev, lnk = msg[srt], lev[srt], lnk[srt]
+        n = int(msg.size)
+        new = xp.ones(n, dtype=bool)  # first booking of its (level, link)
+        new[1:] = (lnk[1:] != lnk[:-1]) | (lev[1:] != lev[:-1])
+        last = xp.ones(n, dtype=bool)  # last booking of its (level, link)
+        last[:-1] = new[1:]
+        bounds = [0, *xp.cumsum(xp.bincount(lev, minlength=hmax)).tolist()]
+        # place of every booking in its link's queue at its level, and the longest queue
+        idx = xp.arange(n)
+        pos = idx - m.scan(xp.where(new, idx, 0), "max")
+        longest = np.maximum.reduceat(m.asnumpy(pos), bounds[:-1]).tolist()
+        # a link booked at two levels: the later level reads what the earlier one booked
+        by_link = xp.lexsort(xp.stack([lev, lnk]))
+        ll, lv = lnk[by_link], lev[by_link]
+        again = bool(((ll[1:] == ll[:-1]) & (lv[1:] != lv[:-1])).any())
+        free = self.free.copy() if again else None
+        f_all = m.get(self.free, lnk)
+        hold_b = hold[msg]  # holds in booking order
+        fin_b = xp.empty(n)
+        start_b = xp.empty(n)
+        ready_b = xp.empty(n)
         r = ready.copy()  # when each message is ready for its next link
-        for k in range(lk.shape[1]):
-            act = xp.flatnonzero(on[:, k])
-            lk_k = lk[act, k]
-            rk = r[act]
-            order = xp.lexsort(xp.stack([act.astype(np.float64), rk, lk_k.astype(np.float64)]))
-            ls, rs, ss = lk_k[order], rk[order], hold[act][order]
-            first = xp.ones(ls.size, dtype=bool)
-            first[1:] = ls[1:] != ls[:-1]
-            f0 = m.get(self.free, ls)
-            if bool(first.all()):
+        for k in range(hmax):
+            a, b = bounds[k], bounds[k + 1]
+            ids = msg[a:b]
+            rs = r[ids]
+            ls = lnk[a:b]
+            f0 = free[ls] if again else f_all[a:b]
+            if not longest[k]:
                 # every link of this level has one message: no queue inside the batch
+                ss = hold_b[a:b]
                 fin = xp.maximum(rs, f0) + ss
             else:
-                incl = m.scan(ss, "add", segments=first)
-                lead = m.scan(rs - (incl - ss), "max", segments=first)
+                order = xp.lexsort(xp.stack([ids.astype(f64), rs, ls.astype(f64)]))
+                ids, rs = ids[order], rs[order]  # links stay in place: same link, new order
+                ss = hold[ids]
+                msg[a:b] = ids
+                hold_b[a:b] = ss
+                if longest[k] <= SHORT:
+                    incl, lead = self._short_scans(ss, rs, pos[a:b], longest[k])
+                else:
+                    first = new[a:b]
+                    incl = m.scan(ss, "add", segments=first)
+                    lead = m.scan(rs - (incl - ss), "max", segments=first)
                 fin = incl + xp.maximum(lead, f0)
             st = fin - ss
-            self._book(ls, fin, ss, st - rs)
-            sk = xp.empty_like(st)
-            sk[order] = st
-            start[act, k] = sk
-            r[act] = sk + adv[act]
-        return start
+            fin_b[a:b] = fin
+            start_b[a:b] = st
+            ready_b[a:b] = rs
+            r[ids] = st + adv[ids]
+            if again:
+                lst = last[a:b]
+                free[ls[lst]] = fin[lst]  # a FIFO's last finish is its latest
+        self._book(lnk, fin_b, hold_b, start_b - ready_b, bounds)
+        out = xp.empty(lk.shape[0])
+        end = lev == hops[msg] - 1
+        out[msg[end]] = start_b[end]
+        return out
