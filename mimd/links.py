@@ -214,7 +214,10 @@ class Links:
                 ss = hold_b[a:b]
                 fin = xp.maximum(rs, f0) + ss
             else:
-                order = xp.lexsort(xp.stack([ids.astype(f64), rs, ls.astype(f64)]))
+                if xp is np:  # a stable sort: equal ready times stay in message order
+                    order = np.lexsort((rs, ls))
+                else:
+                    order = xp.lexsort(xp.stack([ids.astype(f64), rs, ls.astype(f64)]))
                 ids, rs = ids[order], rs[order]  # links stay in place: same link, new order
                 ss = hold[ids]
                 msg[a:b] = ids
