@@ -55,7 +55,7 @@ def batches(net, rng, n_batches):
 def test_same_results_as_the_reference(shape, saf):
     base = Network.cluster(64) if not saf else Network.transputer()
     net = base.with_(shape=shape, store_and_forward=saf)
-    rng = np.random.default_rng(hash((shape, saf)) % 2**32)
+    rng = np.random.default_rng(100 * shape[0] + 2 * shape[1] + saf)
     new = Links(net, Machine(pes=net.shape, backend="numpy"))
     ref = ReferenceLinks(net, Machine(pes=net.shape, backend="numpy"))
     for src, dst, nbytes, ready, scale in batches(net, rng, 40):
