@@ -34,6 +34,9 @@ hold`` on a prefix of rows; a level with queues sorts them by ready time and sca
 a row of a padded matrix (NumPy's accumulate is serial, the machine's scan kernel's
 additions in the same order), charged to the model clock as the machine's two scans. A
 link booked at two levels of a batch is read from a local copy updated level by level.
+Wide batches (more than :data:`WIDE` bookings, such as Diffusion's 16,384 queries of up to
+30 hops) keep the level-at-a-time path (:meth:`Links._levels_wide`: sort, get, scans and
+sends per level), where the arrays, not the number of operations, take the time.
 Every operation on a time is the one the per-level resolution did, in the same order, so
 arrival times, ``free``, ``busy`` and ``queued`` are bit-identical to it
 (``tests/mimd/test_links_fast.py`` checks this against the old code, kept in
@@ -64,6 +67,11 @@ __all__ = ["Links"]
 #: scanned as rows of a padded matrix (:meth:`Links._queue_scans`); longer ones too unless
 #: the padding would more than quadruple the level, else by the machine's scan instruction.
 SHORT = 8
+
+#: Batches with more bookings (messages x hops) than this are routed by
+#: :meth:`Links._levels_wide`: there the work of a level is in its arrays, not in the number
+#: of operations, and laying the whole batch out at once costs more than it saves.
+WIDE = 20_000
 
 
 class Links:
@@ -122,6 +130,9 @@ class Links:
         srt = xp.sort(flat)
         if not bool((srt[1:] == srt[:-1]).any()):
             start = self._disjoint(lk, on, ready, hold, adv)
+            last = xp.take_along_axis(start, xp.maximum(hops - 1, 0)[:, None], axis=1)[:, 0]
+        elif flat.size > WIDE:
+            start = self._levels_wide(lk, on, ready, hold, adv)
             last = xp.take_along_axis(start, xp.maximum(hops - 1, 0)[:, None], axis=1)[:, 0]
         else:
             last = self._levels(lk, on, hops, ready, hold, adv)
@@ -212,7 +223,8 @@ class Links:
         flat = xp.flatnonzero(lev_links.reshape(-1) >= 0)
         lev = flat // nmsg
         lnk = lev_links.reshape(-1)[flat]
-        srt = xp.lexsort(xp.stack([rows[flat % nmsg], lnk, lev]))
+        nl = self.net.links
+        srt = xp.argsort((lev * nl + lnk) * nmsg + rows[flat % nmsg])  # unique keys
         flat, lev, lnk = flat[srt], lev[srt], lnk[srt]
         n = int(flat.size)
         new = xp.ones(n, dtype=bool)  # first booking of its (level, link)
@@ -230,7 +242,7 @@ class Links:
         row = flat % nmsg  # the row of every booking (reordered inside queues below)
         longest = np.maximum.reduceat(m.asnumpy(pos), bounds[:-1]).tolist()
         # a link booked at two levels: the later level reads what the earlier one booked
-        by_link = xp.lexsort(xp.stack([lev, lnk]))
+        by_link = xp.argsort(lnk * hmax + lev, kind="stable")
         ll, lv = lnk[by_link], lev[by_link]
         again = bool(((ll[1:] == ll[:-1]) & (lv[1:] != lv[:-1])).any())
         free = self.free.copy() if again else None
@@ -287,3 +299,35 @@ class Links:
         out = xp.empty(nmsg)
         out[rows] = start_lr[xp.maximum(hops_r - 1, 0), xp.arange(nmsg)]
         return out
+
+    def _levels_wide(self, lk, on, ready, hold, adv):
+        """:meth:`_levels` for wide batches, one level at a time: sort, get, scans, sends.
+
+        Returns every message's start on every link (the same values as :meth:`_levels`).
+        """
+        xp, m = self.xp, self.m
+        start = xp.zeros(lk.shape)
+        r = ready.copy()  # when each message is ready for its next link
+        for k in range(lk.shape[1]):
+            act = xp.flatnonzero(on[:, k])
+            lk_k = lk[act, k]
+            rk = r[act]
+            order = xp.lexsort(xp.stack([act.astype(np.float64), rk, lk_k.astype(np.float64)]))
+            ls, rs, ss = lk_k[order], rk[order], hold[act][order]
+            first = xp.ones(ls.size, dtype=bool)
+            first[1:] = ls[1:] != ls[:-1]
+            f0 = m.get(self.free, ls)
+            if bool(first.all()):
+                # every link of this level has one message: no queue inside the batch
+                fin = xp.maximum(rs, f0) + ss
+            else:
+                incl = m.scan(ss, "add", segments=first)
+                lead = m.scan(rs - (incl - ss), "max", segments=first)
+                fin = incl + xp.maximum(lead, f0)
+            st = fin - ss
+            self._book(ls, fin, ss, st - rs)
+            sk = xp.empty_like(st)
+            sk[order] = st
+            start[act, k] = sk
+            r[act] = sk + adv[act]
+        return start

@@ -5,7 +5,8 @@ and two sends per hop level). Random batches, one after another on the same link
 earlier reservations matter), on tori and rings, store-and-forward and cut-through: the
 farmer's patterns (hand-outs from one processor, requests to it), random traffic, several
 messages between the same pair, messages to oneself, ties in ready times, equal and mixed
-sizes. Arrival times, link occupancy and the statistics must be equal, not close.
+sizes; both paths (:data:`mimd.links.WIDE`). Arrival times, link occupancy and the
+statistics must be equal, not close.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mimd import links
 from mimd.links import Links
 from mimd.network import Network
 from simd import Machine
@@ -50,9 +52,12 @@ def batches(net, rng, n_batches):
         t += float(rng.random() * 2e-3)
 
 
+@pytest.mark.parametrize("wide", [False, True])
 @pytest.mark.parametrize("saf", [False, True])
 @pytest.mark.parametrize("shape", [(1, 8), (4, 4), (5, 3), (8, 8)])
-def test_same_results_as_the_reference(shape, saf):
+def test_same_results_as_the_reference(shape, saf, wide, monkeypatch):
+    if wide:  # every contended batch by the level-at-a-time path of wide batches
+        monkeypatch.setattr(links, "WIDE", 0)
     base = Network.cluster(64) if not saf else Network.transputer()
     net = base.with_(shape=shape, store_and_forward=saf)
     rng = np.random.default_rng(100 * shape[0] + 2 * shape[1] + saf)
