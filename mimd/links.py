@@ -242,7 +242,7 @@ class Links:
         row = flat % nmsg  # the row of every booking (reordered inside queues below)
         longest = np.maximum.reduceat(m.asnumpy(pos), bounds[:-1]).tolist()
         # a link booked at two levels: the later level reads what the earlier one booked
-        by_link = xp.argsort(lnk * hmax + lev, kind="stable")
+        by_link = xp.argsort(lnk * hmax + lev)  # groups each link's levels
         ll, lv = lnk[by_link], lev[by_link]
         again = bool(((ll[1:] == ll[:-1]) & (lv[1:] != lv[:-1])).any())
         free = self.free.copy() if again else None
