@@ -251,7 +251,7 @@ class Links:
         f_lr[flat] = f_b
         f_lr = f_lr.reshape(hmax, nmsg)  # by (level, row)
         fin_lr = xp.empty((hmax, nmsg))
-        start_lr = xp.empty((hmax, nmsg))
+        start_lr = xp.zeros((hmax, nmsg))  # zeros: the rows past a last hop are added too
         r = ready_r.copy()  # when each row is ready for its next link
         for k in range(hmax):
             na = active[k]
