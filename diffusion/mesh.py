@@ -37,7 +37,7 @@ from simd.balance.scan_directed import (
     hierarchical_boundaries,
     locality_violations,
 )
-from simd.stats import PhaseRecord, PhaseStats
+from simd.stats import DeviceInterval, PhaseRecord, PhaseStats
 
 __all__ = ["FLAG_OPS", "UPDATE_OPS", "MeshResult", "mesh_diffusion"]
 
@@ -139,8 +139,9 @@ class MeshResult:
         return sum(r.aborted is not None for step in self.balance_reports for r in step)
 
 
-def _block_max(xp: Any, active: Any, row_bounds: np.ndarray, col_bounds: np.ndarray) -> int:
-    """Largest active count over the blocks of a fixed decomposition (summed-area table)."""
+def _block_max(xp: Any, active: Any, row_bounds: np.ndarray, col_bounds: np.ndarray) -> Any:
+    """Largest active count over the blocks of a fixed decomposition (summed-area table),
+    as a 0-d array of ``xp`` (left on the device: the caller reads it)."""
     s = xp.zeros((active.shape[0] + 1, active.shape[1] + 1), dtype=np.int64)
     s[1:, 1:] = active.astype(np.int64).cumsum(0).cumsum(1)
     r = xp.asarray(row_bounds)
@@ -151,7 +152,7 @@ def _block_max(xp: Any, active: Any, row_bounds: np.ndarray, col_bounds: np.ndar
         - s[r[1:, None], c[None, :-1]]
         + s[r[:-1, None], c[None, :-1]]
     )
-    return int(blocks.max())
+    return blocks.max()
 
 
 def _host(a: Any) -> np.ndarray:
@@ -295,7 +296,6 @@ def mesh_diffusion(
     grid = TiledGrid.from_arrays(arrays, m.pes, buffer=buffer, xp=xp, uncharged=("index",))
     R, C = m.pes
     B = grid.buffer
-    B2 = B + 2
     npes = R * C
     rows0 = hierarchical_boundaries(host.shape[0], R)
     cols0 = hierarchical_boundaries(host.shape[1], C)
@@ -332,8 +332,8 @@ def mesh_diffusion(
             heights, widths = grid.extents
             act = active & valid
             counts = act.sum(axis=(2, 3))
-            busiest = int(counts.max())
-            total = int(counts.sum())
+            # The iteration's one read back (one host sync on a GPU): both counts together.
+            busiest, total = (int(v) for v in m.fetch(xp.stack([counts.max(), counts.sum()]))[0])
         records["diffusion"].append(record)
         if total == 0:
             res.converged = True
@@ -344,37 +344,35 @@ def mesh_diffusion(
             # The emulator's own bookkeeping, not machine work: kept off both clocks.
             t0 = time.perf_counter()
             glob = grid.gather("active")
-            res.static_max_load.append(_block_max(xp, glob, rows0, cols0))
+            static = _block_max(xp, glob, rows0, cols0)
             activity += glob
-            m.sync()
+            # One read back, which also waits for the bookkeeping (kept off the wall clock).
+            res.static_max_load.append(int(m.fetch(static)[0]))
             bookkeeping += time.perf_counter() - t0
         with m.phase("diffusion") as record:
             halo = m.halo_exchange(values, heights, widths, width=1, boundary="edge")
             # The busiest PE sets the pace: charge its active count.
             m.charge("local", npes * busiest, ops=UPDATE_OPS[option])
-            r, c, y, x = xp.nonzero(act)
-            f = ((r * C + c) * B2 + y + 1) * B2 + x + 1
-            hv = halo.reshape(-1)
-            v = hv[f]
+            # Every buffer slot is computed and only the active ones are stored (a fixed-shape
+            # masked update: no read back of the active positions).
+            v = halo[:, :, 1:-1, 1:-1]
             # Same float32 operations as the dense path (diffusion.dense.pm_update).
-            u0 = flux(xp, hv[f + B2] - v, kappa, spacing[0], option) - flux(
-                xp, v - hv[f - B2], kappa, spacing[0], option
+            u0 = flux(xp, halo[:, :, 2:, 1:-1] - v, kappa, spacing[0], option) - flux(
+                xp, v - halo[:, :, :-2, 1:-1], kappa, spacing[0], option
             )
-            u1 = flux(xp, hv[f + 1] - v, kappa, spacing[1], option) - flux(
-                xp, v - hv[f - 1], kappa, spacing[1], option
+            u1 = flux(xp, halo[:, :, 1:-1, 2:] - v, kappa, spacing[1], option) - flux(
+                xp, v - halo[:, :, 1:-1, :-2], kappa, spacing[1], option
             )
             upd = gamma * (u0 + u1)
             if epsilon > 0:
-                ch = xp.abs(upd) >= epsilon
-                rc, cc, yc, xc = r[ch], c[ch], y[ch], x[ch]
-                values[rc, cc, yc, xc] = (v + upd)[ch]
+                ch = act & (xp.abs(upd) >= epsilon)
+                values[...] = xp.where(ch, v + upd, values)
                 m.charge("local", npes * B * B, ops=FLAG_OPS)
                 if freeze:
-                    active[r, c, y, x] = ch
+                    active &= ch | ~act
                 else:
                     # Flags travel as bytes (the halo kernels move numbers).
-                    changed = xp.zeros(values.shape, dtype=np.uint8)
-                    changed[rc, cc, yc, xc] = 1
+                    changed = ch.astype(np.uint8)
                     hc = m.halo_exchange(changed, heights, widths, width=1, boundary="zero")
                     woke = (
                         hc[:, :, 1:-1, 1:-1]
@@ -385,7 +383,7 @@ def mesh_diffusion(
                     )
                     active[...] = (woke != 0) & valid
             else:
-                values[r, c, y, x] = v + upd
+                values[...] = xp.where(act, v + upd, values)
             res.iterations += 1
         records["diffusion"].append(record)
         if bar is not None:
@@ -399,6 +397,10 @@ def mesh_diffusion(
     if bar is not None:
         bar.close()
     m.sync()
+    for recs in records.values():  # the device has passed every phase's events
+        for r in recs:
+            if isinstance(r.interval, DeviceInterval):
+                r.interval.read_done()
     out = grid.gather("value")
     if xp_in is np:
         out = m.asnumpy(out)
