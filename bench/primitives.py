@@ -1,8 +1,17 @@
 """Throughput of the machine's communication primitives against the memory floor.
 
-For every primitive and size the benchmark measures the time of one instruction through
-the public API (``Machine(backend=...)``: validation, accounting and the kernel, which is
-what users get) and reports
+For every primitive and size the benchmark measures one instruction through the public
+API (``Machine(backend=...)``: validation, accounting and the kernel, which is what users
+get) in two ways:
+
+- the *kernel time*: on the CuPy code path, CUDA events around ``BACK_TO_BACK`` calls
+  issued back to back (no host sync between them, so Python's per-call overhead overlaps
+  the device work unless it is longer), divided by the number of calls; on NumPy the
+  ``time.perf_counter`` time of the same calls;
+- the *call time*: one call and a wait for the device, timed on the host (what one
+  synchronised call costs a user, host overhead included);
+
+and reports, from the kernel time,
 
 - elements per second, and
 - the ratio to the memory floor: the bytes the primitive must move (read its inputs once,
@@ -34,9 +43,17 @@ get                 ``get(x, perm)``                            8 + 4 + 4
 ``send`` and ``get`` use a random permutation, so their accesses are scattered; their
 floor ratio says how far the router is from streaming bandwidth.
 
-Run ``python bench/primitives.py [--quick] [--backend numpy|cupy|auto] [--out DIR |
---save]``. Prints a table and writes ``primitives-<backend>-<host>.json`` to the current
-folder, to ``--out DIR``, or with ``--save`` to this source tree's ``bench/results``.
+``--host-overhead`` measures instead the host overhead per call of every instruction on
+the CuPy code path with the device work stubbed: the instructions run on the counting
+stand-in for CuPy (``Machine(backend="counting")``, :mod:`kernels.counting`), whose
+``host_seconds`` is the caller's Python time without the (NumPy) device work. The goal
+(issue 10) is at most ``HOST_GOAL_US`` microseconds per call.
+
+Run ``python bench/primitives.py [--quick] [--backend numpy|cupy|counting|auto]
+[--host-overhead] [--out DIR | --save]``. Prints a table and writes
+``primitives-<backend>-<host>.json`` (``primitives-host-overhead-<host>.json`` with
+``--host-overhead``) to the current folder, to ``--out DIR``, or with ``--save`` to this
+source tree's ``bench/results``.
 """
 
 from __future__ import annotations
@@ -90,21 +107,50 @@ def environment() -> dict[str, Any]:
         return {"platform": platform.platform(), "numpy": np.__version__, "error": str(exc)}
 
 
-def _time(m: Machine, fn, *, budget: float, min_reps: int, max_reps: int) -> float:
-    """Median seconds of one call of ``fn`` (device synchronised), after a warm-up."""
+#: Calls issued back to back between the two CUDA events of one kernel-time sample.
+BACK_TO_BACK = 10
+
+
+def _time(m: Machine, fn, *, budget: float, min_reps: int, max_reps: int) -> dict[str, float]:
+    """Per call of ``fn``, after a warm-up, medians over samples: ``kernel`` seconds (CUDA
+    events around ``BACK_TO_BACK`` back-to-back calls on the CuPy code path, the host clock
+    on NumPy), ``call`` seconds (one call and a wait for the device, on the host clock) and
+    ``issue`` seconds (the host time to issue one of the back-to-back calls)."""
     fn()  # warm-up: compiles kernels, fills memory pools
     m.sync()
-    times: list[float] = []
+    on_device = m.backend == "cupy"
+    reps = BACK_TO_BACK if on_device else 1
+    kernel: list[float] = []
+    call: list[float] = []
+    issue: list[float] = []
     spent = 0.0
-    while len(times) < min_reps or (spent < budget and len(times) < max_reps):
+    while len(kernel) < min_reps or (spent < budget and len(kernel) < max_reps):
         m.sync()
         t0 = time.perf_counter()
         fn()
         m.sync()
-        dt = time.perf_counter() - t0
-        times.append(dt)
-        spent += dt
-    return statistics.median(times)
+        call.append(time.perf_counter() - t0)
+        if on_device:
+            cuda = m.xp.cuda
+            start, stop = cuda.Event(), cuda.Event()
+            start.record()
+            h0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            issue.append((time.perf_counter() - h0) / reps)
+            stop.record()
+            stop.synchronize()
+            kernel.append(cuda.get_elapsed_time(start, stop) / 1e3 / reps)
+            m.sync()  # the deferred checks of the calls, if any
+        else:
+            kernel.append(call[-1])
+            issue.append(call[-1])
+        spent += time.perf_counter() - t0
+    return {
+        "kernel": statistics.median(kernel),
+        "call": statistics.median(call),
+        "issue": statistics.median(issue),
+    }
 
 
 #: Elements (int32) of each buffer of the copy that measures the memory bandwidth.
@@ -116,7 +162,7 @@ def copy_bandwidth(m: Machine, n: int, *, budget: float) -> float:
     x = m.xp.ones(n, dtype=np.int32)
     out = m.xp.empty_like(x)
     t = _time(m, lambda: m.xp.copyto(out, x), budget=budget, min_reps=5, max_reps=50)
-    return 2 * x.nbytes / t
+    return 2 * x.nbytes / t["kernel"]
 
 
 def _data(m: Machine, n: int, rng: np.random.Generator) -> dict[str, Any]:
@@ -126,13 +172,21 @@ def _data(m: Machine, n: int, rng: np.random.Generator) -> dict[str, Any]:
     return {"x": m.asarray(x), "seg": m.asarray(seg), "perm": m.asarray(perm), "n": n}
 
 
-def run(backend: str, sizes: list[int], *, budget: float, names: list[str]) -> dict[str, Any]:
+def run(
+    backend: str,
+    sizes: list[int],
+    *,
+    budget: float,
+    names: list[str],
+    copy_elements: int | None = None,
+) -> dict[str, Any]:
     m = Machine(pes=512, backend=backend)
     xp = m.xp
     rng = np.random.default_rng(0)
     rows: list[dict[str, Any]] = []
     cumsum: dict[int, float] = {}
-    copy_elements = max(COPY_ELEMENTS, max(sizes))
+    if copy_elements is None:  # smaller only in tests: then not the memory's bandwidth
+        copy_elements = max(COPY_ELEMENTS, max(sizes))
     bandwidth = copy_bandwidth(m, copy_elements, budget=budget)
     print(f"copy bandwidth {bandwidth / 1e9:.1f} GB/s (2 x {copy_elements * 4 >> 20} MiB)")
     print(_HEADER)
@@ -142,17 +196,21 @@ def run(backend: str, sizes: list[int], *, budget: float, names: list[str]) -> d
         if m.backend == "cupy":
             cumsum[n] = _time(
                 m, lambda x=x: xp.cumsum(x, dtype=x.dtype), budget=budget, min_reps=5, max_reps=200
-            )
+            )["kernel"]
         for name in names:
             per_elem, fn = PRIMITIVES[name]
-            t = _time(
+            times = _time(
                 m, lambda fn=fn, data=data: fn(m, data), budget=budget, min_reps=3, max_reps=200
             )
+            t = times["kernel"]
             floor = per_elem * n / bandwidth
             row = {
                 "primitive": name,
                 "n": n,
-                "seconds": t,
+                "seconds": t,  # the kernel time
+                "kernel_seconds": t,
+                "call_seconds": times["call"],
+                "issue_seconds": times["issue"],
                 "elements_per_s": n / t,
                 "bytes_per_element": per_elem,
                 "floor_seconds": floor,
@@ -169,22 +227,107 @@ def run(backend: str, sizes: list[int], *, budget: float, names: list[str]) -> d
         "sizes": sizes,
         "copy_bandwidth_bytes_per_s": bandwidth,
         "copy_elements": copy_elements,
+        "timing": "kernel: CUDA events over back-to-back calls (perf_counter on NumPy); "
+        "call: one synchronised call on the host clock",
         "results": rows,
     }
 
 
-_HEADER = f"{'primitive':<20}{'n':>12}{'time':>12}{'elem/s':>12}{'floor':>8}{'vs cumsum':>11}"
+_HEADER = (
+    f"{'primitive':<20}{'n':>12}{'kernel':>12}{'call':>12}{'elem/s':>12}{'floor':>8}"
+    f"{'vs cumsum':>11}"
+)
+
+
+def _seconds(t: float) -> str:
+    return f"{t * 1e3:.3f} ms" if t >= 1e-4 else f"{t * 1e6:.1f} us"
 
 
 def _format_row(row: dict[str, Any]) -> str:
     vs = f"{row['vs_cumsum']:.2f}" if "vs_cumsum" in row else "-"
-    t = row["seconds"]
-    t_text = f"{t * 1e3:.3f} ms" if t >= 1e-4 else f"{t * 1e6:.1f} us"
     size = "2^" + str(row["n"].bit_length() - 1)
     return (
-        f"{row['primitive']:<20}{size:>12}{t_text:>12}"
+        f"{row['primitive']:<20}{size:>12}{_seconds(row['kernel_seconds']):>12}"
+        f"{_seconds(row['call_seconds']):>12}"
         f"{row['elements_per_s']:>12.3g}{row['floor_ratio']:>8.2f}{vs:>11}"
     )
+
+
+#: Issue 10's goal for the host overhead of one instruction (device work stubbed), in us.
+HOST_GOAL_US = 10.0
+
+
+def _phase(m: Machine) -> None:
+    with m.phase("p"):
+        pass
+
+
+#: Instructions of ``--host-overhead``: name -> function(m, data) running one call.
+HOST_INSTRUCTIONS: dict[str, Any] = {
+    "scan": lambda m, d: m.scan(d["x"], "add"),
+    "scan-segmented": lambda m, d: m.scan(d["x"], "add", segments=d["seg"]),
+    "scan-exclusive": lambda m, d: m.scan(d["x"], "add", exclusive=True),
+    "scan-segmented-exclusive": lambda m, d: m.scan(
+        d["x"], "add", segments=d["seg"], exclusive=True
+    ),
+    "reduce": lambda m, d: m.reduce(d["x8"], "add"),
+    "send": lambda m, d: m.send(d["x"], d["perm"], d["n"]),
+    "send-add": lambda m, d: m.send(d["x"], d["perm"], d["n"], combine="add"),
+    "get": lambda m, d: m.get(d["x"], d["perm"]),
+    "shift": lambda m, d: m.shift(d["x"], 1, 0),
+    "count": lambda m, d: m.count(d["seg"]),
+    "enumerate": lambda m, d: m.enumerate(d["seg"]),
+    "pack": lambda m, d: m.pack(d["x"], d["seg"]),
+    "phase": lambda m, d: _phase(m),  # entering and leaving a phase
+}
+
+
+def host_overhead(*, n: int = 1024, calls: int = 200, rounds: int = 5) -> dict[str, Any]:
+    """Host microseconds per call of every instruction on the CuPy code path, device work
+    stubbed (the counting backend's ``host_seconds``), median over ``rounds`` rounds of
+    ``calls`` calls; with the launches and host syncs of one call."""
+    from kernels import counting
+
+    m = Machine(pes=512, backend="counting")
+    rng = np.random.default_rng(0)
+    data = _data(m, n, rng)
+    data["x8"] = data["x"][:8]
+    rows: list[dict[str, Any]] = []
+    print(f"{'instruction':<26}{'host us/call':>14}{'launches':>10}{'syncs':>7}  goal")
+    for name, fn in HOST_INSTRUCTIONS.items():
+        for _ in range(3):  # warm-up
+            fn(m, data)
+        per_call: list[float] = []
+        for _ in range(rounds):
+            with counting.measure() as c:
+                for _ in range(calls):
+                    fn(m, data)
+            per_call.append(c.host_seconds / calls * 1e6)
+        us = statistics.median(per_call)
+        row = {
+            "instruction": name,
+            "host_us_per_call": us,
+            "launches_per_call": c.total.launches / calls,
+            "syncs_per_call": c.total.syncs / calls,
+            "goal_us": HOST_GOAL_US,
+            "goal_met": us <= HOST_GOAL_US,
+        }
+        rows.append(row)
+        print(
+            f"{name:<26}{us:>14.1f}{row['launches_per_call']:>10.1f}"
+            f"{row['syncs_per_call']:>7.1f}  {'met' if row['goal_met'] else 'not met'}",
+            flush=True,
+        )
+        m.reset_stats()
+    return {
+        "backend": "counting",
+        "n": n,
+        "calls": calls,
+        "rounds": rounds,
+        "goal_us": HOST_GOAL_US,
+        "goal_met": all(r["goal_met"] for r in rows),
+        "results": rows,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,11 +337,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-log2", type=int, default=None, help="largest size as a power of 2")
     ap.add_argument("--only", default=None, help="comma-separated primitives to run")
     add_output_arguments(ap, save_dir=SAVE_DIR)
+    ap.add_argument(
+        "--host-overhead",
+        action="store_true",
+        help="host microseconds per call of every instruction on the CuPy code path with "
+        "the device work stubbed (the counting backend), against the 10 us goal",
+    )
     args = ap.parse_args(argv)
     outdir = output_folder_from_args(ap, args, save_dir=SAVE_DIR)
+    host = platform.node() or "host"
+    if args.host_overhead:
+        out = outdir / f"primitives-host-overhead-{host}.json"
+        announce_replace(out)
+        print(f"host overhead per call, device work stubbed; goal {HOST_GOAL_US:g} us")
+        record = host_overhead(calls=50 if args.quick else 200, rounds=3 if args.quick else 5)
+        record["environment"] = environment()
+        record["quick"] = bool(args.quick)
+        write_text(out, json.dumps(record, indent=1, default=float) + "\n")
+        print(f"wrote {out}")
+        return 0
 
     probe = Machine(pes=512, backend=args.backend)
-    host = platform.node() or "host"
     out = outdir / f"primitives-{probe.backend}-{host}.json"
     gpu = probe.backend == "cupy"
     if args.quick:
