@@ -286,8 +286,9 @@ def render(
             bar.set_postfix_str(name)
         return m.phase(name)
 
-    def balanced_loop(name: str, workload: Any, body: Any, k: int) -> Any:
-        """One of the two balanced loops (the ``k``-th overestimate), as ``loop`` says."""
+    def balanced_loop(name: str, workload: Any, body: Any, k: int, stats: Any = None) -> Any:
+        """One of the two balanced loops (the ``k``-th overestimate), as ``loop`` says;
+        ``stats``: the workload's (sum, max, min) when known on the host already."""
         return run_loop(
             workload,
             body,
@@ -297,6 +298,7 @@ def render(
             task_cost=body.TASK_COST,
             overestimate=_pick(overestimate, k),
             clock=clock,
+            workload_stats=stats,
         )
 
     def loop_stage(name: str) -> None:
@@ -357,7 +359,8 @@ def render(
         writes = xp.zeros(width * height, dtype=xp.int64) if count_writes else None
         loop_stage("z-buffer")
         body = ZBufferBody(xp, spans, zbuffer, width, bits, machine=m, writes=writes)
-        res_z = balanced_loop("z-buffer", spans.length, body, 1)
+        # the span lengths' sum, max and min: read by the scan converter with its counts
+        res_z = balanced_loop("z-buffer", spans.length, body, 1, scanner.workload_stats)
         done("z-buffer", res_z.record)
         with stage("shading") as record:
             covered, tri_px, depth = decode_keys(xp, zbuffer, bits)

@@ -216,6 +216,8 @@ class ScanConverter:
     def __init__(self, xp: Any, setup: TriangleSetup, *, machine: Any = None) -> None:
         self.xp, self.setup, self.machine = xp, setup, machine
         self._parts: list[tuple[Any, ...]] = []
+        self._figures: tuple[int, int, int] | None = None
+        self._count = 0
 
     def __call__(self, items: Any, tasks: Any) -> None:
         xp, s = self.xp, self.setup
@@ -230,26 +232,76 @@ class ScanConverter:
             kk = s.b[items, k] * big_y + s.c[items, k]
             step = a * SUBPIXEL
             pos, neg = a > 0, a < 0
-            # a > 0: i >= floor(-K / step) + 1 ; a < 0: i <= ceil(K / -step) - 1
+            # a > 0: i >= floor(-K / step) + 1 ; a < 0: i <= ceil(K / -step) - 1, which is
+            # -floor(K / step) - 1 = ~floor(K / step) (two's complement), exactly
             safe = xp.where(a == 0, 1, step)
             lo_k = xp.floor_divide(-kk, safe) + 1
-            hi_k = -xp.floor_divide(-kk, -safe) - 1
+            hi_k = ~xp.floor_divide(kk, safe)
             lo = xp.where(pos, xp.maximum(lo, lo_k), lo)
             hi = xp.where(neg, xp.minimum(hi, hi_k), hi)
             # a == 0: the edge is horizontal, the whole row is in or out
             hi = xp.where((a == 0) & (kk <= 0), lo - 1, hi)
         length = hi - lo + 1
         keep = length > 0
-        if self.machine is not None:
-            sel = self.machine.pack(xp.arange(items.size), keep)
-        else:
+        if self.machine is None:
             sel = xp.nonzero(keep)[0]
-        if sel.size == 0:
+            count = int(sel.size)
+            if count:
+                kept = length[sel]
+                figures = (int(kept.sum()), int(kept.max()), int(kept.min()))
+        else:
+            sel, count, figures = self._pack(keep, length)
+        if count == 0:
             return
+        self._add_figures(count, figures)
         tri = items[sel]
         row = row[sel]
         zrow = s.z0[tri] + s.dzdy[tri] * (row.astype(xp.float64) - s.y0[tri])
         self._parts.append((tri, row, lo[sel], length[sel], zrow))
+
+    def _pack(self, keep: Any, length: Any) -> tuple[Any, int, tuple[int, int, int]]:
+        """The positions of the kept spans, their number and their lengths' sum, max, min.
+
+        The machine's pack, charged to the model clock as :meth:`Machine.pack` is (a scan
+        of the VP set), done as an add-scan of the mask and a search: the number of kept
+        spans is read back with their lengths' sum and maximum in one read (one host sync
+        on a GPU), so the packed size is known without another. The minimum reported is
+        1, a lower bound (kept spans are not empty): it serves run_loop's check only.
+        """
+        xp, m = self.xp, self.machine
+        n = int(keep.size)
+        m.charge("scan", n)  # what pack charges (its VP set is the enclosing one)
+        buf = xp.empty(n + 2, dtype=xp.int64)
+        ranks = buf[:n]
+        xp.cumsum(keep, out=ranks)  # inclusive: ranks[i] kept spans up to i
+        xp.sum(xp.where(keep, length, 0), out=buf[n : n + 1].reshape(()))
+        xp.max(length, out=buf[n + 1 : n + 2].reshape(()))  # a kept one's when any is kept
+        count, total, high = m.asnumpy(buf[n - 1 :]).tolist()
+        if count == 0:
+            return None, 0, (0, 0, 0)
+        # the k-th kept span is the first position whose inclusive rank reaches k
+        sel = xp.searchsorted(ranks, xp.arange(1, count + 1, dtype=xp.int64))
+        return sel, count, (total, high, 1)
+
+    def _add_figures(self, count: int, figures: tuple[int, int, int]) -> None:
+        total, high, low = figures
+        if self._figures is None:
+            self._figures = (total, high, low)
+        else:
+            t0, h0, l0 = self._figures
+            self._figures = (t0 + total, max(h0, high), min(l0, low))
+        self._count += count
+
+    @property
+    def workload_stats(self) -> tuple[int, int, int]:
+        """The span lengths' sum, maximum and minimum (the z-buffer loop's workload), known
+        on the host without a read back: ``run_loop(..., workload_stats=...)``."""
+        return self._figures if self._figures is not None else (0, 0, 0)
+
+    @property
+    def n_spans(self) -> int:
+        """The number of spans produced so far (known on the host)."""
+        return self._count
 
     def spans(self) -> Spans:
         """All spans produced so far, in production order."""

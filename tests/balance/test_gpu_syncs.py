@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
 from kernels import counting
 from simd import Machine
@@ -60,3 +61,35 @@ def test_cost_effective_syncs_once_per_iteration_plus_a_constant():
     loop_syncs = c.total.syncs - body_syncs
     assert loop_syncs == res.iterations + 2 * res.decisions + 2, dict(c.total.sync_ops)
     assert not c.total.implicit
+
+
+@pytest.mark.parametrize("form", ["original", "cost-effective", "expand"])
+def test_known_workload_figures_skip_the_start_up_read(form):
+    """``workload_stats`` (sum, max, min known to the caller): one sync fewer, the same
+    tasks, iterations and model clock."""
+    workload = np.array([3, 0, 5, 1, 2], dtype=np.int64)
+    runs = []
+    for stats in (None, (11, 5, 0)):
+        m = Machine(backend="counting", pes=8)
+        seen = []
+        with counting.measure() as c:
+            res = run_loop(
+                m.asarray(workload),
+                lambda i, t, seen=seen: seen.append((i, t)),
+                machine=m,
+                form=form,
+                overestimate=1.0,
+                workload_stats=stats,
+                warn=False,
+            )
+        pairs = sorted(
+            (a, b)
+            for i, t in seen
+            for a, b in zip(np.asarray(i).tolist(), np.asarray(t).tolist(), strict=True)
+        )
+        runs.append(
+            (c.total.syncs, res.total_tasks, res.max_workload, res.iterations, pairs, m.clock)
+        )
+    (s0, *rest0), (s1, *rest1) = runs
+    assert s1 == s0 - 1
+    assert rest0 == rest1
