@@ -270,7 +270,8 @@ class ScanConverter:
         """
         xp, m = self.xp, self.machine
         n = int(keep.size)
-        m.charge("scan", n)  # what pack charges (its VP set is the enclosing one)
+        # charged as Machine.pack of the positions (int64) would be
+        m.charge("scan", n, label="pack", nbytes=2 * 8 * n)
         buf = xp.empty(n + 2, dtype=xp.int64)
         ranks = buf[:n]
         xp.cumsum(keep, out=ranks)  # inclusive: ranks[i] kept spans up to i

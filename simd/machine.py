@@ -290,14 +290,18 @@ class Machine:
         finally:
             self._vp_stack.pop()
 
-    def charge(self, kind: str, n: int, *, ops: float = 1.0) -> float:
+    def charge(
+        self, kind: str, n: int, *, ops: float = 1.0, label: str | None = None, nbytes: int = 0
+    ) -> float:
         """Charge work done outside the instructions to the model clock; returns cycles.
 
         ``kind`` is "elementwise" or "local" (``ops`` operations on each of ``n`` VPs), or
         any cost kind of :meth:`CostModel.cycles`. ``n`` is overridden by an enclosing
-        :meth:`vp_set`.
+        :meth:`vp_set`. ``label`` and ``nbytes`` name the call and the bytes it moved in
+        the phase statistics (default: the kind, no bytes), for a program that does an
+        instruction's work itself and charges it as the instruction would be.
         """
-        return self._account(kind, int(n), 0, ops=ops, label=kind)
+        return self._account(kind, int(n), nbytes, ops=ops, label=label or kind)
 
     def _account(
         self, kind: str, n: int, nbytes: int, *, ops: float = 1.0, label: str, distance: int = 1
