@@ -99,8 +99,8 @@ def send(xp, values, dest, out, combine: str):
         return _reference_dropping(xp, values, dest, out, combine)
     cupy = xp
     flat = out.reshape(-1)
-    values = cupy.ascontiguousarray(values.reshape(-1), dtype=dtype)
-    dest = cupy.ascontiguousarray(dest.reshape(-1), dtype=cupy.int64)
+    values = _contiguous(cupy, values.reshape(-1), dtype)
+    dest = _contiguous(cupy, dest.reshape(-1), np.dtype(np.int64))
     device_id = cupy.cuda.Device().id
     kernels = _kernels(cupy, combine, dtype.str, device_id)
     grid, count, size = _grid(n), np.int64(n), np.int64(flat.size)
@@ -111,6 +111,14 @@ def send(xp, values, dest, out, combine: str):
     else:
         kernels[0](grid, _BLOCK, (values, dest, flat, count, size))
     return out
+
+
+def _contiguous(cupy, a, dtype: np.dtype):
+    """``cupy.ascontiguousarray(a, dtype=dtype)``, not called where ``a`` is already that
+    (a host call saved; the result is the same array)."""
+    if a.dtype == dtype and a.flags.c_contiguous:
+        return a
+    return cupy.ascontiguousarray(a, dtype=dtype)
 
 
 def _reference_dropping(xp, values, dest, out, combine: str):

@@ -38,13 +38,20 @@ def _module(cupy: Any, key: tuple, device_id: int) -> tuple[Any, Any]:
     return module.get_function(_src.INIT_KERNEL), module.get_function(_src.SCAN_KERNEL)
 
 
-def _scan_rows(cupy, buf, flags, row_len: int, op: str, *, exclusive, reverse, initial):
-    """Scan the C-contiguous 1-D ``buf`` in rows of ``row_len`` (flags: uint8 or None)."""
-    n = buf.size
-    out = cupy.empty_like(buf)
-    if n == 0:
-        return out
-    dtype = buf.dtype
+@functools.lru_cache(maxsize=4096)
+def _launch(
+    n: int,
+    row_len: int,
+    dtype: np.dtype,
+    op: str,
+    exclusive: bool,
+    reverse: bool,
+    segmented: bool,
+    has_initial: bool,
+) -> tuple:
+    """The launch plan of a scan form, memoised: (plan key, init grid, init scalar
+    arguments, scan grid, scan block, scan scalar arguments, tile-state bytes, fill when
+    no ``initial`` is given)."""
     plan = _src.plan_scan(
         n,
         row_len,
@@ -52,34 +59,61 @@ def _scan_rows(cupy, buf, flags, row_len: int, op: str, *, exclusive, reverse, i
         op,
         exclusive=exclusive,
         reverse=reverse,
-        segmented=flags is not None,
-        has_initial=initial is not None,
+        segmented=segmented,
+        has_initial=has_initial,
     )
-    fill = _src.scan_fill(op, dtype, exclusive=exclusive, initial=initial)
-    init_kernel, scan_kernel = _module(cupy, plan.key, cupy.cuda.Device().id)
     tile_bytes = _src.tile_state_bytes(plan.num_tiles)
-    tile_mem = cupy.empty(tile_bytes, dtype=cupy.uint8)
-    ticket = cupy.empty(1, dtype=cupy.uint32)
     init_blocks = max(1, -(-plan.num_tiles // _src.INIT_BLOCK))
-    init_kernel(
+    tiles = (np.uint64(tile_bytes), np.int32(plan.num_tiles))
+    fill = None if has_initial else _src.scan_fill(op, dtype, exclusive=exclusive)
+    return (
+        plan.key,
         (init_blocks,),
-        (_src.INIT_BLOCK,),
-        (tile_mem, np.uint64(tile_bytes), np.int32(plan.num_tiles), ticket),
-    )
-    scan_kernel(
+        tiles,
         (plan.num_tiles,),
         (plan.block,),
+        (np.int64(n), np.int64(row_len)),
+        np.int32(plan.form),
+        tile_bytes,
+        fill,
+    )
+
+
+def _scan_rows(cupy, buf, flags, row_len: int, op: str, *, exclusive, reverse, initial):
+    """Scan the C-contiguous 1-D ``buf`` in rows of ``row_len`` (flags: uint8 or None)."""
+    n = buf.size
+    out = cupy.empty_like(buf)
+    if n == 0:
+        return out
+    dtype = buf.dtype
+    key, init_grid, tiles, grid, block, sizes, form, tile_bytes, fill = _launch(
+        n,
+        row_len,
+        dtype,
+        op,
+        bool(exclusive),
+        bool(reverse),
+        flags is not None,
+        initial is not None,
+    )
+    if initial is not None:
+        fill = _src.scan_fill(op, dtype, exclusive=exclusive, initial=initial)
+    init_kernel, scan_kernel = _module(cupy, key, cupy.cuda.Device().id)
+    tile_mem = cupy.empty(tile_bytes, dtype=cupy.uint8)
+    ticket = cupy.empty(1, dtype=cupy.uint32)
+    init_kernel(init_grid, (_src.INIT_BLOCK,), (tile_mem, *tiles, ticket))
+    scan_kernel(
+        grid,
+        block,
         (
             buf,
             buf if flags is None else flags,  # never read when the scan is not segmented
             out,
-            np.int64(n),
-            np.int64(row_len),
+            *sizes,
             fill,
-            np.int32(plan.form),
+            form,
             tile_mem,
-            np.uint64(tile_bytes),
-            np.int32(plan.num_tiles),
+            *tiles,
             ticket,
         ),
     )
@@ -124,11 +158,15 @@ def scan(
     cupy = xp
     shape = x.shape
     if axis is None or x.ndim <= 1:
-        buf = cupy.ascontiguousarray(x).reshape(-1)
+        # ascontiguousarray only where it copies (it is a call on the host either way)
+        buf = (x if x.flags.c_contiguous and x.ndim else cupy.ascontiguousarray(x)).reshape(-1)
         row_len = max(buf.size, 1)
         flags = None
         if segments is not None:
-            flags = cupy.ascontiguousarray(segments, dtype=cupy.bool_).reshape(-1)
+            if segments.dtype == np.bool_ and segments.flags.c_contiguous and segments.ndim:
+                flags = segments.reshape(-1)
+            else:
+                flags = cupy.ascontiguousarray(segments, dtype=cupy.bool_).reshape(-1)
         moved_shape = None
     else:
         axis = axis % x.ndim

@@ -170,7 +170,7 @@ def shift(xp: Any, x: Any, offsets: tuple[int, ...], boundary: Any = "wrap") -> 
             moves.append((a, k))
     if math.prod(shape) == 0 or not moves:
         return xp.array(x, copy=True, order="C")
-    cur = xp.ascontiguousarray(x).view(f"u{dtype.itemsize}")
+    cur = (x if x.flags.c_contiguous else xp.ascontiguousarray(x)).view(f"u{dtype.itemsize}")
     # Highest axes first, two per kernel: (a, b) with a < b.
     moves.reverse()
     while moves:

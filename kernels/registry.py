@@ -34,6 +34,9 @@ _PROVIDERS: dict[str, tuple[str, ...]] = {
 _table: dict[tuple[str, str], Callable] = {}
 _loaded: set[str] = set()
 _load_errors: dict[str, str] = {}
+#: What lookup() found per (primitive, backend, forced): it reads the environment on every
+#: call but resolves each combination once (register() forgets them).
+_resolved: dict[tuple[str, str, bool], Callable] = {}
 
 
 def force_reference() -> bool:
@@ -69,6 +72,7 @@ def register(primitive: str, backend: str) -> Callable[[Callable], Callable]:
 
     def decorate(fn: Callable) -> Callable:
         _table[(primitive, backend)] = fn
+        _resolved.clear()
         return fn
 
     return decorate
@@ -109,12 +113,20 @@ def lookup(primitive: str, backend: str) -> Callable:
     >>> lookup("get", "numpy").__module__
     'kernels.reference'
     """
+    forced = force_reference()
+    key = (primitive, backend, forced)
+    fn = _resolved.get(key)
+    if fn is not None:
+        return fn
     if primitive not in PRIMITIVES:
         raise ValueError(f"unknown primitive {primitive!r}; expected one of {PRIMITIVES}")
-    if force_reference():
-        return getattr(reference, primitive)
-    _load_providers(backend)
-    return _table.get((primitive, backend), getattr(reference, primitive))
+    if forced:
+        fn = getattr(reference, primitive)
+    else:
+        _load_providers(backend)
+        fn = _table.get((primitive, backend), getattr(reference, primitive))
+    _resolved[key] = fn
+    return fn
 
 
 def registered(backend: str) -> dict[str, str]:

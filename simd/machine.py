@@ -127,6 +127,11 @@ class Machine:
         self.cost = resolve_cost(cost, self.pes, self.npes)
         self._phases: dict[str, PhaseStats] = {}
         self._phase_stack: list[str] = []
+        self._path = _OUTSIDE  # "/".join(self._phase_stack), or _OUTSIDE outside any phase
+        # Model cycles memoised per (kind, n, ops, distance) for the cost model in
+        # self._cycles_of (the memo is dropped when ``cost`` is replaced).
+        self._cycles: dict[tuple, float] = {}
+        self._cycles_of: CostModel | None = None
         self._open: list[PhaseRecord] = []  # records of the open phases, outermost first
         self._unread: list[tuple[PhaseStats, PhaseRecord]] = []  # GPU times not yet read
         # How many of them a read back has since waited for (their events have passed).
@@ -308,9 +313,17 @@ class Machine:
     ) -> float:
         if self._vp_stack:
             n = self._vp_stack[-1]
-        cycles = self.cost.cycles(kind, n, ops=ops, distance=distance)
-        path = "/".join(self._phase_stack) if self._phase_stack else _OUTSIDE
-        entry = self._phases.setdefault(path, PhaseStats())
+        cost = self.cost
+        if cost is not self._cycles_of:
+            self._cycles.clear()
+            self._cycles_of = cost
+        key = (kind, n, ops, distance)
+        cycles = self._cycles.get(key)
+        if cycles is None:
+            cycles = self._cycles[key] = cost.cycles(kind, n, ops=ops, distance=distance)
+        entry = self._phases.get(self._path)
+        if entry is None:
+            entry = self._phases[self._path] = PhaseStats()
         nbytes = int(nbytes)
         entry.calls[label] += 1
         entry.bytes += nbytes
@@ -891,7 +904,7 @@ class _Phase:
     def __enter__(self) -> PhaseRecord:
         m = self.machine
         m._phase_stack.append(self.name)
-        path = "/".join(m._phase_stack)
+        path = m._path = "/".join(m._phase_stack)
         self.entry = m._phases.get(path)
         if self.entry is None:
             self.entry = m._phases[path] = PhaseStats()
@@ -913,6 +926,7 @@ class _Phase:
         record.interval.stop()
         m._open.pop()
         m._phase_stack.pop()
+        m._path = "/".join(m._phase_stack) if m._phase_stack else _OUTSIDE
         if m._scopes is not None:
             m._scopes.pop_scope()
         if self.on_device:

@@ -43,6 +43,8 @@ def test_host_overhead_writes_a_table_and_json(tmp_path, monkeypatch, capsys):
     assert record["goal_us"] == 10.0
     for row in record["results"]:
         assert row["host_us_per_call"] >= 0
-        assert row["goal_met"] == (row["host_us_per_call"] <= 10.0)
+        assert row["stand_in_us_per_call"] >= 0
+        # judged on our own Python: the host time less the counting stand-in's share
+        assert row["goal_met"] == (row["ours_us_per_call"] <= 10.0)
     out = capsys.readouterr().out
     assert "host us/call" in out and "scan-segmented" in out
