@@ -544,16 +544,6 @@ class Machine:
         self._account("reduce", mask.size, mask.nbytes, label="count")
         return int(self.xp.count_nonzero(mask))
 
-    def charge_reduce(self, x, *, label: str = "reduce") -> float:
-        """Charge the model clock for a reduction of ``x`` without running it.
-
-        The charge of :meth:`reduce` (``label="count"``: of :meth:`count`), for a value the
-        front end computed speculatively on the device with plain array code and read back
-        together with others (one host sync instead of one per scalar). Returns cycles.
-        """
-        x = self._values(x, "x")
-        return self._account("reduce", x.size, x.nbytes, label=label)
-
     def send(
         self,
         values,

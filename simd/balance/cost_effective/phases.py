@@ -182,7 +182,7 @@ def gather_information(
     spec = _speculate(m, workload, idle, max_workload is None) if m.backend == "cupy" else None
     if max_workload is None:
         if spec is not None:
-            m.charge_reduce(workload)
+            m.charge("reduce", n, nbytes=workload.nbytes)
             max_workload = spec.max_workload
         else:
             max_workload = int(m.reduce(workload, "max"))
@@ -198,7 +198,7 @@ def gather_information(
     # Step 1.
     m.charge("elementwise", n, ops=IDLE_TEST_OPS)
     if spec is not None:
-        m.charge_reduce(idle, label="count")
+        m.charge("reduce", n, label="count", nbytes=idle.nbytes)
         num_idle = spec.num_idle
     else:
         num_idle = m.count(idle)
@@ -207,7 +207,7 @@ def gather_information(
         return early
     # Step 2.
     if spec is not None:
-        m.charge_reduce(workload)
+        m.charge("reduce", n, nbytes=workload.nbytes)
         total = spec.total
     else:
         total = int(m.reduce(workload, "add"))
@@ -219,7 +219,7 @@ def gather_information(
     m.charge("elementwise", n, ops=ACTIVE_TEST_OPS)
     # Step 3.
     if spec is not None:
-        m.charge_reduce(workload)  # the masked reduction's charge
+        m.charge("reduce", n, nbytes=workload.nbytes)  # the masked reduction's charge
         sum_workload = spec.sum_workload
     else:
         sum_workload = int(m.reduce(workload, "add", mask=act_mask))
@@ -238,7 +238,7 @@ def gather_information(
         )
     m.charge("elementwise", n, ops=ASSIGNMENT_OPS)
     if spec is not None:
-        m.charge_reduce(new_workload_values)
+        m.charge("reduce", n, nbytes=new_workload_values.nbytes)
         max_new = spec.max_new_workload
     else:
         max_new = int(m.reduce(new_workload_values, "max"))
