@@ -9,7 +9,7 @@ import numpy as np
 
 from renderer.camera import Camera
 from simd.balance import LoopResult
-from simd.stats import PhaseRecord, PhaseStats, Stats
+from simd.stats import PhaseRecord, Stats
 
 __all__ = ["Frame", "FrameCounts", "FrameStats", "LoopWorkloads"]
 
@@ -62,11 +62,6 @@ class FrameStats:
     def cycles(self) -> float:
         """Model cycles of the whole frame (all stages)."""
         return sum(stage.cycles for stage in self.stages.values())
-
-    @property
-    def total(self) -> PhaseStats:
-        """All stages together (``wall`` is the stages' device time)."""
-        return PhaseStats.of(self.stages.values())
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
