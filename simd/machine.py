@@ -96,6 +96,11 @@ class Machine:
         with the same message; on the NumPy backend it is eager, a check costing nothing
         there. Out-of-range messages never write out of bounds meanwhile: the GPU router
         skips them, and a get wraps.
+    comm : mpi4py.MPI.Comm, optional
+        Spread the machine over the ranks of this communicator (``simd.ranks``): every
+        parallel variable is, on each rank, that rank's block along its first axis, and
+        every instruction gives the one-rank machine's result on the gathered data. Each
+        rank uses its node's GPUs in turn. None (the default) is a one-process machine.
 
     Examples
     --------
@@ -114,10 +119,22 @@ class Machine:
         backend: str = "auto",
         cost: CostModel | str | None = None,
         checks: str | None = None,
+        comm: Any = None,
     ) -> None:
         self.pes = check_pes_shape(pes)
+        #: The link to the other ranks (:class:`simd.ranks.Ranks`) of a machine spread over
+        #: MPI ranks, else None. Only then is ``mpi4py`` imported.
+        self.ranks = None
+        if comm is not None:
+            from simd.ranks import Ranks
+
+            self.ranks = Ranks(comm, record=self._communicated)
         self.npes = math.prod(self.pes)
         self.backend, self.xp = resolve_backend(backend)
+        if self.ranks is not None and self.backend == "cupy" and not hasattr(self.xp, "push_scope"):
+            # One GPU per rank: the node's ranks take its GPUs in turn.
+            cuda = self.xp.cuda
+            cuda.Device(self.ranks.node_rank % cuda.runtime.getDeviceCount()).use()
         if self.backend == "numpy":
             # Numba's import and the JIT compilation of the CPU kernels, once per process
             # here rather than inside the first phase's wall time.
@@ -152,6 +169,67 @@ class Machine:
     def __repr__(self) -> str:
         shape = "x".join(map(str, self.pes))
         return f"Machine(pes={shape}, backend={self.backend_spec!r}, cost={self.cost.name!r})"
+
+    # ------------------------------------------------------------------ ranks
+
+    @property
+    def rank(self) -> int:
+        """This process's rank (0 on a one-process machine)."""
+        return 0 if self.ranks is None else self.ranks.rank
+
+    @property
+    def nranks(self) -> int:
+        """How many ranks the machine spans (1 on a one-process machine)."""
+        return 1 if self.ranks is None else self.ranks.size
+
+    @property
+    def is_root(self) -> bool:
+        """Whether this rank prints and writes the outputs (rank 0)."""
+        return self.rank == 0
+
+    def scatter(self, a: Any, *, root: int = 0):
+        """This rank's block of the global array ``a`` given on rank ``root``.
+
+        Blocks are contiguous along the first axis, in rank order, the first
+        ``len(a) % nranks`` ranks holding one row more. Only ``root`` needs ``a``; on a
+        one-process machine this is :meth:`asarray`. Collective.
+
+        Examples
+        --------
+        >>> m = Machine(backend="numpy")
+        >>> m.scatter([1, 2, 3])
+        array([1, 2, 3])
+        """
+        if self.ranks is None:
+            return self.asarray(a)
+        host = None if a is None else self.asnumpy(self.asarray(a))
+        return self.asarray(self.ranks.scatter(host, root=root))
+
+    def gather(self, x: Any, *, root: int | None = 0) -> np.ndarray | None:
+        """The global array (on the host) whose blocks the ranks hold in ``x``.
+
+        Returned on ``root`` and None on the other ranks, or on every rank with
+        ``root=None``; on a one-process machine this is :meth:`asnumpy`. Collective.
+
+        Examples
+        --------
+        >>> m = Machine(backend="numpy")
+        >>> m.gather(m.asarray([1, 2, 3]))
+        array([1, 2, 3])
+        """
+        if self.ranks is None:
+            return self.asnumpy(x)
+        return self.ranks.gather(self.asnumpy(x), root=root)
+
+    def _communicated(self, messages: int, nbytes: int, seconds: float) -> None:
+        """Account one collective of the MPI layer to the current phase."""
+        entry = self._phases.get(self._path)
+        if entry is None:
+            entry = self._phases[self._path] = PhaseStats()
+        for target in (entry, *self._open):
+            target.messages += messages
+            target.message_bytes += nbytes
+            target.comm_wall += seconds
 
     # ------------------------------------------------------------------ arrays and clocks
 

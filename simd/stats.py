@@ -95,6 +95,11 @@ class PhaseRecord:
     bytes: int = 0
     cycles: float = 0.0
     interval: HostInterval | DeviceInterval | None = field(default=None, repr=False)
+    #: MPI messages, their bytes and the wall seconds spent in them on this rank (a
+    #: machine spread over ranks; zero otherwise).
+    messages: int = 0
+    message_bytes: int = 0
+    comm_wall: float = 0.0
 
     @property
     def wall(self) -> float:
@@ -109,6 +114,9 @@ class PhaseRecord:
             "bytes": self.bytes,
             "cycles": self.cycles,
             "wall_seconds": self.wall,
+            "messages": self.messages,
+            "message_bytes": self.message_bytes,
+            "comm_wall_seconds": self.comm_wall,
         }
 
 
@@ -126,6 +134,10 @@ class PhaseStats:
     cycles: float = 0.0
     wall: float = 0.0
     entries: int = 0
+    #: MPI messages, bytes and wall seconds in them (see :class:`PhaseRecord`).
+    messages: int = 0
+    message_bytes: int = 0
+    comm_wall: float = 0.0
 
     def add(self, other: PhaseStats) -> None:
         self.calls.update(other.calls)
@@ -133,6 +145,9 @@ class PhaseStats:
         self.cycles += other.cycles
         self.wall += other.wall
         self.entries += other.entries
+        self.messages += other.messages
+        self.message_bytes += other.message_bytes
+        self.comm_wall += other.comm_wall
 
     @classmethod
     def of(cls, records: Iterable[PhaseRecord]) -> PhaseStats:
@@ -152,6 +167,9 @@ class PhaseStats:
             total.cycles += r.cycles
             total.wall += r.wall
             total.entries += 1
+            total.messages += r.messages
+            total.message_bytes += r.message_bytes
+            total.comm_wall += r.comm_wall
         return total
 
     def to_dict(self, clock_hz: float = 0.0) -> dict[str, Any]:
@@ -163,6 +181,9 @@ class PhaseStats:
             "model_seconds": self.cycles / clock_hz if clock_hz else None,
             "wall_seconds": self.wall,
             "entries": self.entries,
+            "messages": self.messages,
+            "message_bytes": self.message_bytes,
+            "comm_wall_seconds": self.comm_wall,
         }
 
 
@@ -189,8 +210,11 @@ class Stats:
             total.calls.update(phase.calls)
             total.bytes += phase.bytes
             total.cycles += phase.cycles
+            total.messages += phase.messages
+            total.message_bytes += phase.message_bytes
             if "/" not in name:
                 total.wall += phase.wall
+                total.comm_wall += phase.comm_wall
         return total
 
     def __getitem__(self, name: str) -> PhaseStats:
@@ -210,6 +234,9 @@ class Stats:
             f"{'phase':<{name_width}}  {'model cycles':>14}  {'model s':>10}  {'wall s':>9}"
             f"  {'MB moved':>9}  calls"
         )
+        mpi = any(p.messages for _, p in rows)
+        if mpi:
+            header += "  (MPI: messages, MB, wall s)"
         lines = [f"machine: {self.machine}", header, "-" * len(header)]
         for name, p in rows:
             model_s = p.cycles / self.clock_hz if self.clock_hz else float("nan")
@@ -217,5 +244,10 @@ class Stats:
             lines.append(
                 f"{name:<{name_width}}  {p.cycles:>14.0f}  {model_s:>10.6f}  {p.wall:>9.4f}"
                 f"  {p.bytes / 1e6:>9.2f}  {calls}"
+                + (
+                    f"  (MPI: {p.messages}, {p.message_bytes / 1e6:.2f}, {p.comm_wall:.4f})"
+                    if mpi
+                    else ""
+                )
             )
         return "\n".join(lines)

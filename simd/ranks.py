@@ -1,0 +1,310 @@
+"""The MPI layer: one machine spread over the ranks of an MPI communicator.
+
+A machine made with ``Machine(..., comm=comm)`` holds, on every rank, that rank's block of
+each VP set: contiguous blocks along the first axis, in rank order. :class:`Ranks` is its
+link to the other ranks: the global layout (block offsets), the collectives the instructions
+need (every one timed and counted into the open phases), scatter and gather between a
+global array on one rank and the blocks, and errors that stay collective.
+
+Only this module imports ``mpi4py``, and only a machine given a communicator imports this
+module. Arrays cross MPI on the host (copied through host memory), or directly from the GPU
+where the MPI library is CUDA-aware (:func:`cuda_aware`).
+
+Examples
+--------
+>>> canonical_bounds(10, 4).tolist()
+[0, 3, 6, 8, 10]
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+__all__ = ["CollectiveError", "Ranks", "canonical_bounds", "cuda_aware", "mpi_library"]
+
+#: The MPI reduction of each machine operator (``copy`` and the segmented forms are folded
+#: on the host from gathered carries instead).
+MPI_OPS = {
+    "add": MPI.SUM,
+    "max": MPI.MAX,
+    "min": MPI.MIN,
+    "and": MPI.BAND,
+    "or": MPI.BOR,
+    "xor": MPI.BXOR,
+}
+
+
+class CollectiveError(RuntimeError):
+    """An error raised on another rank, raised here too so that no rank waits forever."""
+
+
+def canonical_bounds(n: int, nranks: int) -> np.ndarray:
+    """Block offsets of ``n`` elements split over ``nranks`` ranks (length ``nranks + 1``).
+
+    The first ``n % nranks`` ranks hold one element more, as ``numpy.array_split`` does.
+    This is the layout of every VP set the machine makes itself (``send(size=...)``,
+    ``pack``, ``scatter``).
+    """
+    base, extra = divmod(int(n), int(nranks))
+    sizes = np.full(nranks, base, dtype=np.int64)
+    sizes[:extra] += 1
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+def mpi_library() -> str:
+    """The MPI library's name and version (first line of ``MPI.Get_library_version()``)."""
+    return MPI.Get_library_version().strip().splitlines()[0].split(",")[0]
+
+
+def cuda_aware() -> bool:
+    """Whether the MPI library takes GPU buffers directly.
+
+    ``SIMD_MPI_CUDA_AWARE=1`` or ``0`` decides; otherwise Open MPI is asked through
+    ``ompi_info`` (``mpi_built_with_cuda_support``) and any other library is taken as not
+    CUDA-aware, so GPU arrays go through pinned host buffers (always correct, one copy
+    each way more).
+    """
+    forced = os.environ.get("SIMD_MPI_CUDA_AWARE", "")
+    if forced:
+        return forced not in ("0", "false", "no")
+    if "Open MPI" not in mpi_library():
+        return False
+    try:
+        out = subprocess.run(
+            ["ompi_info", "--parsable", "--all"], capture_output=True, text=True, timeout=30
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "mpi_built_with_cuda_support:value:true" in out
+
+
+class Ranks:
+    """The communicator of a machine spread over MPI ranks.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        Any intra-communicator; every rank of it must make the machine.
+    record : callable, optional
+        Called as ``record(messages, nbytes, seconds)`` after every collective (the
+        machine adds it to the open phases).
+
+    Notes
+    -----
+    Every method is collective: all ranks call it, in the same order.
+    """
+
+    def __init__(self, comm: Any, record: Callable[[int, int, float], None] | None = None):
+        if not isinstance(comm, MPI.Comm) or comm == MPI.COMM_NULL:
+            raise TypeError(f"comm must be an mpi4py communicator, got {comm!r}")
+        if comm.Is_inter():
+            raise TypeError("comm must be an intra-communicator, not an inter-communicator")
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self._record = record or (lambda messages, nbytes, seconds: None)
+        local = comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+        #: This rank's index among the ranks of its node (picks its GPU).
+        self.node_rank = local.Get_rank()
+        local.Free()
+
+    def __repr__(self) -> str:
+        return f"Ranks(rank={self.rank}, size={self.size})"
+
+    @property
+    def is_root(self) -> bool:
+        """Whether this is rank 0, the rank that prints and writes outputs."""
+        return self.rank == 0
+
+    # ---------------------------------------------------------------- accounting
+
+    @contextmanager
+    def _timed(self, messages: int, nbytes: int) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self._record(int(messages), int(nbytes), time.perf_counter() - start)
+
+    # ---------------------------------------------------------------- layouts
+
+    def bounds(self, n: int) -> np.ndarray:
+        """Canonical block offsets of a global VP set of ``n`` (no communication)."""
+        return canonical_bounds(n, self.size)
+
+    def offsets(self, local_n: int) -> np.ndarray:
+        """Block offsets (length ``size + 1``) of a VP set whose block here has ``local_n``
+        elements: one all-gather of the block sizes."""
+        sizes = self.allgather(int(local_n))
+        return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    # ---------------------------------------------------------------- collectives
+
+    def allgather(self, obj: Any) -> list:
+        """Every rank's ``obj`` (small Python objects), in rank order."""
+        with self._timed(self.size - 1, 64 * (self.size - 1)):
+            return self.comm.allgather(obj)
+
+    def allreduce(self, a: np.ndarray, op: str) -> np.ndarray:
+        """Elementwise reduction of a host array over the ranks with ``op`` (an operator of
+        :data:`MPI_OPS`); bool arrays are reduced as bytes."""
+        a = np.ascontiguousarray(a)
+        send = a.view(np.uint8) if a.dtype == np.bool_ else a
+        out = np.empty_like(send)
+        with self._timed(2 * (self.size - 1), 2 * send.nbytes * (self.size - 1)):
+            self.comm.Allreduce(send, out, op=MPI_OPS[op])
+        return out.view(np.bool_) if a.dtype == np.bool_ else out
+
+    def alltoallv(self, send: np.ndarray, send_counts: np.ndarray) -> np.ndarray:
+        """Exchange rows of ``send`` (host array, rows grouped by destination rank in rank
+        order, ``send_counts[r]`` rows for rank ``r``); returns the received rows grouped by
+        source rank in rank order."""
+        send = np.ascontiguousarray(send)
+        send_counts = np.asarray(send_counts, dtype=np.int64)
+        recv_counts = np.empty(self.size, dtype=np.int64)
+        row = int(np.prod(send.shape[1:], dtype=np.int64)) * send.dtype.itemsize
+        with self._timed(2 * (self.size - 1), 8 * self.size):
+            self.comm.Alltoall(send_counts, recv_counts)
+        recv = np.empty((int(recv_counts.sum()), *send.shape[1:]), dtype=send.dtype)
+        scount, rcount = send_counts * row, recv_counts * row
+        sdispl = np.concatenate([[0], np.cumsum(scount)[:-1]])
+        rdispl = np.concatenate([[0], np.cumsum(rcount)[:-1]])
+        others = np.arange(self.size) != self.rank
+        messages = int(np.count_nonzero(send_counts[others])) + int(
+            np.count_nonzero(recv_counts[others])
+        )
+        with self._timed(messages, int(scount[others].sum() + rcount[others].sum())):
+            self.comm.Alltoallv(
+                [send.view(np.uint8).reshape(-1), (scount, sdispl), MPI.BYTE],
+                [recv.view(np.uint8).reshape(-1), (rcount, rdispl), MPI.BYTE],
+            )
+        return recv
+
+    def sendrecv(
+        self,
+        send: np.ndarray | None,
+        dest: int | None,
+        source: int | None,
+        shape: tuple[int, ...],
+        dtype: Any,
+    ) -> np.ndarray | None:
+        """Send ``send`` to rank ``dest`` and receive an array of ``shape`` and ``dtype``
+        from rank ``source`` (either may be None: nothing sent or received)."""
+        dest_rank = MPI.PROC_NULL if dest is None else int(dest)
+        source_rank = MPI.PROC_NULL if source is None else int(source)
+        recv = None if source is None else np.empty(shape, dtype=dtype)
+        sbuf = None if send is None else np.ascontiguousarray(send)
+        nbytes = (0 if sbuf is None else sbuf.nbytes) + (0 if recv is None else recv.nbytes)
+        messages = (send is not None) + (source is not None)
+        with self._timed(messages, nbytes):
+            self.comm.Sendrecv(
+                [np.empty(0, np.uint8), MPI.BYTE] if sbuf is None else sbuf.view(np.uint8),
+                dest_rank,
+                recvbuf=[np.empty(0, np.uint8), MPI.BYTE] if recv is None else recv.view(np.uint8),
+                source=source_rank,
+            )
+        return recv
+
+    # ---------------------------------------------------------------- global arrays
+
+    def scatter(self, a: np.ndarray | None, *, root: int = 0) -> np.ndarray:
+        """This rank's block (canonical layout along axis 0) of ``a``, given on ``root``.
+
+        Only ``root`` needs ``a`` (others pass None); it must have at least one dimension.
+        """
+        header = None
+        if self.rank == root:
+            a = np.ascontiguousarray(a)
+            if a.ndim == 0:
+                header = ("error", "scatter needs an array with at least one dimension")
+            else:
+                header = (a.shape, a.dtype.str)
+        with self._timed(self.size - 1, 64 * (self.size - 1)):
+            header = self.comm.bcast(header, root=root)
+        if header[0] == "error":
+            raise ValueError(header[1])
+        shape, dtype = tuple(header[0]), np.dtype(header[1])
+        bounds = self.bounds(shape[0])
+        row = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+        counts = np.diff(bounds) * row
+        out = np.empty((int(bounds[self.rank + 1] - bounds[self.rank]), *shape[1:]), dtype)
+        send = None
+        if self.rank == root:
+            send = [a.view(np.uint8).reshape(-1), (counts, bounds[:-1] * row), MPI.BYTE]
+        with self._timed(self.size - 1 if self.rank == root else 1, out.nbytes):
+            self.comm.Scatterv(send, out.view(np.uint8).reshape(-1), root=root)
+        return out
+
+    def gather(self, block: np.ndarray, *, root: int | None = 0) -> np.ndarray | None:
+        """The global array whose blocks (along axis 0, in rank order) the ranks hold.
+
+        Returned on ``root`` (None elsewhere), or on every rank with ``root=None``. The
+        blocks must agree in dtype and in every axis but the first.
+        """
+        block = np.ascontiguousarray(block)
+        tails = self.allgather(
+            (block.shape[1:], block.dtype.str, block.shape[0] if block.ndim else -1)
+        )
+        if any(t[2] < 0 for t in tails):
+            raise ValueError("gather needs arrays with at least one dimension on every rank")
+        if len({(t[0], t[1]) for t in tails}) != 1:
+            raise ValueError(
+                "gather: the ranks' blocks differ in dtype or trailing shape: "
+                + "; ".join(f"rank {r}: {t[1]} {t[0]}" for r, t in enumerate(tails))
+            )
+        rows = np.array([t[2] for t in tails], dtype=np.int64)
+        row = int(np.prod(block.shape[1:], dtype=np.int64)) * block.dtype.itemsize
+        counts = rows * row
+        displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        shape = (int(rows.sum()), *block.shape[1:])
+        mine = block.view(np.uint8).reshape(-1)
+        if root is None:
+            out = np.empty(shape, block.dtype)
+            with self._timed(2 * (self.size - 1), int(counts.sum())):
+                self.comm.Allgatherv(
+                    mine, [out.view(np.uint8).reshape(-1), (counts, displs), MPI.BYTE]
+                )
+            return out
+        out = np.empty(shape, block.dtype) if self.rank == root else None
+        recv = None if out is None else [out.view(np.uint8).reshape(-1), (counts, displs), MPI.BYTE]
+        with self._timed(self.size - 1 if self.rank == root else 1, block.nbytes):
+            self.comm.Gatherv(mine, recv, root=root)
+        return out
+
+    # ---------------------------------------------------------------- errors
+
+    def agree(self, error: BaseException | None) -> None:
+        """Raise on every rank if ``error`` is not None on any rank (collective).
+
+        The rank that failed raises its own exception; the others raise the same type with
+        the same message (prefixed by the failing rank) where the type can be made from a
+        message, else :class:`CollectiveError`.
+        """
+        failures = self.allgather(None if error is None else (type(error), str(error)))
+        if error is not None:
+            raise error
+        for rank, failure in enumerate(failures):
+            if failure is not None:
+                kind, message = failure
+                try:
+                    exc = kind(f"(rank {rank}) {message}")
+                except Exception:  # an exception type that needs other arguments
+                    exc = CollectiveError(f"rank {rank}: {kind.__name__}: {message}")
+                raise exc
+
+    @contextmanager
+    def collective_errors(self) -> Iterator[None]:
+        """Run the block (local work only, no collectives inside) on every rank; if it
+        raised on any rank, raise on all (see :meth:`agree`)."""
+        error = None
+        try:
+            yield
+        except Exception as exc:  # re-raised on this rank by agree()
+            error = exc
+        self.agree(error)

