@@ -95,6 +95,12 @@ def _info(args: argparse.Namespace) -> int:
     print(f"gpu     : {env['gpu'] or 'none (' + env['gpu_unavailable_reason'] + ')'}")
     print(f"cpu     : {env['cpu']} ({env['cpu_count']} cores)")
     print(f"python  : {env['python']} on {env['platform']}")
+    mpi = env["mpi"]
+    if mpi["installed"]:
+        how = "GPU buffers directly" if mpi["cuda_aware"] else "GPU arrays through host buffers"
+        print(f"mpi     : {mpi['library']}, {how}; {mpi['ranks']} rank(s) in this launch")
+    else:
+        print("mpi     : none (pip install 'simd-emu[mpi]' to run on several ranks)")
     for name, version in env["versions"].items():
         print(f"  {name:<14} {version or '-'}")
     from kernels.registry import registered

@@ -4,6 +4,7 @@ and the JSON of every benchmark)."""
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import os
 import platform
 import sys
@@ -16,6 +17,7 @@ _PACKAGES = (
     "simd-emu",
     "numpy",
     "numba",
+    "mpi4py",
     "numba-cuda",
     "cupy-cuda13x",
     "cuda-bindings",
@@ -85,4 +87,23 @@ def environment() -> dict:
         "versions": _versions(),
         "hostname": platform.node(),
         "SIMD_BACKEND": os.environ.get("SIMD_BACKEND"),
+        "mpi": _mpi(),
+    }
+
+
+def _mpi() -> dict:
+    """The MPI layer: mpi4py's version, the MPI library, whether it takes GPU buffers
+    directly (CUDA-aware) and the ranks of this launch; ``installed: False`` without
+    mpi4py (``pip install 'simd-emu[mpi]'``)."""
+    from simd.launch import launched_ranks
+
+    if importlib.util.find_spec("mpi4py") is None:
+        return {"installed": False, "ranks": launched_ranks()}
+    from simd.ranks import cuda_aware, mpi_library
+
+    return {
+        "installed": True,
+        "library": mpi_library(),
+        "cuda_aware": cuda_aware(),
+        "ranks": launched_ranks(),
     }

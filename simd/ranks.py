@@ -68,7 +68,7 @@ def cuda_aware() -> bool:
     """Whether the MPI library takes GPU buffers directly.
 
     ``SIMD_MPI_CUDA_AWARE=1`` or ``0`` decides; otherwise Open MPI is asked through
-    ``ompi_info`` (``mpi_built_with_cuda_support``) and any other library is taken as not
+    ``ompi_info`` (``opal_built_with_cuda_support``) and any other library is taken as not
     CUDA-aware, so GPU arrays go through pinned host buffers (always correct, one copy
     each way more).
     """
@@ -83,7 +83,8 @@ def cuda_aware() -> bool:
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return False
-    return "mpi_built_with_cuda_support:value:true" in out
+    # Open MPI 5 names it opal_built_with_cuda_support (mpi_built_with_... is a synonym).
+    return "_built_with_cuda_support:value:true" in out
 
 
 class Ranks:

@@ -1,0 +1,53 @@
+"""Whether this process was started by ``mpiexec``, and the communicator if so.
+
+``mpiexec -n N simd-emu render ...`` runs the command on N ranks with no extra flag: the
+commands make their machine with ``Machine(..., comm=world())``. :func:`world` imports
+``mpi4py`` only when the launcher's environment says there are ranks, so a plain run never
+loads MPI, and ``-n 1`` behaves exactly as a plain run (no communicator at all).
+
+Examples
+--------
+>>> launched_ranks({"OMPI_COMM_WORLD_SIZE": "4"})
+4
+>>> launched_ranks({})
+1
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["launched_ranks", "world"]
+
+#: Environment variables in which launchers (Open MPI, MPICH/Hydra, PMIx, Slurm's srun,
+#: Intel MPI) put the number of ranks of the job.
+_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS")
+
+
+def launched_ranks(environ: Mapping[str, str] | None = None) -> int:
+    """How many ranks the launcher started (1 when not started by ``mpiexec``)."""
+    environ = os.environ if environ is None else environ
+    for name in _SIZE_VARIABLES:
+        value = environ.get(name, "")
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return 1
+
+
+def world() -> Any:
+    """``MPI.COMM_WORLD`` when running on more than one rank, else None.
+
+    Raises a one-line ``RuntimeError`` naming the fix when ``mpiexec`` started several
+    ranks but ``mpi4py`` is missing (each rank would otherwise run the whole job alone).
+    """
+    if launched_ranks() <= 1:
+        return None
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise RuntimeError(
+            "started on several MPI ranks but mpi4py is not installed: pip install 'simd-emu[mpi]'"
+        ) from None
+    return MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
