@@ -27,6 +27,7 @@ SCRIPTS = {
     "opengl_agreement": ("measure", "opengl_agreement-quick.json"),
     "render_speed": ("measure", "render_speed-quick.json"),
     "gpu_budget": ("measure", "gpu_budget-quick.json"),
+    "scaling": ("measure", "scaling-quick.json"),
 }
 
 
