@@ -13,7 +13,6 @@ from diffusion.dense import DiffusionStabilityWarning
 from simd import Machine
 
 
-
 def abort(*exc_info):
     """A failed check on one rank ends every rank (the others would wait for it)."""
     sys.__excepthook__(*exc_info)
@@ -118,9 +117,7 @@ block = np.ones((2, 3), np.float32)
 bad = block.copy()
 bad[0, 0] = np.nan
 last = m.nranks - 1
-fails_everywhere(
-    lambda: anisotropic_diffusion(bad if m.rank == last else block, machine=m), "NaN"
-)
+fails_everywhere(lambda: anisotropic_diffusion(bad if m.rank == last else block, machine=m), "NaN")
 fails_everywhere(
     lambda: anisotropic_diffusion(block, niter=-1 if m.rank == last else 2, machine=m), "niter"
 )
@@ -144,4 +141,9 @@ if m.nranks > 1:
 fails_everywhere(
     lambda: anisotropic_diffusion(np.zeros((0, 3), np.float32), machine=m), "image is empty"
 )
+if m.nranks > 1:
+    # The PE-mesh path does not span ranks yet: a clear error on every rank, no hang.
+    from diffusion import mesh_diffusion
+
+    fails_everywhere(lambda: mesh_diffusion(block, machine=m), "mesh diffusion across ranks")
 print("ok", m.rank, checked)
