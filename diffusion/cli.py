@@ -6,7 +6,7 @@ one line (what was written, the model and wall times). --compare also runs it wi
 balancing and prints the ratios; --verbose prints the per-run tables. The result has the
 input's value type (TIFF, NPY) or its DICOM tags and rescaling; PNG is 8-bit.
 
-Launched as ``mpiexec -n N simd-emu diffuse ...`` it runs the dense path (every point
+Launched as "mpiexec -n N simd-emu diffuse ..." it runs the dense path (every point
 every iteration, the same result bit for bit) with the image's rows split across the N
 ranks; rank 0 reads the input, prints and writes the outputs.
 """
