@@ -5,6 +5,10 @@ Runs the diffusion once, balancing every few iterations, writes the result and p
 one line (what was written, the model and wall times). --compare also runs it without
 balancing and prints the ratios; --verbose prints the per-run tables. The result has the
 input's value type (TIFF, NPY) or its DICOM tags and rescaling; PNG is 8-bit.
+
+Launched as "mpiexec -n N simd-emu diffuse ..." it runs the dense path (every point
+every iteration, the same result bit for bit) with the image's rows split across the N
+ranks; rank 0 reads the input, prints and writes the outputs.
 """
 
 from __future__ import annotations
@@ -21,6 +25,19 @@ __all__ = ["register", "run"]
 
 #: Packages the command imports, by the extra that installs them (checked by simd.cli).
 REQUIRES = {"data": ("skimage", "imageio", "PIL", "pydicom", "tqdm", "matplotlib")}
+
+
+#: The options of the PE-mesh path and their defaults: one set otherwise selects the mesh.
+MESH_OPTIONS = {
+    "pes": (64, 64),
+    "buffer": None,
+    "every": 5,
+    "axes": "both",
+    "unlimited": False,
+    "compare": False,
+    "plot_load": None,
+    "activity_map": None,
+}
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -94,7 +111,7 @@ def register(subparsers: Any) -> None:
         "--pes",
         type=int,
         nargs=2,
-        default=(64, 64),
+        default=MESH_OPTIONS["pes"],
         metavar=("R", "C"),
         help="grid of processors (PEs), R rows by C columns (default: 64 64, the MasPar MP-1)",
     )
@@ -107,12 +124,15 @@ def register(subparsers: Any) -> None:
         help="points each PE can hold, per side (default: twice its share of the image)",
     )
     p.add_argument(
-        "--every", type=int, default=5, help="balance every this many iterations (0: never)"
+        "--every",
+        type=int,
+        default=MESH_OPTIONS["every"],
+        help="balance every this many iterations (0: never)",
     )
     p.add_argument(
         "--axes",
         choices=("both", "rows", "cols"),
-        default="both",
+        default=MESH_OPTIONS["axes"],
         help="balance along both grid dimensions or one",
     )
     p.add_argument(
@@ -141,6 +161,14 @@ def register(subparsers: Any) -> None:
         default="auto",
         help="array library the machine runs on (auto: CuPy where a GPU works)",
     )
+    p.add_argument(
+        "--method",
+        choices=("auto", "mesh", "dense"),
+        default="auto",
+        help="mesh: the PE mesh with balancing; dense: every point every iteration, the "
+        "rows split across the ranks under mpiexec (the same result); auto: the mesh on "
+        "one process, dense across ranks",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="print the per-run tables")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
@@ -162,9 +190,20 @@ def run(args: argparse.Namespace) -> int:
     """Execute ``simd-emu diffuse``; returns the exit status (2 on bad input)."""
     from diffusion.dense import DiffusionStabilityWarning
     from simd.errors import SimdError
+    from simd.launch import world
 
     if args.mesh is not None:
         return _fail("--mesh R C is renamed --pes R C (--mesh names a mesh file elsewhere)")
+    try:
+        comm = world()
+        dense = _dense_selected(args, comm)
+    except (RuntimeError, ValueError) as exc:
+        # Every rank has the same arguments and reaches the same verdict: rank 0 says it.
+        return _fail(exc, quiet=comm_rank() > 0)
+    if dense:
+        from diffusion.cli_dense import run_dense
+
+        return run_dense(args, comm)
     try:
         source = _read_input(args)  # every output is checked before this reads anything
     except (OSError, ValueError) as exc:
@@ -221,6 +260,41 @@ def _read_input(args: argparse.Namespace) -> Any:
     if output.suffix.lower() == ".dcm":
         check_dicom_output(source)
     return source
+
+
+def comm_rank() -> int:
+    """This process's MPI rank as the launcher set it (0 when not under ``mpiexec``), known
+    without MPI, for errors found before any communicator exists."""
+    import os
+
+    for name in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 0
+
+
+def _dense_selected(args: argparse.Namespace, comm: Any) -> bool:
+    """Whether ``--method`` (and the process count, for auto) selects the dense path;
+    ValueError where the options ask for the mesh where it cannot run."""
+    given = [
+        "--" + name.replace("_", "-")
+        for name, default in MESH_OPTIONS.items()
+        if getattr(args, name) != default and not (name == "pes" and tuple(args.pes) == default)
+    ]
+    ranks = "" if comm is None else f" ({comm.Get_size()} MPI ranks)"
+    if args.method == "mesh" and comm is not None:
+        raise ValueError(
+            f"the PE-mesh path (--method mesh) does not span MPI ranks yet{ranks}: run it "
+            "on one process, or --method dense on several"
+        )
+    if args.method == "dense" and given:
+        raise ValueError(f"{', '.join(given)}: for the PE-mesh path only, not --method dense")
+    if args.method == "auto" and comm is not None and given:
+        raise ValueError(
+            f"{', '.join(given)}: for the PE-mesh path, which does not span MPI ranks yet"
+            f"{ranks}; run on one process, or leave them out for the dense path"
+        )
+    return args.method == "dense" or comm is not None
 
 
 def _balancing_hint(shape: tuple[int, ...], args: argparse.Namespace) -> str | None:
@@ -398,8 +472,10 @@ def _mesh(m: Any) -> str:
     return f"{m.pes[0]} x {m.pes[1]} PEs"
 
 
-def _fail(problem: object) -> int:
-    print(f"simd-emu diffuse: {problem}", file=sys.stderr)
+def _fail(problem: object, *, quiet: bool = False) -> int:
+    """Print the one line of error (unless ``quiet``: another rank says it); returns 2."""
+    if not quiet:
+        print(f"simd-emu diffuse: {problem}", file=sys.stderr)
     return 2
 
 

@@ -64,8 +64,11 @@ def array_module(image: Any) -> Any:
     return np
 
 
-def check_image(image: Any, *, ndims: tuple[int, ...] = (2, 3)) -> tuple[Any, Any]:
-    """Validate ``image`` and return ``(xp, float32 copy)``."""
+def check_image(
+    image: Any, *, ndims: tuple[int, ...] = (2, 3), allow_empty: bool = False
+) -> tuple[Any, Any]:
+    """Validate ``image`` and return ``(xp, float32 copy)`` (``allow_empty``: a rank's
+    block may be empty; the whole image is checked by the caller)."""
     xp = array_module(image)
     if xp is np:
         image = np.asarray(image)
@@ -74,7 +77,7 @@ def check_image(image: Any, *, ndims: tuple[int, ...] = (2, 3)) -> tuple[Any, An
     if image.ndim not in ndims:
         want = " or ".join(f"{d}-D" for d in ndims)
         raise ValueError(f"image must be {want}, got {image.ndim}-D with shape {image.shape}")
-    if image.size == 0:
+    if image.size == 0 and not allow_empty:
         raise ValueError(f"image is empty (shape {image.shape})")
     out = xp.array(image, dtype=np.float32, copy=True)
     if not bool(xp.isfinite(out).all()):
@@ -242,6 +245,7 @@ def anisotropic_diffusion(
     epsilon: float = 0.0,
     freeze: bool = False,
     return_info: bool = False,
+    machine: Any = None,
 ) -> Any:
     """Edge-directed (Perona-Malik) anisotropic diffusion, medpy-compatible.
 
@@ -268,6 +272,12 @@ def anisotropic_diffusion(
         With ``epsilon``, a point that once falls below it stays frozen for good.
     return_info : bool
         Also return a :class:`DiffusionInfo`.
+    machine : simd.Machine, optional
+        A machine spread over MPI ranks (``Machine(comm=...)``): ``image`` is then this
+        rank's block of rows (along axis 0, any layout, e.g. from ``machine.scatter``),
+        each iteration exchanges one face row with the neighbour ranks, and the result is
+        this rank's rows of the one-rank result, bit for bit; the info is global
+        (:mod:`diffusion.blocks`). Collective. Ignored on a one-process machine.
 
     Returns
     -------
@@ -302,6 +312,21 @@ def anisotropic_diffusion(
     >>> info.converged, info.iterations < 50
     (True, True)
     """
+    if getattr(machine, "ranks", None) is not None:
+        from diffusion.blocks import block_anisotropic_diffusion
+
+        return block_anisotropic_diffusion(
+            image,
+            niter,
+            kappa,
+            gamma,
+            voxelspacing,
+            option,
+            epsilon=epsilon,
+            freeze=freeze,
+            return_info=return_info,
+            machine=machine,
+        )
     xp, out = check_image(image)
     niter = check_parameters(niter, kappa, gamma, option, epsilon)
     spacing = check_spacing(voxelspacing, out.ndim, "voxelspacing")
@@ -352,18 +377,105 @@ def anisotropic_diffusion(
 # ------------------------------------------------------------------------- ITK
 
 
-def _average_gradient_squared(xp: Any, x: Any, scale: tuple[float, ...]) -> float:
-    """ITK's ``CalculateAverageGradientMagnitudeSquared``: mean over the points of the sum
-    over axes of the squared central difference (zero-flux border), in float64."""
-    p = xp.pad(x, 1, mode="edge")
-    acc = 0.0
-    k = x.ndim
+def gradient_row_sums(xp: Any, p: Any, scale: tuple[float, ...], rows: slice) -> np.ndarray:
+    """Per axis and per row (of ``rows``, along axis 0), the sum of the squared central
+    differences (float64, host array of shape ``(ndim, len(rows))``); ``p`` is the image
+    padded by one point on every side.
+
+    The mean squared gradient sums these row sums in row order (:func:`mean_of_row_sums`):
+    a row is never split between ranks, so one rank and many give the same bits.
+    """
+    k = p.ndim
+    sums = []
     for axis in range(k):
         plus = tuple(slice(2, None) if a == axis else slice(1, -1) for a in range(k))
         minus = tuple(slice(None, -2) if a == axis else slice(1, -1) for a in range(k))
-        v = (p[plus] - p[minus]) / -2.0 * scale[axis]
-        acc += float((v * v).sum())
-    return acc / x.size
+        v = ((p[plus] - p[minus]) / -2.0 * scale[axis])[rows]
+        sums.append((v * v).reshape(v.shape[0], -1).sum(axis=1))
+    out = xp.stack(sums)
+    return out if xp is np else xp.asnumpy(out)
+
+
+def mean_of_row_sums(sums: np.ndarray, size: int) -> float:
+    """ITK's ``CalculateAverageGradientMagnitudeSquared`` from :func:`gradient_row_sums`
+    of every row in order: the mean over the points of the sum over axes."""
+    acc = 0.0
+    for axis_sums in sums:
+        acc += float(np.sum(np.ascontiguousarray(axis_sums)))
+    return acc / size
+
+
+def itk_conductance(avg: float, conductance: float) -> float:
+    """ITK's ``m_K`` from the mean squared gradient, kept in the pixel type as ITK does."""
+    return float(np.float32(avg * conductance * conductance * -2.0))
+
+
+def itk_delta(xp: Any, x: Any, p: Any, big_k: float, scale: tuple[float, ...]) -> Any:
+    """ITK's update (float64, before the time step) of ``x``, ``p`` being ``x`` padded by
+    one point on every side (by replication at the image border)."""
+    k = x.ndim
+
+    def at(offset: dict[int, int]) -> Any:
+        return p[
+            tuple(slice(1 + offset.get(a, 0), p.shape[a] - 1 + offset.get(a, 0)) for a in range(k))
+        ]
+
+    central = [(at({a: 1}) - at({a: -1})) / 2.0 * scale[a] for a in range(k)]
+    delta = xp.zeros_like(x)
+    for i in range(k):
+        fwd = (at({i: 1}) - x) * scale[i]
+        bwd = (x - at({i: -1})) * scale[i]
+        acc = xp.zeros_like(x)
+        acc_d = xp.zeros_like(x)
+        for j in range(k):
+            if j == i:
+                continue
+            aug = (at({i: 1, j: 1}) - at({i: 1, j: -1})) / 2.0 * scale[j]
+            dim = (at({i: -1, j: 1}) - at({i: -1, j: -1})) / 2.0 * scale[j]
+            acc += 0.25 * (central[j] + aug) ** 2
+            acc_d += 0.25 * (central[j] + dim) ** 2
+        if big_k == 0.0:
+            continue  # ITK: zero conductance everywhere
+        cx = xp.exp((fwd**2 + acc) / big_k)
+        cxd = xp.exp((bwd**2 + acc_d) / big_k)
+        delta += fwd * cx - bwd * cxd
+    return delta
+
+
+def check_itk_parameters(
+    time_step: Any, conductance: Any, interval: Any, niter: Any, spacing: Any, k: int
+) -> tuple[int, int, tuple[float, ...]]:
+    """Validate ITK's parameters; returns ``(interval, niter, spacing)``."""
+    if not (
+        isinstance(time_step, int | float | np.number)
+        and time_step > 0
+        and math.isfinite(time_step)
+    ):
+        raise ValueError(f"time_step must be a positive finite number, got {time_step!r}")
+    if not (
+        isinstance(conductance, int | float | np.number)
+        and math.isfinite(conductance)
+        and conductance > 0
+    ):
+        raise ValueError(f"conductance must be a positive finite number, got {conductance!r}")
+    if isinstance(interval, bool) or not isinstance(interval, int | np.integer) or interval < 1:
+        raise ValueError(
+            f"conductance_scaling_update_interval must be a positive integer, got {interval!r}"
+        )
+    if isinstance(niter, bool) or not isinstance(niter, int | np.integer) or niter < 0:
+        raise ValueError(f"number_of_iterations must be a non-negative integer, got {niter!r}")
+    return int(interval), int(niter), check_spacing(spacing, k, "spacing")
+
+
+def warn_itk_unstable(time_step: float, spacing: tuple[float, ...], stacklevel: int) -> None:
+    limit = min(spacing) / 2.0 ** (len(spacing) + 1)
+    if time_step > limit:
+        warnings.warn(
+            f"time_step={time_step} is past ITK's stability limit {limit:.4g} "
+            f"(min spacing / 2^(ndim+1)): the result may oscillate",
+            DiffusionStabilityWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def gradient_anisotropic_diffusion(
@@ -373,6 +485,8 @@ def gradient_anisotropic_diffusion(
     conductance_scaling_update_interval: int = 1,
     number_of_iterations: int = 5,
     spacing: Any = None,
+    *,
+    machine: Any = None,
 ) -> Any:
     """ITK's gradient anisotropic diffusion (``sitk.GradientAnisotropicDiffusion``).
 
@@ -392,6 +506,11 @@ def gradient_anisotropic_diffusion(
         Iterations to run.
     spacing : sequence of float, optional
         Pixel spacing per axis (NumPy axis order); differences are divided by it.
+    machine : simd.Machine, optional
+        A machine spread over MPI ranks (``Machine(comm=...)``): ``image`` is then this
+        rank's block of rows (along axis 0, any layout, e.g. from ``machine.scatter``)
+        and so is the result, equal bit for bit to the one-rank result's rows
+        (:mod:`diffusion.blocks`). Collective. Ignored on a one-process machine.
 
     Returns
     -------
@@ -409,7 +528,8 @@ def gradient_anisotropic_diffusion(
     "transverse" term of ``GradientNDAnisotropicDiffusionFunction``). As in ITK, the
     update is computed in double, rounded to float32, multiplied by the time step and
     added in float32; the border extends by replication (zero-flux Neumann). A constant
-    image (mean squared gradient 0) is left as it is.
+    image (mean squared gradient 0) is left as it is. The mean squared gradient adds the
+    per-row sums in row order, so that any number of ranks gives the same bits.
 
     Examples
     --------
@@ -419,73 +539,38 @@ def gradient_anisotropic_diffusion(
     >>> out.dtype, bool(out[1, 1] < 8), float(out.sum()) == 8.0
     (dtype('float32'), True, True)
     """
+    if getattr(machine, "ranks", None) is not None:
+        from diffusion.blocks import block_gradient_anisotropic_diffusion
+
+        return block_gradient_anisotropic_diffusion(
+            image,
+            time_step,
+            conductance,
+            conductance_scaling_update_interval,
+            number_of_iterations,
+            spacing,
+            machine=machine,
+        )
     xp, out = check_image(image)
     k = out.ndim
-    if not (
-        isinstance(time_step, int | float | np.number)
-        and time_step > 0
-        and math.isfinite(time_step)
-    ):
-        raise ValueError(f"time_step must be a positive finite number, got {time_step!r}")
-    if not (
-        isinstance(conductance, int | float | np.number)
-        and math.isfinite(conductance)
-        and conductance > 0
-    ):
-        raise ValueError(f"conductance must be a positive finite number, got {conductance!r}")
-    interval = conductance_scaling_update_interval
-    if isinstance(interval, bool) or not isinstance(interval, int | np.integer) or interval < 1:
-        raise ValueError(
-            f"conductance_scaling_update_interval must be a positive integer, got {interval!r}"
-        )
-    niter = number_of_iterations
-    if isinstance(niter, bool) or not isinstance(niter, int | np.integer) or niter < 0:
-        raise ValueError(f"number_of_iterations must be a non-negative integer, got {niter!r}")
-    spacing = check_spacing(spacing, k, "spacing")
-    limit = min(spacing) / 2.0 ** (k + 1)
-    if time_step > limit:
-        warnings.warn(
-            f"time_step={time_step} is past ITK's stability limit {limit:.4g} "
-            f"(min spacing / 2^(ndim+1)): the result may oscillate",
-            DiffusionStabilityWarning,
-            stacklevel=2,
-        )
+    interval, niter, spacing = check_itk_parameters(
+        time_step,
+        conductance,
+        conductance_scaling_update_interval,
+        number_of_iterations,
+        spacing,
+        k,
+    )
+    warn_itk_unstable(time_step, spacing, stacklevel=2)
     scale = tuple(1.0 / s for s in spacing)
     big_k = 0.0
-    for it in range(int(niter)):
+    every = slice(None)
+    for it in range(niter):
         x = out.astype(np.float64)
-        if it % interval == 0:
-            avg = _average_gradient_squared(xp, x, scale)
-            # ITK keeps m_K in the pixel type.
-            big_k = float(np.float32(avg * conductance * conductance * -2.0))
         p = xp.pad(x, 1, mode="edge")
-
-        def at(offset: dict[int, int], p=p) -> Any:
-            return p[
-                tuple(
-                    slice(1 + offset.get(a, 0), p.shape[a] - 1 + offset.get(a, 0)) for a in range(k)
-                )
-            ]
-
-        central = [(at({a: 1}) - at({a: -1})) / 2.0 * scale[a] for a in range(k)]
-        delta = xp.zeros_like(x)
-        for i in range(k):
-            fwd = (at({i: 1}) - x) * scale[i]
-            bwd = (x - at({i: -1})) * scale[i]
-            acc = xp.zeros_like(x)
-            acc_d = xp.zeros_like(x)
-            for j in range(k):
-                if j == i:
-                    continue
-                aug = (at({i: 1, j: 1}) - at({i: 1, j: -1})) / 2.0 * scale[j]
-                dim = (at({i: -1, j: 1}) - at({i: -1, j: -1})) / 2.0 * scale[j]
-                acc += 0.25 * (central[j] + aug) ** 2
-                acc_d += 0.25 * (central[j] + dim) ** 2
-            if big_k == 0.0:
-                continue  # ITK: zero conductance everywhere
-            cx = xp.exp((fwd**2 + acc) / big_k)
-            cxd = xp.exp((bwd**2 + acc_d) / big_k)
-            delta += fwd * cx - bwd * cxd
-        update = delta.astype(np.float32)
+        if it % interval == 0:
+            avg = mean_of_row_sums(gradient_row_sums(xp, p, scale, every), out.size)
+            big_k = itk_conductance(avg, conductance)
+        update = itk_delta(xp, x, p, big_k, scale).astype(np.float32)
         out = out + (update.astype(np.float64) * float(time_step)).astype(np.float32)
     return out

@@ -217,7 +217,9 @@ def mesh_diffusion(
         As in :func:`diffusion.anisotropic_diffusion`.
     machine : simd.Machine, optional
         The machine to run on; its ``pes`` is the mesh. Default: a new
-        ``Machine(pes=mesh, backend=backend)``.
+        ``Machine(pes=mesh, backend=backend)``. Not yet a machine spread over several
+        MPI ranks (ValueError): the dense path spans ranks
+        (``anisotropic_diffusion(block, ..., machine=machine)``).
     mesh : (int, int)
         PE mesh shape when no machine is given (64 x 64 is the MasPar MP-1).
     buffer : int, optional
@@ -254,6 +256,13 @@ def mesh_diffusion(
     >>> bool(np.array_equal(res.image, ref))
     True
     """
+    if getattr(machine, "ranks", None) is not None and machine.nranks > 1:
+        # Every rank reaches this alike (no communication), so none waits for another.
+        raise ValueError(
+            "mesh diffusion across ranks needs the machine's instructions (shift, scan, "
+            "send, get) to span ranks, which they do not yet: use the dense path, "
+            "anisotropic_diffusion(block, ..., machine=machine)"
+        )
     xp_in, img = check_image(image, ndims=(2,))
     niter = check_parameters(niter, kappa, gamma, option, epsilon)
     spacing = check_spacing(voxelspacing, 2, "voxelspacing")

@@ -212,6 +212,49 @@ class Ranks:
             )
         return recv
 
+    def exchange_faces(
+        self, block: Any, width: int, *, rows: Any = None, to_host: Callable = np.asarray
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The ``width`` ghost rows that border ``block`` below and above, from the
+        neighbour blocks: ``(ghost_below, ghost_above)``, host arrays, or None at the
+        global border (there the caller's own boundary rule applies, as on one rank).
+
+        The neighbours are the nearest ranks below and above that hold rows: empty blocks
+        are skipped, so any layout works, more ranks than rows included. ``block`` may be
+        a GPU array: only its faces cross, through ``to_host``. ``rows``, the rows per
+        rank (``numpy.diff`` of :meth:`offsets`), saves an all-gather when given.
+        Collective. Raises ValueError on every rank alike when a non-empty block is
+        thinner than ``width`` (its ghost rows would need a block beyond the neighbour).
+
+        Examples
+        --------
+        On ranks 0 and 1 holding rows ``[0, 1]`` and ``[2, 3, 4]`` of ``arange(5)``, rank 0
+        gets ``(None, [2])`` and rank 1 ``([1], None)`` with ``width=1``.
+        """
+        width = int(width)
+        if rows is None:
+            rows = self.allgather(int(block.shape[0]))
+        rows = [int(r) for r in rows]
+        thin = [r for r, n in enumerate(rows) if 0 < n < width]
+        if thin:
+            raise ValueError(
+                f"a halo of {width} rows needs blocks of at least {width} rows, but rank "
+                f"{thin[0]} holds {rows[thin[0]]} (use fewer ranks)"
+            )
+        if rows[self.rank] == 0 or width == 0:
+            return None, None
+        holders = [r for r, n in enumerate(rows) if n > 0]
+        at = holders.index(self.rank)
+        below = holders[at - 1] if at > 0 else None
+        above = holders[at + 1] if at + 1 < len(holders) else None
+        face = (width, *block.shape[1:])
+        # Upward: my first rows go to the rank below; the rank above's first rows come in.
+        first = None if below is None else to_host(block[:width])
+        ghost_above = self.sendrecv(first, below, above, face, block.dtype)
+        last = None if above is None else to_host(block[-width:])
+        ghost_below = self.sendrecv(last, above, below, face, block.dtype)
+        return ghost_below, ghost_above
+
     # ---------------------------------------------------------------- global arrays
 
     def scatter(self, a: np.ndarray | None, *, root: int = 0) -> np.ndarray:

@@ -36,6 +36,27 @@ for bad in range(m.nranks):
     else:
         raise AssertionError("no error raised")
 
+# Face exchange: ghost rows from the nearest ranks holding rows (empty blocks skipped).
+for n in (1, 3, 10):
+    whole = np.arange(n * 2).reshape(n, 2)
+    lo, hi = m.ranks.bounds(n)[m.rank : m.rank + 2]
+    rows = np.diff(m.ranks.bounds(n))
+    for width in (1, 2):
+        try:
+            below, above = m.ranks.exchange_faces(whole[lo:hi], width)
+        except ValueError as err:
+            assert any(0 < r < width for r in rows) and "halo of" in str(err), err
+            continue
+        assert not any(0 < r < width for r in rows)
+        if hi == lo:
+            assert below is None and above is None
+            continue
+        want_below = whole[lo - width : lo] if lo > 0 else None
+        want_above = whole[hi : hi + width] if hi < n else None
+        for got, want in ((below, want_below), (above, want_above)):
+            assert (got is None) == (want is None), (n, width, got, want)
+            assert got is None or np.array_equal(got, want), (n, width, got, want)
+
 # Messages are counted into the phase.
 with m.phase("talk") as record:
     m.gather(np.arange(3), root=None)

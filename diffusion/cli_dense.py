@@ -1,0 +1,103 @@
+"""``simd-emu diffuse`` on the dense path, on one process or across MPI ranks.
+
+Under ``mpiexec -n N`` rank 0 reads the input and scatters its rows, every rank diffuses
+its block (:mod:`diffusion.blocks`), and rank 0 gathers the result, prints and writes the
+outputs; the other ranks print nothing. A bad input is reported once, by rank 0, and every
+rank exits with status 2 (the error is shared before anyone waits on a collective).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diffusion.cli import _fail, _read_input, _WarningPrinter
+
+__all__ = ["run_dense"]
+
+
+def run_dense(args: argparse.Namespace, comm: Any) -> int:
+    """The dense run of ``simd-emu diffuse`` on the ranks of ``comm`` (None: one process);
+    returns the exit status (2 on bad input, on every rank)."""
+    from diffusion.dense import DiffusionStabilityWarning, anisotropic_diffusion
+    from simd import Machine
+    from simd.errors import SimdError
+
+    errors: tuple[type[BaseException], ...] = (OSError, ValueError, SimdError)
+    machine = Machine(backend=args.backend, comm=comm)
+    if machine.ranks is not None:
+        from simd.ranks import CollectiveError
+
+        errors += (CollectiveError,)
+    root = machine.is_root
+    source = None
+    try:
+        if machine.ranks is None:
+            source = _read_input(args)
+        else:
+            with machine.ranks.collective_errors():
+                if root:
+                    source = _read_input(args)
+    except errors as exc:
+        return _fail(exc, quiet=not root)
+    block = machine.scatter(source.data if root else None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", DiffusionStabilityWarning)
+        warnings.showwarning = _WarningPrinter()
+        start = time.perf_counter()
+        try:
+            out, info = anisotropic_diffusion(
+                block,
+                niter=args.niter,
+                kappa=args.kappa,
+                gamma=args.gamma,
+                voxelspacing=args.spacing,
+                option=args.option,
+                epsilon=args.epsilon,
+                freeze=args.freeze,
+                return_info=True,
+                machine=machine,
+            )
+        except errors as exc:
+            return _fail(exc, quiet=not root)
+        wall = time.perf_counter() - start
+    image = machine.gather(out)
+    if root:
+        _write(source, image, info, wall, machine, args)
+    return 0
+
+
+def _write(
+    source: Any, image: np.ndarray, info: Any, wall: float, m: Any, args: argparse.Namespace
+) -> None:
+    """Write the result (as the mesh path does) and print the one line of result."""
+    from diffusion.images import save_image
+    from simd.outputs import announce_replace
+
+    where = f"{m.nranks} MPI ranks" if m.nranks > 1 else "one process"
+    if args.verbose:
+        name = args.image or f"built-in {args.builtin}"
+        print(f"image   : {name}, {image.shape[0]} x {image.shape[1]}")
+        print(f"machine : dense path on {where}, backend {m.backend}")
+        print(f"iterations: {info.iterations} (converged: {info.converged})")
+        if args.epsilon > 0 and info.active_fraction:
+            frac = info.active_fraction
+            print(
+                f"active fraction: first {frac[0]:.3f}, last {frac[-1]:.3f}, "
+                f"mean {sum(frac) / len(frac):.3f}"
+            )
+    dtype = np.float32 if args.float else source.dtype
+    announce_replace(args.output)
+    for note in save_image(args.output, image, dtype=dtype, dicom=source.dicom):
+        print(f"{args.output}: {note}")
+    h, w = image.shape
+    done = " (converged)" if info.converged else ""
+    print(
+        f"wrote {Path(args.output)}: {h} x {w}, {info.iterations} iterations{done}, "
+        f"dense path on {where}; wall {wall:.2f} s"
+    )
