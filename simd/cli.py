@@ -37,9 +37,11 @@ one source, ``pyproject.toml``, either way. Tests pass ``commands=`` to
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
+import io
 import json
 import sys
 from collections.abc import Mapping
@@ -87,6 +89,10 @@ def _source_tree_commands() -> dict[str, str]:
 
 
 def _info(args: argparse.Namespace) -> int:
+    from simd.launch import launched_rank
+
+    if launched_rank() != 0:  # under mpiexec, one report (rank 0's)
+        return 0
     env = environment()
     if args.json:
         print(json.dumps(env, indent=2))
@@ -223,8 +229,19 @@ def build_parser(commands: Mapping[str, str] | None = None) -> argparse.Argument
 
 
 def main(argv: list[str] | None = None, *, commands: Mapping[str, str] | None = None) -> int:
-    """Run the command line; returns the exit status (``commands``: see build_parser)."""
-    args = build_parser(commands).parse_args(argv)
+    """Run the command line; returns the exit status (``commands``: see build_parser).
+
+    Under ``mpiexec`` every rank parses the command line; only rank 0 prints a usage error
+    (the others exit with the same status silently), so a bad option is reported once.
+    """
+    from simd.launch import launched_rank
+
+    parser = build_parser(commands)
+    if launched_rank() == 0:
+        args = parser.parse_args(argv)
+    else:  # usage errors and --help exit through SystemExit, having printed nothing here
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            args = parser.parse_args(argv)
     command = getattr(args, _COMMAND, None) or f"simd-emu {args.command}"
     problem = missing_requirements(args.func, command)
     if problem is not None:

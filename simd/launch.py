@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["launched_ranks", "world"]
+__all__ = ["launched_rank", "launched_ranks", "world"]
 
 #: Environment variables in which launchers (Open MPI, MPICH/Hydra, PMIx, Slurm's srun,
 #: Intel MPI) put the number of ranks of the job.
@@ -34,6 +34,27 @@ def launched_ranks(environ: Mapping[str, str] | None = None) -> int:
         if value.isdigit() and int(value) > 0:
             return int(value)
     return 1
+
+
+#: Environment variables in which launchers put this process's rank.
+_RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MPI_LOCALRANKID")
+
+
+def launched_rank(environ: Mapping[str, str] | None = None) -> int:
+    """This process's rank as the launcher says (0 when not started by ``mpiexec``); read
+    without MPI, so that only rank 0 reports a bad command line.
+
+    Examples
+    --------
+    >>> launched_rank({"OMPI_COMM_WORLD_RANK": "2"}), launched_rank({})
+    (2, 0)
+    """
+    environ = os.environ if environ is None else environ
+    for name in _RANK_VARIABLES:
+        value = environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return 0
 
 
 def world() -> Any:
