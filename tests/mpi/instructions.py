@@ -17,7 +17,7 @@ import traceback
 import numpy as np
 from mpi4py import MPI
 
-from simd import XNET, CollisionError, Machine
+from simd import XNET, Machine
 
 comm = MPI.COMM_WORLD
 SEED, CASES = int(sys.argv[1]), int(sys.argv[2])
@@ -124,8 +124,10 @@ def scan_case():
     bounds = split(n)
     want = one_line.scan(x, op, axis=axis, **kw)
     got = line.scan(
-        block(x, bounds), op, axis=axis, **{k: block(v, bounds) if k in ("segments", "mask")
-                                             else v for k, v in kw.items()}
+        block(x, bounds),
+        op,
+        axis=axis,
+        **{k: block(v, bounds) if k in ("segments", "mask") else v for k, v in kw.items()},
     )
     same(got, block(want, bounds), f"scan {op} {dtype} {shape} axis={axis} {kw} {bounds}")
     tick("scan", line, one_line)
@@ -210,7 +212,11 @@ def send_case():
     if rng.random() < 0.5:  # a new array (canonical layout)
         want = one_line.send(msgs, dest, out_shape, combine=combine, mask=mask, fill=fill)
         got = line.send(
-            block(msgs, sb), block(dest, sb), out_shape, combine=combine, mask=block(mask, sb),
+            block(msgs, sb),
+            block(dest, sb),
+            out_shape,
+            combine=combine,
+            mask=block(mask, sb),
             fill=fill,
         )
         same(got, block(want, line.ranks.bounds(out_n)), f"send size= {combine} {dtype}")
@@ -219,8 +225,9 @@ def send_case():
         ob = split(out_n)
         mine = block(into, ob).copy()
         want = one_line.send(msgs, dest, combine=combine, mask=mask, into=into.copy())
-        got = line.send(block(msgs, sb), block(dest, sb), combine=combine, mask=block(mask, sb),
-                        into=mine)
+        got = line.send(
+            block(msgs, sb), block(dest, sb), combine=combine, mask=block(mask, sb), into=mine
+        )
         same(got, block(want, ob), f"send into= {combine} {dtype}")
     tick("send", line, one_line)
 
@@ -276,9 +283,7 @@ def halo_case():
     boundary = ["wrap", "zero", "edge", 2][rng.integers(4)]
     bounds = split(R)
     want = one_mesh.halo_exchange(tiles, heights, widths, width=width, boundary=boundary)
-    got = mesh.halo_exchange(
-        block(tiles, bounds), heights, widths, width=width, boundary=boundary
-    )
+    got = mesh.halo_exchange(block(tiles, bounds), heights, widths, width=width, boundary=boundary)
     same(got, block(want, bounds), f"halo {R}x{C} {BH}x{BW} w={width} {boundary} {bounds}")
     tick("halo_exchange", mesh, one_mesh)
 

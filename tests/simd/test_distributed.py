@@ -13,7 +13,7 @@ import pytest
 
 from tests.mpi_support import run_ranks
 
-CASES = {1: 300, 2: 400, 3: 400, 4: 400}
+CASES = {1: 300, 2: 300, 3: 300, 4: 300}
 
 
 @pytest.mark.mpi
