@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from copy import deepcopy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from kernels.registry import lookup
 from simd.errors import CollisionError
 from simd.operands import bool_boundary, extent_vector, normalise_offsets
 from simd.stats import PhaseStats, Stats
+
+if TYPE_CHECKING:
+    from simd.machine import Machine
 
 __all__ = [
     "block_shape",
@@ -57,7 +60,7 @@ __all__ = [
 # --------------------------------------------------------------------------- layouts
 
 
-def layout(m, x, what: str, extra: Any = None) -> tuple[np.ndarray, list]:
+def layout(m: Machine, x, what: str, extra: Any = None) -> tuple[np.ndarray, list]:
     """Row offsets (length ``nranks + 1``) of the VP set whose block here is ``x``, and
     every rank's ``extra`` (one all-gather). The blocks must agree in dtype and trailing
     shape (ValueError on every rank otherwise)."""
@@ -77,7 +80,7 @@ def layout(m, x, what: str, extra: Any = None) -> tuple[np.ndarray, list]:
     return bounds, [i[3] for i in infos]
 
 
-def block_shape(m, size: Any) -> tuple[int, ...]:
+def block_shape(m: Machine, size: Any) -> tuple[int, ...]:
     """This rank's block (canonical layout) of a new VP set of global shape ``size``."""
     shape = tuple(size) if isinstance(size, tuple | list) else (size,)
     if not shape or any(
@@ -92,7 +95,7 @@ def _owner(bounds: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.searchsorted(bounds[1:], rows, side="right")
 
 
-def _fetch(m, block, bounds: np.ndarray, wanted: np.ndarray):
+def _fetch(m: Machine, block, bounds: np.ndarray, wanted: np.ndarray):
     """Rows ``wanted`` (global indices along axis 0, host int64) of the VP set whose block
     here is ``block``: requests to their owners and answers back (two ``Alltoallv``)."""
     wanted = np.asarray(wanted, dtype=np.int64).reshape(-1)
@@ -140,7 +143,7 @@ def _combine(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a.copy()  # copy: the segment's first element, which came earlier
 
 
-def scan(m, x, op: str, *, exclusive: bool, reverse: bool, segments, axis, initial):
+def scan(m: Machine, x, op: str, *, exclusive: bool, reverse: bool, segments, axis, initial):
     """``Machine.scan`` across ranks; ``x`` already in the result's domain (masked)."""
     xp = m.xp
     fn = lookup("scan", m.backend)
@@ -252,7 +255,7 @@ def scan(m, x, op: str, *, exclusive: bool, reverse: bool, segments, axis, initi
 # --------------------------------------------------------------------------- reductions
 
 
-def reduce(m, x, op: str, *, axis):
+def reduce(m: Machine, x, op: str, *, axis):
     """``Machine.reduce`` across ranks (``x`` masked already)."""
     xp = m.xp
     bounds, _ = layout(m, x, "x")
@@ -282,7 +285,7 @@ def _fold_float(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(np.maximum(a, b) if op == "max" else np.minimum(a, b))
 
 
-def count(m, mask) -> int:
+def count(m: Machine, mask) -> int:
     """``Machine.count`` across ranks: one ``Allreduce`` of (count, size)."""
     both = np.array([int(m.xp.count_nonzero(mask)), mask.size], dtype=np.int64)
     total, size = (int(v) for v in m.ranks.allreduce(both, "add"))
@@ -290,7 +293,7 @@ def count(m, mask) -> int:
     return total
 
 
-def spread(m, x, axis: int, index: int):
+def spread(m: Machine, x, axis: int, index: int):
     """``Machine.spread`` across ranks: along axis 0 the owner of the row broadcasts it."""
     xp = m.xp
     bounds, _ = layout(m, x, "x")
@@ -311,7 +314,7 @@ def spread(m, x, axis: int, index: int):
     return xp.ascontiguousarray(xp.broadcast_to(xp.asarray(row), x.shape))
 
 
-def pack(m, x, mask):
+def pack(m: Machine, x, mask):
     """``Machine.pack`` across ranks: local pack, then rebalanced to the canonical layout."""
     picked = m.asnumpy(x[mask])
     bounds, counts = layout(m, x, "x", int(picked.size))
@@ -328,7 +331,7 @@ def pack(m, x, mask):
 # --------------------------------------------------------------------------- router
 
 
-def send(m, values, dest, mask, out, combine: str, *, new: bool, fill: Any):
+def send(m: Machine, values, dest, mask, out, combine: str, *, new: bool, fill: Any):
     """``Machine.send`` across ranks: messages routed to the owners of their addresses.
 
     ``values`` and ``dest`` are flat (one per sender), ``out`` this rank's block of the
@@ -383,7 +386,7 @@ def send(m, values, dest, mask, out, combine: str, *, new: bool, fill: Any):
     return xp.where(received.reshape(out.shape), out, xp.asarray(fill, out.dtype))
 
 
-def get(m, source, index, mask, fill: Any):
+def get(m: Machine, source, index, mask, fill: Any):
     """``Machine.get`` across ranks: requests to the owners, answers back."""
     xp = m.xp
     idx = m.asnumpy(index).reshape(-1)
@@ -409,7 +412,7 @@ def get(m, source, index, mask, fill: Any):
 # --------------------------------------------------------------------------- mesh
 
 
-def _edge_rows(m, x, k: int, boundary, first: bool):
+def _edge_rows(m: Machine, x, k: int, boundary, first: bool):
     """``k`` rows entering at the border of the mesh (not the torus)."""
     shape = (k, *x.shape[1:])
     if isinstance(boundary, str) and boundary == "edge":
@@ -417,7 +420,7 @@ def _edge_rows(m, x, k: int, boundary, first: bool):
     return m.xp.full(shape, 0 if boundary == "zero" else boundary, dtype=x.dtype)
 
 
-def _shift_rows(m, x, k: int, bounds: np.ndarray, boundary):
+def _shift_rows(m: Machine, x, k: int, bounds: np.ndarray, boundary):
     """``x`` shifted by ``k`` along axis 0 of the global mesh (``0 < |k| <= N``)."""
     xp = m.xp
     N, P, r = int(bounds[-1]), m.nranks, m.rank
@@ -455,7 +458,7 @@ def _shift_rows(m, x, k: int, bounds: np.ndarray, boundary):
     return out
 
 
-def shift(m, x, offsets: tuple[int, ...], boundary):
+def shift(m: Machine, x, offsets: tuple[int, ...], boundary):
     """``Machine.shift`` across ranks: axis 0 between ranks, the other axes locally."""
     xp = m.xp
     bounds, _ = layout(m, x, "x")
@@ -477,7 +480,7 @@ def shift(m, x, offsets: tuple[int, ...], boundary):
     return out.view(np.bool_) if as_bool else out
 
 
-def halo_exchange(m, tiles, heights, widths, width: int, boundary):
+def halo_exchange(m: Machine, tiles, heights, widths, width: int, boundary):
     """``Machine.halo_exchange`` across ranks: tiles split along R, ``heights`` global.
 
     The neighbour ranks' border tile rows (one PE row above, one below) join the block as
@@ -534,7 +537,7 @@ def halo_exchange(m, tiles, heights, widths, width: int, boundary):
 # --------------------------------------------------------------------------- statistics
 
 
-def stats_across_ranks(m, mine: Stats) -> Stats:
+def stats_across_ranks(m: Machine, mine: Stats) -> Stats:
     """Every rank's phases together (collective): wall and comm wall of the slowest rank,
     messages and bytes summed, the rest (the same on every rank) from the first rank that
     has the phase; the union of the phase paths."""

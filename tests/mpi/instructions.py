@@ -64,7 +64,10 @@ def values(shape, dtype):
     if dtype.kind == "b":
         return rng.random(shape) < 0.5
     if dtype.kind == "f":
-        return (rng.standard_normal(shape) * 10).astype(dtype)
+        out = (rng.standard_normal(shape) * 10).astype(dtype)
+        if rng.random() < 0.1:  # NaN propagates through max, min and add alike
+            out[rng.random(shape) < 0.2] = np.nan
+        return out
     if dtype == np.uint8:
         return rng.integers(0, 256, size=shape).astype(dtype)
     return rng.integers(-1000, 1000, size=shape).astype(dtype)
