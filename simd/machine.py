@@ -678,7 +678,8 @@ class Machine:
         values : array or scalar
             Messages, broadcast to the shape of ``dest``.
         dest : int array
-            Flat destination address of every message.
+            Flat destination address of every message (global addresses on a machine
+            across ranks: of the whole destination, whose blocks the ranks hold).
         size : int or tuple, optional
             Shape of a new destination array filled with ``fill``; addresses that receive
             messages get their combination.
@@ -899,7 +900,9 @@ class Machine:
             Per-PE buffers of an orthogonal decomposition: PE ``(r, c)`` holds
             ``heights[r] x widths[c]`` grid points at the top-left of its buffer.
         heights, widths : int sequences of length R and C
-            Rows held by each PE row and columns held by each PE column.
+            Rows held by each PE row and columns held by each PE column. On a machine
+            across ranks ``tiles`` is the rank's block of PE rows and ``heights`` the
+            global vector (one entry per PE row of the whole mesh).
         width : int
             Halo width; at most the smallest tile dimension.
         boundary : {"edge", "zero", "wrap"} or number

@@ -21,6 +21,11 @@ CASES = {1: 300, 2: 300, 3: 300, 4: 300}
 def test_every_instruction_equals_one_rank(n):
     done = run_ranks(n, "instructions.py", str(100 + n), str(CASES[n]), timeout=150)
     assert done.stdout.count("ok ") == n, done.stdout
+    # The model clock: the same on every rank, and the one-rank machine's.
+    clocks = {line for line in done.stdout.splitlines() if line.startswith("clock ")}
+    assert len(clocks) == 1, clocks
+    spread_line, one_line, spread_mesh, one_mesh = map(float, clocks.pop().split()[1:])
+    assert spread_line == one_line > 0 and spread_mesh == one_mesh > 0
 
 
 def test_one_process_machine_has_no_ranks_and_stats_across_ranks_is_stats():
