@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from copy import deepcopy
 from typing import Any
 
@@ -23,6 +23,7 @@ import numpy as np
 
 from kernels import reference
 from kernels.registry import lookup, warm_up
+from simd import distributed
 from simd.backend import resolve_backend
 from simd.cost import CostModel
 from simd.errors import CollisionError
@@ -230,6 +231,29 @@ class Machine:
             target.messages += messages
             target.message_bytes += nbytes
             target.comm_wall += seconds
+
+    def _agreed(self) -> AbstractContextManager[None]:
+        """Around an instruction's local validation: on ranks, an error on any rank raises
+        on every rank (before any collective, so none waits); else nothing."""
+        return nullcontext() if self.ranks is None else self.ranks.collective_errors()
+
+    def stats_across_ranks(self) -> Stats:
+        """The phase statistics of every rank together (collective).
+
+        Per phase (the union of every rank's phase paths): wall and MPI wall time of the
+        slowest rank, MPI messages and bytes summed over the ranks, model cycles, calls
+        and bytes as on any rank (the same on all). On a one-process machine this is
+        :attr:`stats`.
+
+        Examples
+        --------
+        >>> m = Machine(backend="numpy")
+        >>> m.stats_across_ranks().phases == m.stats.phases
+        True
+        """
+        if self.ranks is None:
+            return self.stats
+        return distributed.stats_across_ranks(self, self.stats)
 
     # ------------------------------------------------------------------ arrays and clocks
 
@@ -470,48 +494,44 @@ class Machine:
         >>> m.scan(m.asarray([1, 2, 3, 4]), "add", segments=m.asarray([1, 0, 1, 0], bool))
         array([1, 3, 3, 7])
         """
-        x = self._values(x, "x")
-        op = check_op(op, x.dtype, allow_copy=True)
-        check_value_dtype(x.dtype, "scan")
-        axis = check_axis(axis, x.ndim)
-        segments = self._flags(segments, x.shape, "segments")
-        if op == "copy":
+        with self._agreed():
+            x = self._values(x, "x")
+            op = check_op(op, x.dtype, allow_copy=True)
+            check_value_dtype(x.dtype, "scan")
+            axis = check_axis(axis, x.ndim)
+            segments = self._flags(segments, x.shape, "segments")
+            if op == "copy":
+                if mask is not None:
+                    raise ValueError("a copy-scan takes no mask: mask the result instead")
+                if initial is not None and not exclusive:
+                    raise ValueError(
+                        "an inclusive copy-scan takes no initial (it combines nothing in); "
+                        "with exclusive=True it is put at every segment's start"
+                    )
+            mask = self._flags(mask, x.shape, "mask")
+            # Logical operators on bool run on 0/1 int32 (the GPU kernels' type) and give bool
+            # back; their identities and `initial` are those of the bool domain.
+            as_bool = x.dtype == np.bool_ and op != "add"
+            domain = x.dtype if as_bool else reference.accumulator(op, x.dtype)
+            if initial is not None:
+                initial = scalar(initial, domain, "initial")
+            elif as_bool:
+                initial = reference.identity(op, np.bool_)
+            if as_bool:
+                x = x.astype(np.int32)
+                initial = np.int32(initial)
+            else:
+                x = x.astype(domain, copy=False)
             if mask is not None:
-                raise ValueError("a copy-scan takes no mask: mask the result instead")
-            if initial is not None and not exclusive:
-                raise ValueError(
-                    "an inclusive copy-scan takes no initial (it combines nothing in); "
-                    "with exclusive=True it is put at every segment's start"
-                )
-        mask = self._flags(mask, x.shape, "mask")
-        # Logical operators on bool run on 0/1 int32 (the GPU kernels' type) and give bool
-        # back; their identities and `initial` are those of the bool domain.
-        as_bool = x.dtype == np.bool_ and op != "add"
-        domain = x.dtype if as_bool else reference.accumulator(op, x.dtype)
-        if initial is not None:
-            initial = scalar(initial, domain, "initial")
-        elif as_bool:
-            initial = reference.identity(op, np.bool_)
-        if as_bool:
-            x = x.astype(np.int32)
-            initial = np.int32(initial)
+                x = self.xp.where(mask, x, x.dtype.type(reference.identity(op, domain)))
+        forms = dict(exclusive=bool(exclusive), reverse=bool(reverse), initial=initial)
+        if self.ranks is not None:
+            out = distributed.scan(self, x, op, segments=segments, axis=axis, **forms)
         else:
-            x = x.astype(domain, copy=False)
-        if mask is not None:
-            x = self.xp.where(mask, x, x.dtype.type(reference.identity(op, domain)))
-        nbytes = x.nbytes * 2 + (0 if segments is None else segments.nbytes)
-        self._account("scan", x.size, nbytes, label="scan")
-        fn = lookup("scan", self.backend)
-        out = fn(
-            self.xp,
-            x,
-            op,
-            exclusive=bool(exclusive),
-            reverse=bool(reverse),
-            segments=segments,
-            axis=axis,
-            initial=initial,
-        )
+            nbytes = x.nbytes * 2 + (0 if segments is None else segments.nbytes)
+            self._account("scan", x.size, nbytes, label="scan")
+            fn = lookup("scan", self.backend)
+            out = fn(self.xp, x, op, segments=segments, axis=axis, **forms)
         return out.astype(np.bool_) if as_bool else out
 
     def reduce(self, x, op: str = "add", *, axis: int | None = None, mask=None):
@@ -545,13 +565,16 @@ class Machine:
         >>> int(m.reduce(m.asarray([200, 100], dtype=np.uint8), "add"))
         300
         """
-        x = self._values(x, "x")
-        op = check_op(op, x.dtype, allow_copy=False)
-        check_value_dtype(x.dtype, "reduce")
-        axis = check_axis(axis, x.ndim)
-        if mask is not None:
-            mask = self._flags(mask, x.shape, "mask")
-            x = self.xp.where(mask, x, reference.identity(op, x.dtype))
+        with self._agreed():
+            x = self._values(x, "x")
+            op = check_op(op, x.dtype, allow_copy=False)
+            check_value_dtype(x.dtype, "reduce")
+            axis = check_axis(axis, x.ndim)
+            if mask is not None:
+                mask = self._flags(mask, x.shape, "mask")
+                x = self.xp.where(mask, x, reference.identity(op, x.dtype))
+        if self.ranks is not None:
+            return distributed.reduce(self, x, op, axis=axis)
         self._account("reduce", x.size, x.nbytes, label="reduce")
         return self.xp.asarray(lookup("reduce", self.backend)(self.xp, x, op, axis=axis))
 
@@ -561,10 +584,15 @@ class Machine:
         With ``dtype``, ``value`` must be exactly representable in it (the rule of every
         scalar operand: docs/instruction-set.md); without, it gives its own dtype.
         """
-        if dtype is not None:
-            value = scalar(value, np.dtype(dtype), "broadcast value")
-        out = self.xp.full(shape, value, dtype=dtype)
-        self._account("reduce", out.size, out.nbytes, label="broadcast")
+        with self._agreed():
+            if dtype is not None:
+                value = scalar(value, np.dtype(dtype), "broadcast value")
+            local = shape
+            if self.ranks is not None and shape != ():
+                local = distributed.block_shape(self, shape)
+        out = self.xp.full(local, value, dtype=dtype)
+        size = math.prod(shape) if isinstance(shape, tuple | list) else int(shape)
+        self._account("reduce", size, size * out.itemsize, label="broadcast")
         return out
 
     def spread(self, x, axis: int, *, index: int = 0):
@@ -577,13 +605,16 @@ class Machine:
         array([[3, 4],
                [3, 4]])
         """
-        x = self._values(x, "x")
-        axis = check_axis(axis, x.ndim)
-        if axis is None:
-            raise ValueError("spread needs an axis")
+        with self._agreed():
+            x = self._values(x, "x")
+            axis = check_axis(axis, x.ndim)
+            if axis is None:
+                raise ValueError("spread needs an axis")
+            if not isinstance(index, int | np.integer) or isinstance(index, bool):
+                raise TypeError(f"spread index must be an int, got {index!r}")
+        if self.ranks is not None:
+            return distributed.spread(self, x, axis, int(index))
         n = x.shape[axis]
-        if not isinstance(index, int | np.integer) or isinstance(index, bool):
-            raise TypeError(f"spread index must be an int, got {index!r}")
         if not -n <= index < n:
             raise IndexError(f"spread index {index} is out of range for an axis of length {n}")
         self._account("scan", x.size, x.nbytes * 2, label="spread")
@@ -599,7 +630,8 @@ class Machine:
         >>> m.enumerate(m.asarray([True, False, True, True]))
         array([0, 1, 1, 2])
         """
-        mask = self._flags(mask, None, "mask")
+        with self._agreed():
+            mask = self._flags(mask, None, "mask")
         return self.scan(mask.astype(np.int64), "add", exclusive=True, segments=segments)
 
     def pack(self, x, mask):
@@ -611,14 +643,20 @@ class Machine:
         >>> m.pack(m.asarray([5, 6, 7]), m.asarray([True, False, True]))
         array([5, 7])
         """
-        x = self._values(x, "x")
-        mask = self._flags(mask, x.shape, "mask")
+        with self._agreed():
+            x = self._values(x, "x")
+            mask = self._flags(mask, x.shape, "mask")
+        if self.ranks is not None:
+            return distributed.pack(self, x, mask)
         self._account("scan", x.size, x.nbytes * 2, label="pack")
         return x[mask]
 
     def count(self, mask) -> int:
         """Number of True elements of ``mask``."""
-        mask = self._flags(mask, None, "mask")
+        with self._agreed():
+            mask = self._flags(mask, None, "mask")
+        if self.ranks is not None:
+            return distributed.count(self, mask)
         self._account("reduce", mask.size, mask.nbytes, label="count")
         return int(self.xp.count_nonzero(mask))
 
@@ -640,7 +678,8 @@ class Machine:
         values : array or scalar
             Messages, broadcast to the shape of ``dest``.
         dest : int array
-            Flat destination address of every message.
+            Flat destination address of every message (global addresses on a machine
+            across ranks: of the whole destination, whose blocks the ranks hold).
         size : int or tuple, optional
             Shape of a new destination array filled with ``fill``; addresses that receive
             messages get their combination.
@@ -673,37 +712,47 @@ class Machine:
         >>> m.send(m.asarray([4.0, 2.0, 7.0]), m.asarray([1, 1, 2]), combine="min", into=zbuf)
         array([9., 2., 7.])
         """
-        if combine not in COMBINERS:
-            raise ValueError(f"unknown combiner {combine!r}; expected one of {COMBINERS}")
-        dest = self._indices(dest, "dest")
-        if (size is None) == (into is None):
-            raise ValueError("send needs exactly one of size= (a new array) and into=")
-        if into is not None:
-            out = self._values(into, "into")
-            values = self._messages(values, out.dtype)
-        else:
-            values = self._values(values, "values")
-            out = self.xp.full(size, scalar(fill, values.dtype, "fill"), dtype=values.dtype)
-        if values.shape != dest.shape:
-            try:
-                values = self.xp.broadcast_to(values, dest.shape)
-            except ValueError:
-                raise ValueError(
-                    f"send has values of shape {values.shape} for destinations of shape "
-                    f"{dest.shape} ({values.size} values, {dest.size} destinations): give one "
-                    "value per destination, or a scalar or an array that broadcasts to dest"
-                ) from None
-        if combine in ("and", "or") and out.dtype.kind == "f":
-            raise TypeError(f"combine={combine!r} needs integer or bool values, got {out.dtype}")
-        if combine == "add" and out.dtype == np.bool_:
-            raise TypeError(
-                "combine='add' on bool values would be a logical or: use combine='or', or "
-                "send integers (e.g. .astype(np.int64)) to count"
-            )
+        with self._agreed():
+            if combine not in COMBINERS:
+                raise ValueError(f"unknown combiner {combine!r}; expected one of {COMBINERS}")
+            dest = self._indices(dest, "dest")
+            if (size is None) == (into is None):
+                raise ValueError("send needs exactly one of size= (a new array) and into=")
+            if into is not None:
+                out = self._values(into, "into")
+                values = self._messages(values, out.dtype)
+            else:
+                values = self._values(values, "values")
+                fill = scalar(fill, values.dtype, "fill")
+                local = size if self.ranks is None else distributed.block_shape(self, size)
+                out = self.xp.full(local, fill, dtype=values.dtype)
+            if values.shape != dest.shape:
+                try:
+                    values = self.xp.broadcast_to(values, dest.shape)
+                except ValueError:
+                    raise ValueError(
+                        f"send has values of shape {values.shape} for destinations of shape "
+                        f"{dest.shape} ({values.size} values, {dest.size} destinations): give one "
+                        "value per destination, or a scalar or an array that broadcasts to dest"
+                    ) from None
+            if combine in ("and", "or") and out.dtype.kind == "f":
+                raise TypeError(
+                    f"combine={combine!r} needs integer or bool values, got {out.dtype}"
+                )
+            if combine == "add" and out.dtype == np.bool_:
+                raise TypeError(
+                    "combine='add' on bool values would be a logical or: use combine='or', or "
+                    "send integers (e.g. .astype(np.int64)) to count"
+                )
+            if mask is not None:
+                mask = self._flags(mask, dest.shape, "mask").reshape(-1)
         flat_dest = dest.reshape(-1)
         flat_values = values.reshape(-1)
+        if self.ranks is not None:
+            return distributed.send(
+                self, flat_values, flat_dest, mask, out, combine, new=into is None, fill=fill
+            )
         if mask is not None:
-            mask = self._flags(mask, dest.shape, "mask").reshape(-1)
             if self._eager or combine == "unique":
                 # The senders packed (a data-dependent size: a host sync on a GPU).
                 flat_dest = flat_dest[mask]
@@ -759,9 +808,14 @@ class Machine:
         >>> m.get(m.asarray([10, 20, 30]), m.asarray([2, 0]))
         array([30, 10])
         """
-        source = self._values(source, "source")
-        index = self._indices(index, "index")
-        fill = scalar(fill, source.dtype, "fill")
+        with self._agreed():
+            source = self._values(source, "source")
+            index = self._indices(index, "index")
+            fill = scalar(fill, source.dtype, "fill")
+            if mask is not None and self.ranks is not None:
+                mask = self._flags(mask, index.shape, "mask")
+        if self.ranks is not None:
+            return distributed.get(self, source, index, mask, fill)
         if mask is None:
             self._check_range(index, source.size, "get index")
         elif source.size == 0:  # nothing can be read: legal only if every VP is masked off
@@ -818,10 +872,14 @@ class Machine:
         array([[0, 0],
                [1, 2]])
         """
-        x = self._values(x, "x")
-        check_mesh_rank(x.shape, self.pes, "shift: x")
-        boundary = check_boundary(boundary, x.dtype)
-        offsets = normalise_offsets(shift_offsets(offset, axis, x.ndim), x.shape, boundary)
+        with self._agreed():
+            x = self._values(x, "x")
+            check_mesh_rank(x.shape, self.pes, "shift: x")
+            boundary = check_boundary(boundary, x.dtype)
+            offsets = shift_offsets(offset, axis, x.ndim)
+        if self.ranks is not None:
+            return distributed.shift(self, x, offsets, boundary)
+        offsets = normalise_offsets(offsets, x.shape, boundary)
         distance = max(map(abs, offsets), default=0)
         self._account("shift", x.size, x.nbytes * 2, label="shift", distance=distance)
         if x.dtype == np.bool_:
@@ -842,7 +900,9 @@ class Machine:
             Per-PE buffers of an orthogonal decomposition: PE ``(r, c)`` holds
             ``heights[r] x widths[c]`` grid points at the top-left of its buffer.
         heights, widths : int sequences of length R and C
-            Rows held by each PE row and columns held by each PE column.
+            Rows held by each PE row and columns held by each PE column. On a machine
+            across ranks ``tiles`` is the rank's block of PE rows and ``heights`` the
+            global vector (one entry per PE row of the whole mesh).
         width : int
             Halo width; at most the smallest tile dimension.
         boundary : {"edge", "zero", "wrap"} or number
@@ -854,20 +914,23 @@ class Machine:
         array of shape (R, C, BH + 2 width, BW + 2 width)
             Each tile at ``[width:width+h, width:width+w]`` with its halo around it.
         """
-        tiles = self._values(tiles, "tiles")
-        if tiles.ndim != 4:
-            raise ValueError(f"tiles must have shape (R, C, BH, BW), got shape {tiles.shape}")
-        R, C, BH, BW = tiles.shape
+        with self._agreed():
+            tiles = self._values(tiles, "tiles")
+            if tiles.ndim != 4:
+                raise ValueError(f"tiles must have shape (R, C, BH, BW), got shape {tiles.shape}")
+            R, C, BH, BW = tiles.shape
+            widths = extent_vector(widths, C, BW, "widths")
+            if not isinstance(width, int | np.integer) or isinstance(width, bool) or width < 1:
+                raise ValueError(f"halo width must be a positive integer, got {width!r}")
+            boundary = check_boundary(boundary, tiles.dtype)
+        if self.ranks is not None:  # heights is the global vector: checked there
+            return distributed.halo_exchange(self, tiles, heights, widths, int(width), boundary)
         heights = extent_vector(heights, R, BH, "heights")
-        widths = extent_vector(widths, C, BW, "widths")
-        if not isinstance(width, int | np.integer) or isinstance(width, bool) or width < 1:
-            raise ValueError(f"halo width must be a positive integer, got {width!r}")
         if R and C and (heights.min() < width or widths.min() < width):
             raise ValueError(
                 f"halo width {width} exceeds the smallest tile ({heights.min()} x "
                 f"{widths.min()}): a neighbour exchange could not fill it"
             )
-        boundary = check_boundary(boundary, tiles.dtype)
         per_pe = 2 * width * (BH + BW) + 4 * width * width
         self._account(
             "shift", R * C * per_pe, R * C * per_pe * tiles.itemsize * 2, label="halo_exchange"

@@ -162,10 +162,12 @@ class Ranks:
             self.comm.Allreduce(send, out, op=MPI_OPS[op])
         return out.view(np.bool_) if a.dtype == np.bool_ else out
 
-    def alltoallv(self, send: np.ndarray, send_counts: np.ndarray) -> np.ndarray:
+    def alltoallv(
+        self, send: np.ndarray, send_counts: np.ndarray, *, with_counts: bool = False
+    ) -> Any:
         """Exchange rows of ``send`` (host array, rows grouped by destination rank in rank
         order, ``send_counts[r]`` rows for rank ``r``); returns the received rows grouped by
-        source rank in rank order."""
+        source rank in rank order (and, ``with_counts``, how many came from each rank)."""
         send = np.ascontiguousarray(send)
         send_counts = np.asarray(send_counts, dtype=np.int64)
         recv_counts = np.empty(self.size, dtype=np.int64)
@@ -185,7 +187,15 @@ class Ranks:
                 [send.view(np.uint8).reshape(-1), (scount, sdispl), MPI.BYTE],
                 [recv.view(np.uint8).reshape(-1), (rcount, rdispl), MPI.BYTE],
             )
-        return recv
+        return (recv, recv_counts) if with_counts else recv
+
+    def bcast(self, a: np.ndarray, root: int) -> np.ndarray:
+        """``a`` of rank ``root`` on every rank (a host array of the same shape and dtype on
+        every rank; only root's contents matter)."""
+        buf = np.array(a, copy=True, order="C")
+        with self._timed(self.size - 1 if self.rank == root else 1, buf.nbytes):
+            self.comm.Bcast(buf.reshape(-1).view(np.uint8), root=root)
+        return buf
 
     def sendrecv(
         self,
