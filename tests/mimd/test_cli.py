@@ -67,7 +67,7 @@ def test_format_table():
 @pytest.mark.slow
 def test_quick_benchmark_end_to_end(tmp_path):
     res = run(quick=True, out=tmp_path)
-    assert len(res["plots"]) == 3
+    assert len(res["plots"]) == 4  # farmer, figure1, figure2, figure3
     assert res["figure1"]["summary"]["mean_abs_error_pct"] < 5.0
 
 
