@@ -198,13 +198,17 @@ def scan(m: Machine, x, op: str, *, exclusive: bool, reverse: bool, segments, ax
     def local(values, starts, init):
         return fn(xp, values, op, segments=starts, axis=1, initial=init)
 
-    inclusive = local(v, st, initial) if n else v
     chained = op == "add" and dtype.kind == "f"
     carry = None
     if chained:  # float add: wait for the predecessor's exact value (a sequential scan)
         if before and n:
             carry = m.ranks.sendrecv(None, None, before[-1], (K,), dtype)
-    else:  # exact operators: fold every earlier block's summary in order
+        # Without segments the whole block continues the carry: one scan behind it below.
+        inclusive = v if (carry is not None and st is None) or not n else local(v, st, initial)
+    else:
+        inclusive = local(v, st, initial) if n else v
+    without = inclusive
+    if not chained:  # exact operators: fold every earlier block's summary in order
         summary = None
         if n:
             has_start = np.zeros(K, bool) if st is None else m.asnumpy(st.any(axis=1))
@@ -220,15 +224,19 @@ def scan(m: Machine, x, op: str, *, exclusive: bool, reverse: bool, segments, ax
             else:
                 carry = np.where(has_start, with_initial, _combine(op, carry, without_initial))
     if n and carry is not None:
-        # The block's first partial segment continues the carry: scan it behind the carry
-        # (no initial), as the one-rank scan runs through it.
+        # The block's first partial segment continues the carry (without the initial,
+        # which the carry holds already), as the one-rank scan runs through it.
         column = xp.asarray(carry.astype(dtype, copy=False)).reshape(K, 1)
-        behind = None if st is None else xp.concatenate([xp.zeros((K, 1), bool), st], axis=1)
-        continued = local(xp.concatenate([column, v], axis=1), behind, None)[:, 1:]
-        prefix = (
-            xp.ones(v.shape, bool) if st is None else xp.cumsum(st, axis=1, dtype=np.int64) == 0
-        )
-        inclusive = xp.where(prefix, continued, inclusive)
+        if chained:  # floats: scan the block again behind the carry, in sequence
+            behind = None if st is None else xp.concatenate([xp.zeros((K, 1), bool), st], 1)
+            continued = local(xp.concatenate([column, v], axis=1), behind, None)[:, 1:]
+        else:  # associative: one elementwise step on the local scan
+            continued = _combine(op, xp.broadcast_to(column, without.shape), without)
+        if st is None:
+            inclusive = continued
+        else:
+            prefix = xp.cumsum(st, axis=1, dtype=np.int64) == 0
+            inclusive = xp.where(prefix, continued, inclusive)
     if chained and after and n:  # on to the next rank that holds elements
         out_carry = np.ascontiguousarray(m.asnumpy(inclusive[:, -1]))
         m.ranks.sendrecv(out_carry, after[0], None, (K,), dtype)
