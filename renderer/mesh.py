@@ -61,12 +61,14 @@ class Mesh:
         return np.stack([self.vertices.min(axis=0), self.vertices.max(axis=0)])
 
 
-def as_mesh(mesh: Any, *, name: str | None = None) -> Mesh:
+def as_mesh(mesh: Any, *, name: str | None = None, allow_empty: bool = False) -> Mesh:
     """Validate ``mesh`` and return it as a :class:`Mesh`.
 
     Parameters
     ----------
     mesh : Mesh, object with ``vertices`` and ``faces``, or ``(vertices, faces)`` pair
+    allow_empty : bool
+        Accept a mesh without faces (a rank's share of a mesh spread over MPI ranks).
 
     Returns
     -------
@@ -110,7 +112,9 @@ def as_mesh(mesh: Any, *, name: str | None = None) -> Mesh:
         raise ValueError(f"mesh vertices must have shape (N, 3), got {vertices.shape}")
     if faces.ndim != 2 or faces.shape[1] != 3:
         raise ValueError(f"mesh faces must have shape (M, 3) (triangles), got {faces.shape}")
-    if vertices.shape[0] == 0 or faces.shape[0] == 0:
+    if (vertices.shape[0] == 0 or faces.shape[0] == 0) and not (
+        allow_empty and faces.shape[0] == 0
+    ):
         raise ValueError(
             f"mesh is empty ({vertices.shape[0]} vertices, {faces.shape[0]} faces): "
             "nothing to render"
@@ -130,13 +134,13 @@ def as_mesh(mesh: Any, *, name: str | None = None) -> Mesh:
             f"mesh has {int(bad.sum())} vertices with NaN or infinite coordinates "
             f"(first at index {int(np.argmax(bad))})"
         )
-    largest = float(np.abs(vertices).max())
+    largest = float(np.abs(vertices).max()) if vertices.size else 0.0
     if largest > MAX_COORDINATE:
         raise ValueError(
             f"mesh coordinates too large ({largest:.3g}): the renderer squares them in float64, "
             f"so they must stay within +-{MAX_COORDINATE:g}; scale the mesh down"
         )
-    if faces.min() < 0 or faces.max() >= vertices.shape[0]:
+    if faces.size and (faces.min() < 0 or faces.max() >= vertices.shape[0]):
         raise ValueError(
             f"mesh face indices out of range: found {int(faces.min())}..{int(faces.max())}, "
             f"valid 0..{vertices.shape[0] - 1}"
