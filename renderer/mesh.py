@@ -22,6 +22,7 @@ __all__ = [
     "corner_normals",
     "face_normals",
     "load_mesh",
+    "mesh_share",
     "vertex_normals",
 ]
 
@@ -250,6 +251,30 @@ def corner_normals(mesh: Mesh, crease_angle: float) -> np.ndarray:
     if not ok.all():
         out[~ok] = vertex_normals(Mesh(mesh.vertices, faces))[corner_vertex[~ok]]
     return out
+
+
+def mesh_share(mesh: Mesh, rank: int, nranks: int) -> Mesh:
+    """Rank ``rank``'s share of ``mesh`` on ``nranks`` MPI ranks: a contiguous range of the
+    faces (the first ``n_faces % nranks`` ranks one face more), with the vertices they use.
+
+    The shares carry the whole mesh's vertex normals (its own, or computed from all its
+    faces), so rendered sort-last over the ranks they shade as the whole mesh does; the
+    shares in rank order are the whole mesh's faces in order.
+
+    Examples
+    --------
+    >>> quad = as_mesh((np.array([[0., 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]]),
+    ...                 np.array([[0, 1, 2], [0, 2, 3]])))
+    >>> [mesh_share(quad, r, 3).faces.tolist() for r in range(3)]
+    [[[0, 1, 2]], [[0, 1, 2]], []]
+    """
+    base, extra = divmod(mesh.n_faces, nranks)
+    lo = rank * base + min(rank, extra)
+    hi = lo + base + (rank < extra)
+    normals = vertex_normals(mesh)
+    used, faces = np.unique(mesh.faces[lo:hi], return_inverse=True)
+    faces = faces.reshape(-1, 3).astype(np.int64)
+    return Mesh(mesh.vertices[used], faces, normals[used], f"{mesh.name}[{rank}/{nranks}]")
 
 
 def load_mesh(path: str | PathLike[str]) -> Mesh:
