@@ -14,6 +14,7 @@ from renderer import render
 from renderer.composite import composite_min
 from renderer.datasets import load_dataset, load_dataset_slab
 from renderer.mesh import Mesh, as_mesh
+from renderer.shading import vertex_scalars
 from simd import Machine
 
 comm = MPI.COMM_WORLD
@@ -89,6 +90,20 @@ for n in (0, 1, 5, 97, SIZE * SIZE):
         assert got is None
 
 # ---------------------------------------------------------------- frames, split and skewed
+VARIANTS = ("plain", "flat", "paint")
+
+
+def variant(k: str, mesh: Mesh) -> dict:
+    """Picture options: the defaults; flat and supersampled; coloured by height (the
+    value range is the whole mesh's) on a background."""
+    if k == "flat":
+        return {"shading": "flat", "supersample": 2}
+    if k == "paint":
+        heights = vertex_scalars(mesh.vertices, "height")
+        return {"values": heights, "colormap": "viridis", "background": "navy"}
+    return {}
+
+
 # coarse: triangles large enough that moving them pays on the model clock
 mesh = load_dataset("balanced", 10, cache=False)
 # an overlapping coplanar pair drawn by different ranks: equal depths, the first one wins
@@ -120,13 +135,13 @@ for name, (whole, view, mag) in views.items():
                         size=SIZE,
                         loop=loop,
                         machine=local(),
-                        **kw,
+                        **variant(k, one),
                     )
-                    for k, kw in (("plain", {}), ("flat", {"shading": "flat", "supersample": 2}))
+                    for k in VARIANTS
                 }
             for balance in (True, False):
-                for k, kw in (("plain", {}), ("flat", {"shading": "flat", "supersample": 2})):
-                    if k == "flat" and (loop == "expand" or not balance):
+                for k in VARIANTS:
+                    if k != "plain" and (loop == "expand" or not balance):
                         continue  # enough to cover both: fewer launches of the pipeline
                     frame = render(
                         shares[rank],
@@ -136,7 +151,7 @@ for name, (whole, view, mag) in views.items():
                         loop=loop,
                         machine=m,
                         rank_balance=balance,
-                        **kw,
+                        **variant(k, shares[rank]),
                     )
                     what = f"{name} {split_name} {loop} balance={balance} {k} P={P}"
                     if rank != 0:
