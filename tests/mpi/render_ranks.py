@@ -18,6 +18,8 @@ from renderer.shading import vertex_scalars
 from simd import Machine
 
 comm = MPI.COMM_WORLD
+#: "numpy" by default; "counting" runs the CuPy code path (on NumPy) on every rank.
+BACKEND = sys.argv[1] if len(sys.argv) > 1 else "numpy"
 
 
 def _abort(kind, value, tb):  # a failed check on one rank ends them all (no waiting)
@@ -26,13 +28,13 @@ def _abort(kind, value, tb):  # a failed check on one rank ends them all (no wai
 
 
 sys.excepthook = _abort
-m = Machine(pes=64, backend="numpy", comm=comm)
+m = Machine(pes=64, backend=BACKEND, comm=comm)
 P, rank = m.nranks, m.rank
 SIZE = 64
 
 
 def local() -> Machine:
-    return Machine(pes=64, backend="numpy")
+    return Machine(pes=64, backend=BACKEND)
 
 
 def split(mesh: Mesh, bounds: list[int]) -> list[Mesh]:

@@ -24,6 +24,13 @@ def test_frames_on_ranks_equal_the_one_rank_frame(n):
     assert sorted(done.stdout.split("\n")[-n - 1 : -1]) == [f"ok {r}" for r in range(n)]
 
 
+@pytest.mark.mpi
+def test_frames_on_ranks_on_the_cupy_code_path():
+    # the counting stand-in runs the CuPy code path (shading every pixel, ...) on NumPy
+    done = run_ranks(3, "render_ranks.py", "counting", timeout=120)
+    assert sorted(done.stdout.split("\n")[-4:-1]) == ["ok 0", "ok 1", "ok 2"]
+
+
 def _ply(path) -> None:
     import trimesh
 
