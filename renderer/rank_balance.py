@@ -29,16 +29,17 @@ from typing import Any
 import numpy as np
 
 from renderer.transform import to_window
+from renderer.zbuffer import ZBufferBody
 
 __all__ = ["triangle_work", "destinations", "balance_triangles", "pixel_cycles"]
 
-#: Model cycles per VP of one pixel's work in the z-buffer loop (its elementwise work plus
-#: the combining send), per cost model: ``ZBufferBody.TASK_COST`` elementwise ops + router.
-PIXEL_OPS = 10.0
+#: Elementwise operations per pixel of the z-buffer loop's body (depth, key, address).
+PIXEL_OPS = ZBufferBody.TASK_COST
 
 
 def pixel_cycles(cost: Any) -> float:
-    """Model cycles of one pixel of work on one rank's machine of ``cost.pes`` PEs."""
+    """Model cycles of one pixel of work on one rank's machine of ``cost.pes`` PEs: the
+    body's elementwise work and its combining send through the router."""
     return (PIXEL_OPS * cost.elementwise + cost.router_per_vp) / cost.pes
 
 
@@ -91,6 +92,15 @@ def balance_triangles(
     (arrays, report): the rank's triangles after balancing, and a dict with the work per
     rank before and after (``work_before``, ``work_after``), ``balanced`` and ``moved``
     (triangles that changed rank).
+
+    Notes
+    -----
+    On the model clock of ``machine.cost`` (a rank is a machine of ``pes`` PEs): the gain
+    is ``(max work - mean work) * pixel_cycles``; the price of the move is the words of
+    the triangles expected to change rank (each rank's work outside its target range, at
+    its mean work per triangle) times ``router_per_vp / pes``, plus one router latency
+    (``levels * router_latency_per_level``) per message. Every rank decides from the same
+    all-gathered figures, so all take the same decision.
     """
     cost = machine.cost
     with machine.phase("information"):

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from renderer.composite import composite_min
-from renderer.zbuffer import EMPTY, id_bits
+from renderer.zbuffer import id_bits
 
 __all__ = ["GlobalSphere", "SortLast", "RankCounts"]
 
@@ -193,8 +193,3 @@ class SortLast:
     def sum_counts(self, values: list[int]) -> list[int]:
         """Elementwise sums over the ranks of a few integer counts."""
         return [int(v) for v in self.ranks.allreduce(np.asarray(values, np.int64), "add")]
-
-
-def empty_keys(n: int) -> np.ndarray:
-    """A key buffer nothing was drawn to."""
-    return np.full(n, EMPTY, dtype=np.int64)
