@@ -8,14 +8,18 @@ rasterisation rules so images compare pixel for pixel with Mesa.
 >>> import renderer
 >>> frame = renderer.render(mesh, view=(45, 45), size=(512, 512))   # doctest: +SKIP
 >>> frame.save("frame.png")                                         # doctest: +SKIP
+
+Under ``mpiexec`` the same call renders sort-last over the ranks: give ``render`` a machine
+made with ``comm=`` and each rank's share (``mesh_share``, ``load_dataset_slab``); rank 0
+gets the frame (see :mod:`renderer.sortlast`).
 """
 
 from __future__ import annotations
 
 from renderer.camera import Camera, default_camera
-from renderer.datasets import load_dataset
+from renderer.datasets import load_dataset, load_dataset_slab
 from renderer.image import save_depth, save_image
-from renderer.mesh import Mesh, as_mesh, load_mesh
+from renderer.mesh import Mesh, as_mesh, load_mesh, mesh_share
 from renderer.pipeline import (
     LOOP_FORMS,
     Frame,
@@ -39,8 +43,10 @@ __all__ = [
     "as_mesh",
     "default_camera",
     "load_dataset",
+    "load_dataset_slab",
     "load_mesh",
     "loop_workloads",
+    "mesh_share",
     "render",
     "save_depth",
     "save_image",

@@ -34,6 +34,13 @@ isosurface of the same simulation output, made by two isosurface algorithms. Her
   make long spans instead: part of the imbalance moves into the z-buffer loop (max about
   160 and 260 pixels per span, against 9 and 14 in the paper).
 
+Slabs (:func:`load_dataset_slab`): on ``nranks`` MPI ranks each rank samples and
+polygonises only its slab of the grid along x (its share of the cells, one plane of overlap
+with the next rank), so a surface too large for one process never sits in one. The slabs
+in rank order make a valid mesh of the same isosurface with exactly the triangles of the
+whole-grid marching cubes (the same cells), though in another order, with the vertices on
+slab borders repeated and their normals taken from one-sided differences there.
+
 Meshes are cached on disk after the first run, in simd-emu's cache folder
 (:func:`simd.cache.cache_dir`: ``$SIMD_EMU_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/simd-emu``, else ``~/.cache/simd-emu``).
@@ -55,13 +62,19 @@ __all__ = [
     "VIEWS",
     "cache_dir",
     "load_dataset",
+    "load_dataset_slab",
     "marschner_lobb",
     "isosurface",
     "workload_table",
 ]
 
 #: Named sizes -> grid resolution (triangles ~ 14.8 n^2).
-SIZES = {"250k": 128, "1m": 256, "2m": 362, "4m": 512}
+SIZES = {"250k": 128, "1m": 256, "2m": 362, "4m": 512, "16m": 1040, "64m": 2080}
+#: Largest grid resolution one process builds; larger grids only as slabs over MPI ranks.
+MAX_RESOLUTION = 1024
+#: Largest grid resolution of slabs, and most grid samples one rank's slab may hold.
+MAX_SLAB_RESOLUTION = 8192
+MAX_SLAB_SAMPLES = MAX_RESOLUTION**3
 DATASETS = ("balanced", "unbalanced")
 #: The views of Table 1 of seed 000: (azimuth, elevation, magnification).
 VIEWS = {
@@ -73,6 +86,8 @@ VIEWS = {
 #: The unbalanced variant's block boundary along y, as a fraction of the grid: the blocks of
 #: slivers along y and along x meet at y = -1 + 2 * SPLIT_Y (y = 1/2).
 SPLIT_Y = 0.75
+#: The isovalue of both surfaces.
+LEVEL = 0.5
 #: Cache format and content version (4: multi-block unbalanced surface).
 _VERSION = 4
 
@@ -91,11 +106,20 @@ def marschner_lobb(n: int, *, alpha: float = 0.25, f_m: float = 6.0) -> np.ndarr
     """
     if n < 4:
         raise ValueError(f"grid resolution must be at least 4, got {n}")
+    whole = np.arange(n)
+    return _sample(n, whole, whole, whole, alpha=alpha, f_m=f_m)
+
+
+def _sample(
+    n: int, xs: np.ndarray, ys: np.ndarray, zs: np.ndarray, *, alpha: float = 0.25, f_m=6.0
+) -> np.ndarray:
+    """``marschner_lobb(n)[np.ix_(xs, ys, zs)]`` bit for bit, computing only those samples
+    (the transcendental parts on the (x, y) and z index sets, the rest elementwise)."""
     t = np.linspace(-1.0, 1.0, n, dtype=np.float32)
-    x, y = np.meshgrid(t, t, indexing="ij")
+    x, y = np.meshgrid(t[xs], t[ys], indexing="ij")
     r = np.sqrt(x * x + y * y)
     radial = np.cos(2.0 * np.pi * f_m * np.cos(np.pi * r / 2.0))
-    zpart = 1.0 - np.sin(np.pi * t / 2.0)
+    zpart = 1.0 - np.sin(np.pi * t[zs] / 2.0)
     vol = (zpart[None, None, :] + alpha * (1.0 + radial[:, :, None])) / (2.0 * (1.0 + alpha))
     return vol.astype(np.float32)
 
@@ -141,39 +165,84 @@ def _z_up(v: np.ndarray) -> np.ndarray:
     return np.stack([v[:, 0], v[:, 2], -v[:, 1]], axis=1)
 
 
-def _build(kind: str, n: int) -> Mesh:
+def _parts(kind: str, n: int) -> list[tuple]:
+    """The blocks of the grid the isosurface is made of: (x, y, z sample indices, spacing,
+    origin) each; one block for ``balanced``, three for ``unbalanced``."""
     h = 2.0 / (n - 1)
-    vol = marschner_lobb(n)
+    whole = np.arange(n)
     if kind == "balanced":
-        v, f, nn = isosurface(vol, spacing=h, origin=(-1.0, -1.0, -1.0))
-        return Mesh(_z_up(v), f, _z_up(_unit(nn)), f"marschner-lobb-{n}")
+        return [(whole, whole, whole, h, (-1.0, -1.0, -1.0))]
     # unbalanced: three blocks of a rectilinear grid sharing the planes x = 0 and y = 1/2
     mid = (n - 1) // 2  # the plane x = 0 (x = -h/2 for even n)
     ysplit = int(round(SPLIT_Y * (n - 1)))
     last = n - 1
-    ends = [0, last]  # z: only the end planes in the coarse blocks
+    ends = np.array([0, last])  # z: only the end planes in the coarse blocks
     x0, y0 = -1.0 + mid * h, -1.0 + ysplit * h
-    parts = [
+    return [
         # fine block: the balanced surface's x <= 0 half
-        isosurface(vol[: mid + 1], spacing=h, origin=(-1.0, -1.0, -1.0)),
+        (np.arange(mid + 1), whole, whole, h, (-1.0, -1.0, -1.0)),
         # slivers along y: fine in x, end planes in y (0, ysplit) and z
-        isosurface(
-            vol[mid:][:, [0, ysplit]][:, :, ends],
-            spacing=(h, ysplit * h, last * h),
-            origin=(x0, -1.0, -1.0),
+        (
+            np.arange(mid, n),
+            np.array([0, ysplit]),
+            ends,
+            (h, ysplit * h, last * h),
+            (x0, -1.0, -1.0),
         ),
         # slivers along x: end planes in x (mid, last) and z, fine in y
-        isosurface(
-            vol[[mid, last]][:, ysplit:][:, :, ends],
-            spacing=((last - mid) * h, h, last * h),
-            origin=(x0, y0, -1.0),
+        (
+            np.array([mid, last]),
+            np.arange(ysplit, n),
+            ends,
+            ((last - mid) * h, h, last * h),
+            (x0, y0, -1.0),
         ),
     ]
+
+
+def _build(kind: str, n: int, rank: int = 0, nranks: int = 1) -> Mesh:
+    """The isosurface of ``kind`` at resolution ``n``, or rank ``rank``'s slab of it: of
+    every block, the rank's share of the cells along x (canonical split, one shared plane)."""
+    vol = marschner_lobb(n) if nranks == 1 else None
+    parts = []
+    for xs, ys, zs, spacing, origin in _parts(kind, n):
+        if nranks > 1:
+            cells = len(xs) - 1
+            base, extra = divmod(cells, nranks)
+            c0 = rank * base + min(rank, extra)
+            c1 = c0 + base + (rank < extra)
+            if c1 == c0:
+                continue  # no cells of this block on this rank
+            step = spacing if np.ndim(spacing) == 0 else spacing[0]
+            origin = (origin[0] + c0 * step, *origin[1:])
+            xs = xs[c0 : c1 + 1]
+            block = _sample(n, xs, ys, zs)
+            if not block.min() <= LEVEL <= block.max():
+                continue  # the surface does not cross this slab
+        else:
+            block = vol[_index(xs), ...][:, _index(ys)][:, :, _index(zs)]
+        parts.append(isosurface(block, LEVEL, spacing=spacing, origin=origin))
+    name = f"marschner-lobb-{n}" + ("" if kind == "balanced" else "-unbalanced")
+    if nranks > 1:
+        name += f"-slab{rank}of{nranks}"
+    if not parts:
+        empty = np.zeros((0, 3))
+        return Mesh(empty, np.zeros((0, 3), dtype=np.int64), empty, name)
     offsets = np.cumsum([0] + [len(p[0]) for p in parts[:-1]])
     v = np.concatenate([p[0] for p in parts])
     f = np.concatenate([p[1] + o for p, o in zip(parts, offsets, strict=True)])
-    nn = _unit(np.concatenate([_unit(p[2]) for p in parts]))
-    return Mesh(_z_up(v), f, _z_up(nn), f"marschner-lobb-{n}-unbalanced")
+    if kind == "balanced":
+        nn = _unit(parts[0][2])
+    else:
+        nn = _unit(np.concatenate([_unit(p[2]) for p in parts]))
+    return Mesh(_z_up(v), f, _z_up(nn), name)
+
+
+def _index(idx: np.ndarray) -> slice | np.ndarray:
+    """A slice (a view, no copy of a large grid) where the indices are a contiguous range."""
+    if len(idx) and np.array_equal(idx, np.arange(idx[0], idx[0] + len(idx))):
+        return slice(int(idx[0]), int(idx[0]) + len(idx))
+    return idx
 
 
 def _unit(n: np.ndarray) -> np.ndarray:
@@ -190,7 +259,8 @@ def load_dataset(kind: str = "balanced", size: str | int = "250k", *, cache: boo
     ----------
     kind : {"balanced", "unbalanced"}
     size : {"250k", "1m", "2m", "4m"} or int
-        Named size or grid resolution (the balanced surface has about 14.8 n^2 triangles).
+        Named size or grid resolution 8..1024 (the balanced surface has about 14.8 n^2
+        triangles). The larger "16m" and "64m" only as slabs (:func:`load_dataset_slab`).
     cache : bool
         Read and write the on-disk cache.
 
@@ -198,19 +268,12 @@ def load_dataset(kind: str = "balanced", size: str | int = "250k", *, cache: boo
     -------
     Mesh
     """
-    if kind not in DATASETS:
-        raise ValueError(f"dataset must be one of {', '.join(DATASETS)}; got {kind!r}")
-    if isinstance(size, str):
-        key = size.lower()
-        if key not in SIZES:
-            raise ValueError(
-                f"size must be one of {', '.join(SIZES)} or a resolution; got {size!r}"
-            )
-        n = SIZES[key]
-    else:
-        n = int(size)
-        if not 8 <= n <= 1024:
-            raise ValueError(f"grid resolution must be 8..1024, got {n}")
+    n = _resolution(kind, size)
+    if n > MAX_RESOLUTION:
+        raise ValueError(
+            f"size {size} (a {n}^3 grid) does not fit one process (at most {MAX_RESOLUTION}^3): "
+            "build it in slabs over MPI ranks (mpiexec -n N simd-emu render ...)"
+        )
     path = cache_dir() / f"ml-{kind}-{n}-v{_VERSION}.npz"
     if cache and path.exists():
         try:
@@ -230,6 +293,64 @@ def load_dataset(kind: str = "balanced", size: str | int = "250k", *, cache: boo
         except OSError:
             pass  # read-only home: just do not cache
     return as_mesh(mesh)
+
+
+def load_dataset_slab(kind: str, size: str | int, rank: int, nranks: int) -> Mesh:
+    """Rank ``rank``'s slab of a built-in isosurface made on ``nranks`` MPI ranks.
+
+    The rank samples the signal on its share of the grid cells along x only (plus the
+    plane it shares with the next rank) and runs marching cubes there, so no process holds
+    the whole grid or mesh. The slabs in rank order make a mesh of the same isosurface with
+    the same triangles (cells) as :func:`load_dataset`, in another order; a slab may be
+    empty (no faces). Not cached. With ``nranks=1`` this is the whole surface.
+
+    Parameters
+    ----------
+    kind, size
+        As for :func:`load_dataset`; resolutions up to ``MAX_SLAB_RESOLUTION`` as long as
+        a rank's slab holds at most ``MAX_SLAB_SAMPLES`` samples.
+    rank, nranks : int
+        This rank and the number of ranks.
+
+    Examples
+    --------
+    >>> whole = load_dataset("balanced", 16, cache=False)
+    >>> slabs = [load_dataset_slab("balanced", 16, r, 3) for r in range(3)]
+    >>> sum(s.n_faces for s in slabs) == whole.n_faces
+    True
+    """
+    n = _resolution(kind, size, MAX_SLAB_RESOLUTION)
+    if not (isinstance(nranks, int) and nranks >= 1 and isinstance(rank, int)):
+        raise ValueError(f"nranks must be a positive whole number, got {nranks!r}")
+    if not 0 <= rank < nranks:
+        raise ValueError(f"rank must be in 0..{nranks - 1}, got {rank!r}")
+    cells = -(-(n - 1) // nranks)  # the most cells along x any rank holds
+    if (cells + 1) * n * n > MAX_SLAB_SAMPLES:
+        need = -(-(n - 1) * n * n // (MAX_SLAB_SAMPLES - n * n))
+        raise ValueError(
+            f"a {n}^3 grid on {nranks} ranks puts {(cells + 1) * n * n} samples on a rank "
+            f"(at most {MAX_SLAB_SAMPLES}): run on at least {need} MPI ranks"
+        )
+    if nranks == 1:
+        return as_mesh(_build(kind, n))
+    return as_mesh(_build(kind, n, rank, nranks), allow_empty=True)
+
+
+def _resolution(kind: str, size: str | int, largest: int = MAX_RESOLUTION) -> int:
+    """The grid resolution of a named size or a whole number (8..``largest``)."""
+    if kind not in DATASETS:
+        raise ValueError(f"dataset must be one of {', '.join(DATASETS)}; got {kind!r}")
+    if isinstance(size, str):
+        key = size.lower()
+        if key not in SIZES:
+            raise ValueError(
+                f"size must be one of {', '.join(SIZES)} or a resolution; got {size!r}"
+            )
+        return SIZES[key]
+    n = int(size)
+    if not 8 <= n <= largest:
+        raise ValueError(f"grid resolution must be 8..{largest}, got {n}")
+    return n
 
 
 def workload_table(

@@ -49,6 +49,11 @@ class FrameStats:
         Host seconds of the whole ``render`` call up to the image on the host.
     workloads : LoopWorkloads or None
         The two loops' workload arrays (only with ``keep_workloads=True``).
+    ranks : dict or None
+        On a machine spread over MPI ranks: per rank, the faces of its share, its clipped
+        triangles, its estimated work before and after balancing (``work_before``,
+        ``work_after``), whether triangles moved (``balanced``) and how many (``moved``).
+        The stages then include ``rank-balance`` and ``composite`` with their MPI messages.
     """
 
     stages: dict[str, PhaseRecord]
@@ -57,6 +62,7 @@ class FrameStats:
     machine: Stats
     wall: float
     workloads: LoopWorkloads | None = None
+    ranks: dict[str, Any] | None = None
 
     @property
     def cycles(self) -> float:
@@ -71,6 +77,7 @@ class FrameStats:
             "counts": asdict(self.counts),
             "cycles": self.cycles,
             "wall_seconds": self.wall,
+            **({"ranks": self.ranks} if self.ranks is not None else {}),
         }
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "corner_normals",
     "face_normals",
     "load_mesh",
+    "mesh_share",
     "vertex_normals",
 ]
 
@@ -61,12 +62,14 @@ class Mesh:
         return np.stack([self.vertices.min(axis=0), self.vertices.max(axis=0)])
 
 
-def as_mesh(mesh: Any, *, name: str | None = None) -> Mesh:
+def as_mesh(mesh: Any, *, name: str | None = None, allow_empty: bool = False) -> Mesh:
     """Validate ``mesh`` and return it as a :class:`Mesh`.
 
     Parameters
     ----------
     mesh : Mesh, object with ``vertices`` and ``faces``, or ``(vertices, faces)`` pair
+    allow_empty : bool
+        Accept a mesh without faces (a rank's share of a mesh spread over MPI ranks).
 
     Returns
     -------
@@ -110,7 +113,9 @@ def as_mesh(mesh: Any, *, name: str | None = None) -> Mesh:
         raise ValueError(f"mesh vertices must have shape (N, 3), got {vertices.shape}")
     if faces.ndim != 2 or faces.shape[1] != 3:
         raise ValueError(f"mesh faces must have shape (M, 3) (triangles), got {faces.shape}")
-    if vertices.shape[0] == 0 or faces.shape[0] == 0:
+    if (vertices.shape[0] == 0 or faces.shape[0] == 0) and not (
+        allow_empty and faces.shape[0] == 0
+    ):
         raise ValueError(
             f"mesh is empty ({vertices.shape[0]} vertices, {faces.shape[0]} faces): "
             "nothing to render"
@@ -130,13 +135,13 @@ def as_mesh(mesh: Any, *, name: str | None = None) -> Mesh:
             f"mesh has {int(bad.sum())} vertices with NaN or infinite coordinates "
             f"(first at index {int(np.argmax(bad))})"
         )
-    largest = float(np.abs(vertices).max())
+    largest = float(np.abs(vertices).max()) if vertices.size else 0.0
     if largest > MAX_COORDINATE:
         raise ValueError(
             f"mesh coordinates too large ({largest:.3g}): the renderer squares them in float64, "
             f"so they must stay within +-{MAX_COORDINATE:g}; scale the mesh down"
         )
-    if faces.min() < 0 or faces.max() >= vertices.shape[0]:
+    if faces.size and (faces.min() < 0 or faces.max() >= vertices.shape[0]):
         raise ValueError(
             f"mesh face indices out of range: found {int(faces.min())}..{int(faces.max())}, "
             f"valid 0..{vertices.shape[0] - 1}"
@@ -246,6 +251,30 @@ def corner_normals(mesh: Mesh, crease_angle: float) -> np.ndarray:
     if not ok.all():
         out[~ok] = vertex_normals(Mesh(mesh.vertices, faces))[corner_vertex[~ok]]
     return out
+
+
+def mesh_share(mesh: Mesh, rank: int, nranks: int) -> Mesh:
+    """Rank ``rank``'s share of ``mesh`` on ``nranks`` MPI ranks: a contiguous range of the
+    faces (the first ``n_faces % nranks`` ranks one face more), with the vertices they use.
+
+    The shares carry the whole mesh's vertex normals (its own, or computed from all its
+    faces), so rendered sort-last over the ranks they shade as the whole mesh does; the
+    shares in rank order are the whole mesh's faces in order.
+
+    Examples
+    --------
+    >>> quad = as_mesh((np.array([[0., 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]]),
+    ...                 np.array([[0, 1, 2], [0, 2, 3]])))
+    >>> [mesh_share(quad, r, 3).faces.tolist() for r in range(3)]
+    [[[0, 1, 2]], [[0, 1, 2]], []]
+    """
+    base, extra = divmod(mesh.n_faces, nranks)
+    lo = rank * base + min(rank, extra)
+    hi = lo + base + (rank < extra)
+    normals = vertex_normals(mesh)
+    used, faces = np.unique(mesh.faces[lo:hi], return_inverse=True)
+    faces = faces.reshape(-1, 3).astype(np.int64)
+    return Mesh(mesh.vertices[used], faces, normals[used], f"{mesh.name}[{rank}/{nranks}]")
 
 
 def load_mesh(path: str | PathLike[str]) -> Mesh:

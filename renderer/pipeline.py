@@ -11,6 +11,7 @@ three forms: ``"original"`` (Figure 1), ``"cost-effective"`` (Figure 2) or ``"ex
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -112,7 +113,8 @@ def render(
     light: Any = None,
     crease_angle: float | None = None,
     supersample: int = 1,
-) -> Frame:
+    rank_balance: bool = True,
+) -> Frame | None:
     """Render a triangle mesh on the SIMD machine.
 
     Parameters
@@ -181,10 +183,29 @@ def render(
         block of samples into a pixel. 1 (the default) is the OpenGL-exact image. The
         statistics are those of the supersampled frame; ``depth`` and ``face`` are the
         nearest sample's.
+    rank_balance : bool
+        On a machine spread over MPI ranks only: balance the clipped triangles across the
+        ranks before the loops when the cost model says it pays (default); False never
+        moves them. The image is the same either way.
 
     Returns
     -------
     Frame
+        On a machine spread over MPI ranks (``Machine(..., comm=comm)``): the frame on
+        rank 0 and None on the other ranks.
+
+    Notes
+    -----
+    On a machine spread over MPI ranks, ``mesh`` is this rank's share of the triangles
+    (possibly none) and the frame is rendered sort-last (:mod:`renderer.sortlast`): every
+    rank renders its share on a one-process machine of its own with the ``loop`` form,
+    the triangles balanced across ranks first (:mod:`renderer.rank_balance`), and the
+    ranks composite their depth keys by binary swap (:mod:`renderer.composite`). Rank 0's
+    frame is bit for bit the one-rank frame of the concatenation of the shares in rank
+    order (vertices concatenated, faces offset). A share without normals gets vertex
+    normals from its own faces, as the concatenation does; give shares their normals
+    (``Mesh.normals``) to shade as the unsplit mesh. Not with a Scene, ``framing="fit"``
+    or ``keep_workloads``. Errors are raised on every rank alike.
 
     Raises
     ------
@@ -203,47 +224,65 @@ def render(
     >>> frame.image.shape, bool(frame.coverage.any())
     ((64, 64, 3), True)
     """
-    scene = mesh if isinstance(mesh, Scene) else None
-    mesh = scene.mesh if scene is not None else as_mesh(mesh)
-    width, height = _parse_size(size)
-    if loop not in LOOP_FORMS:
-        raise ValueError(f"loop must be one of {', '.join(LOOP_FORMS)}; got {loop!r}")
-    if shading not in SHADINGS:
-        raise ValueError(f"shading must be one of {', '.join(SHADINGS)}; got {shading!r}")
-    if clock not in ("model", "wall"):
-        raise ValueError(f"clock must be 'model' or 'wall', got {clock!r}")
-    if camera is not None and not isinstance(camera, Camera):
-        raise TypeError(f"camera must be a renderer.Camera, got {type(camera).__name__}")
-    if machine is not None and not (hasattr(machine, "xp") and hasattr(machine, "scan")):
-        raise TypeError(f"machine must be a simd.Machine, got {type(machine).__name__}")
-    out_w, out_h = width, height
-    k_ss = check_supersample(supersample, width, height, MAX_SIZE)
-    if k_ss > 1:
-        if count_writes:
-            raise ValueError("count_writes counts fragments per pixel; not with supersample")
-        width, height = width * k_ss, height * k_ss
-    camera_options: dict[str, Any] = {
-        name: value
-        for name, value in (("fovy", fov), ("distance", distance), ("up", up))
-        if value is not None
-    }
-    if framing != "sphere":
-        camera_options["framing"] = framing
-    if camera_options and (camera is not None or mvp is not None):
-        raise ValueError(
-            "fov, distance, up and framing set up the default camera; not with camera= or mvp="
-        )
-    if crease_angle is not None and not (
-        isinstance(crease_angle, int | float | np.number) and 0 <= crease_angle <= 180
-    ):
-        raise ValueError(f"crease_angle must be in [0, 180] degrees, got {crease_angle!r}")
-    base = surface_colours(len(mesh.vertices), colour, values, colormap, value_range)
-    if background is not None:
-        background_rgb(background)  # checked before any work
-    if scene is not None:
-        if machine is not None and machine is not scene.machine:
-            raise ValueError("a Scene renders on the machine it was prepared on")
-        machine = scene.machine
+    ranks = getattr(machine, "ranks", None) if machine is not None else None
+    # On several ranks a bad input on any rank raises on all (no rank waits for the others).
+    with ranks.collective_errors() if ranks is not None else nullcontext():
+        if ranks is not None:
+            _check_ranks(mesh, framing, keep_workloads)
+        scene = mesh if isinstance(mesh, Scene) else None
+        mesh = scene.mesh if scene is not None else as_mesh(mesh, allow_empty=ranks is not None)
+        width, height = _parse_size(size)
+        if loop not in LOOP_FORMS:
+            raise ValueError(f"loop must be one of {', '.join(LOOP_FORMS)}; got {loop!r}")
+        if shading not in SHADINGS:
+            raise ValueError(f"shading must be one of {', '.join(SHADINGS)}; got {shading!r}")
+        if clock not in ("model", "wall"):
+            raise ValueError(f"clock must be 'model' or 'wall', got {clock!r}")
+        if camera is not None and not isinstance(camera, Camera):
+            raise TypeError(f"camera must be a renderer.Camera, got {type(camera).__name__}")
+        if machine is not None and not (hasattr(machine, "xp") and hasattr(machine, "scan")):
+            raise TypeError(f"machine must be a simd.Machine, got {type(machine).__name__}")
+        out_w, out_h = width, height
+        k_ss = check_supersample(supersample, width, height, MAX_SIZE)
+        if k_ss > 1:
+            if count_writes:
+                raise ValueError("count_writes counts fragments per pixel; not with supersample")
+            width, height = width * k_ss, height * k_ss
+        camera_options: dict[str, Any] = {
+            name: value
+            for name, value in (("fovy", fov), ("distance", distance), ("up", up))
+            if value is not None
+        }
+        if framing != "sphere":
+            camera_options["framing"] = framing
+        if camera_options and (camera is not None or mvp is not None):
+            raise ValueError(
+                "fov, distance, up and framing set up the default camera; not with camera= or mvp="
+            )
+        if crease_angle is not None and not (
+            isinstance(crease_angle, int | float | np.number) and 0 <= crease_angle <= 180
+        ):
+            raise ValueError(f"crease_angle must be in [0, 180] degrees, got {crease_angle!r}")
+        if ranks is None:
+            base = surface_colours(len(mesh.vertices), colour, values, colormap, value_range)
+        if background is not None:
+            background_rgb(background)  # checked before any work
+        if scene is not None:
+            if machine is not None and machine is not scene.machine:
+                raise ValueError("a Scene renders on the machine it was prepared on")
+            machine = scene.machine
+    sortlast = framed = None
+    if ranks is not None:
+        from renderer.sortlast import SortLast
+
+        sortlast = SortLast(machine)
+        sortlast.check_faces(mesh.n_faces)
+        if values is not None and value_range is None:
+            value_range = sortlast.value_range(values)  # the whole mesh's, as on one rank
+        with ranks.collective_errors():
+            base = surface_colours(len(mesh.vertices), colour, values, colormap, value_range)
+        framed = sortlast.sphere(mesh.vertices)
+        dm, machine = machine, sortlast.local  # the stages run on the rank's own machine
     m = machine if machine is not None else _default_machine()
     xp = m.xp
     aspect = width / height
@@ -260,7 +299,9 @@ def render(
         cam = (
             camera
             if camera is not None
-            else default_camera(scene or mesh, view, magnification, aspect=aspect, **camera_options)
+            else default_camera(
+                framed or scene or mesh, view, magnification, aspect=aspect, **camera_options
+            )
         )
         mvp = cam.mvp(aspect)
         light = (
@@ -345,6 +386,10 @@ def render(
                     xp, clip[faces.reshape(-1)], corner, ccol, width, height, machine=m
                 )
         done("clip", record)
+        if sortlast is not None:
+            with dm.phase("rank-balance") as record:
+                tris = sortlast.balance(tris, len(mesh.faces), width, height, rank_balance)
+            done("rank-balance", record)
         with stage("setup") as record:
             setup = setup_triangles(xp, tris.clip, width, height, machine=m)
         done("setup", record)
@@ -354,16 +399,20 @@ def render(
         res_scan = balanced_loop("scan-conversion", setup.workload, scanner, 0)
         spans = scanner.spans()
         done("scan-conversion", res_scan.record)
-        bits = id_bits(max(n_tri, 1))
+        # on several ranks: the one-rank frame's index bits and drawing indices
+        bits = id_bits(max(n_tri, 1)) if sortlast is None else sortlast.bits
+        first = 0 if sortlast is None else sortlast.first
         zbuffer = xp.full(width * height, EMPTY, dtype=xp.int64)
         writes = xp.zeros(width * height, dtype=xp.int64) if count_writes else None
         loop_stage("z-buffer")
-        body = ZBufferBody(xp, spans, zbuffer, width, bits, machine=m, writes=writes)
+        body = ZBufferBody(xp, spans, zbuffer, width, bits, machine=m, writes=writes, first=first)
         # the span lengths' sum, max and min: read by the scan converter with its counts
         res_z = balanced_loop("z-buffer", spans.length, body, 1, scanner.workload_stats)
         done("z-buffer", res_z.record)
         with stage("shading") as record:
             covered, tri_px, depth = decode_keys(xp, zbuffer, bits)
+            if first:
+                tri_px = tri_px - first  # the rank's own triangles (uncovered pixels: masked)
             if m.backend == "cupy" and n_tri:
                 # Every pixel is shaded and the uncovered ones masked afterwards: packing
                 # the covered ones first would wait for their number (a host sync).
@@ -382,9 +431,9 @@ def render(
                 image[pix] = rgb
                 face = xp.full(width * height, -1, dtype=xp.int64)
                 face[pix] = tris.face[tri_hit]
-            if background is not None:
+            if background is not None and sortlast is None:
                 image = fill_background(xp, m, image, covered, background)
-            if k_ss > 1:
+            if k_ss > 1 and sortlast is None:
                 image, keys = resolve(xp, image, zbuffer, out_w, out_h, k_ss)
                 covered, tri_px, depth = decode_keys(xp, keys, bits)
                 if n_tri:
@@ -393,6 +442,26 @@ def render(
                     face = xp.full(out_w * out_h, -1, dtype=xp.int64)
             m.charge("elementwise", width * height, ops=SHADING_OPS)
         done("shading", record)
+        if sortlast is not None:
+            rank_counts = sortlast.sum_counts(
+                [mesh.n_faces, tris.n_clipped, tris.n_rejected, n_tri]
+                + [int(setup.n_degenerate), int(spans.length.shape[0]), res_z.total_tasks]
+            )
+            with dm.phase("composite") as record:
+                merged = sortlast.composite(
+                    m.asnumpy(zbuffer), m.asnumpy(image), m.asnumpy(face), _host(m, writes)
+                )
+            done("composite", record)
+            if merged is None:
+                return None  # rank 0 holds the frame
+            zbuffer, image, face, writes = (None if a is None else m.asarray(a) for a in merged)
+            covered, _, depth = decode_keys(xp, zbuffer, bits)
+            if background is not None:
+                image = fill_background(xp, m, image, covered, background)
+            if k_ss > 1:
+                face = _nearest(xp, zbuffer, face, out_w, out_h, k_ss)
+                image, keys = resolve(xp, image, zbuffer, out_w, out_h, k_ss)
+                covered, _, depth = decode_keys(xp, keys, bits)
     finally:
         if own_bar:
             bar.close()
@@ -422,6 +491,18 @@ def render(
         fragments=res_z.total_tasks,  # the sum of the span lengths, read by run_loop
         pixels=int(np.count_nonzero(face >= 0)),
     )
+    if sortlast is not None:  # the whole frame's, summed over the ranks
+        faces_all, clipped, rejected, tris_all, degenerate, n_spans, fragments = rank_counts
+        counts = FrameCounts(
+            triangles=faces_all,
+            clipped=clipped,
+            rejected=rejected,
+            drawn=tris_all - degenerate,
+            degenerate=degenerate,
+            spans=n_spans,
+            fragments=fragments,
+            pixels=counts.pixels,
+        )
     workloads = None
     if keep_workloads:
         workloads = LoopWorkloads(scan=host[-2].astype(np.int64), zbuffer=host[-1].astype(np.int64))
@@ -435,6 +516,7 @@ def render(
         machine=m.stats,
         wall=time.perf_counter() - t_start,
         workloads=workloads,
+        ranks=None if sortlast is None else sortlast.counts.to_dict(),
     )
     return Frame(
         image=image,
@@ -491,6 +573,31 @@ def loop_workloads(
         keep_workloads=True,
     )
     return frame.stats.workloads
+
+
+def _host(m: Any, a: Any) -> np.ndarray | None:
+    return None if a is None else m.asnumpy(a)
+
+
+def _nearest(xp: Any, keys: Any, face: Any, width: int, height: int, k: int) -> Any:
+    """The face of the nearest sample (smallest key) of each ``k`` x ``k`` block, as
+    :func:`~renderer.picture.resolve` picks its key (keys of distinct triangles differ)."""
+    blocks = keys.reshape(height, k, width, k).transpose(0, 2, 1, 3).reshape(-1, k * k)
+    faces = face.reshape(height, k, width, k).transpose(0, 2, 1, 3).reshape(-1, k * k)
+    pick = xp.argmin(blocks, axis=1)
+    return xp.take_along_axis(faces, pick[:, None], axis=1)[:, 0]
+
+
+def _check_ranks(mesh: Any, framing: str, keep_workloads: bool) -> None:
+    """What a frame spread over MPI ranks does not take (one-line errors)."""
+    if isinstance(mesh, Scene):
+        raise ValueError(
+            "a Scene lives on one process; on several MPI ranks give each rank its mesh share"
+        )
+    if framing == "fit":
+        raise ValueError("framing='fit' is not supported on several MPI ranks; use 'sphere'")
+    if keep_workloads:
+        raise ValueError("keep_workloads is not supported on several MPI ranks")
 
 
 def _pick(overestimate: Any, k: int) -> Any:

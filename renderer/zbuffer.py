@@ -88,9 +88,12 @@ class ZBufferBody:
         *,
         machine: Any,
         writes: Any = None,
+        first: int = 0,
     ) -> None:
         self.xp, self.spans, self.zbuffer = xp, spans, zbuffer
         self.width, self.bits, self.machine, self.writes = width, bits, machine, writes
+        #: Drawing index of the first triangle (a rank's share of a frame over MPI ranks).
+        self.first = int(first)
 
     def __call__(self, items: Any, tasks: Any) -> None:
         xp, s = self.xp, self.spans
@@ -98,7 +101,10 @@ class ZBufferBody:
             return
         col = s.col[items] + tasks
         z = s.zrow[items] + s.dzdx[items] * (col.astype(xp.float64) - s.x0[items])
-        keys = depth_keys(xp, z, s.tri[items], self.bits)
+        tri = s.tri[items]
+        if self.first:  # only on ranks: no extra operation on one
+            tri = tri + self.first
+        keys = depth_keys(xp, z, tri, self.bits)
         dest = s.row[items] * self.width + col
         self.machine.send(keys, dest, combine="min", into=self.zbuffer)
         if self.writes is not None:

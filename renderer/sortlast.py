@@ -1,0 +1,195 @@
+"""The rank-level steps of a frame rendered sort-last on a machine spread over MPI ranks.
+
+``render(share, machine=m)`` with ``m.ranks`` set (``Machine(..., comm=comm)``) renders
+each rank's share of the triangles on a one-process machine of its own (same PEs, backend
+and cost model: any loop form), and :class:`SortLast` does what needs the other ranks:
+
+1. the frame's global quantities: the bounding sphere the default camera frames and the
+   value range of a colormap, exactly as the one-rank frame computes them on the
+   concatenated mesh (minima and maxima are exact under any reduction order);
+2. global numbering: the one-rank mesh is the concatenation of the shares in rank order,
+   and clipping keeps the order of the faces, so the one-rank drawing index of a rank's
+   ``i``-th clipped triangle is ``i`` plus the clipped triangles of the ranks before it;
+   every rank keys its fragments with that index and the global :func:`id_bits`;
+3. balancing across ranks (:mod:`renderer.rank_balance`), which keeps that order;
+4. compositing (:mod:`renderer.composite`): the minimum key per pixel by binary swap, with
+   the colour and face of the rank whose key won, gathered on rank 0.
+
+Each pixel's colour depends only on the triangle that wins it, so rank 0's composited
+image, depth and faces are bit for bit those of the one-rank frame of the concatenated
+mesh. Rank 0 returns the :class:`~renderer.Frame`; the other ranks return None.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from renderer.composite import composite_min
+from renderer.zbuffer import id_bits
+
+__all__ = ["GlobalSphere", "SortLast", "RankCounts"]
+
+
+@dataclass(frozen=True)
+class GlobalSphere:
+    """The bounding sphere of the whole mesh, for :func:`renderer.default_camera`."""
+
+    centre: np.ndarray
+    radius: float
+
+    def bounding_sphere(self) -> tuple[np.ndarray, float]:
+        return self.centre, self.radius
+
+
+@dataclass
+class RankCounts:
+    """Per rank: faces of the share, clipped triangles, and the balancing's work figures."""
+
+    faces: list[int]
+    triangles: list[int]
+    work_before: list[int] = field(default_factory=list)
+    work_after: list[int] = field(default_factory=list)
+    balanced: bool = False
+    moved: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class SortLast:
+    """The rank-level steps of one frame (every method is collective).
+
+    Parameters
+    ----------
+    machine : simd.Machine
+        A machine spread over ranks (``machine.ranks`` set).
+    """
+
+    def __init__(self, machine: Any) -> None:
+        from simd import Machine
+
+        self.machine = machine
+        self.ranks = machine.ranks
+        #: The rank's own one-process machine that runs the pipeline's stages and loops.
+        self.local = Machine(pes=machine.pes, backend=machine.backend_spec, cost=machine.cost)
+        self.first = 0  # global drawing index of this rank's first clipped triangle
+        self.total = 0
+        self.bits = 1
+        self.counts: RankCounts | None = None
+
+    # ------------------------------------------------------------ global quantities
+
+    def sphere(self, vertices: np.ndarray) -> GlobalSphere:
+        """The bounding sphere of the concatenated mesh (as ``camera.bounding_sphere``)."""
+        r = self.ranks
+        if len(vertices):
+            lo, hi = vertices.min(axis=0), vertices.max(axis=0)
+        else:
+            lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+        lo, hi = r.allreduce(lo, "min"), r.allreduce(hi, "max")
+        centre = (lo + hi) / 2.0
+        far = ((vertices - centre) ** 2).sum(axis=1).max() if len(vertices) else -np.inf
+        radius = float(np.sqrt(r.allreduce(np.array([far]), "max")[0]))
+        return GlobalSphere(centre, radius if radius != 0.0 else 1.0)
+
+    def check_faces(self, n_faces: int) -> None:
+        """A ValueError on every rank when no rank has a face."""
+        if int(self.ranks.allreduce(np.array([int(n_faces)]), "add")[0]) == 0:
+            raise ValueError("mesh is empty on every rank (0 faces): nothing to render")
+
+    def value_range(self, values: np.ndarray) -> tuple[float, float]:
+        """The range of the whole mesh's vertex values (a colormap's default range)."""
+        v = np.asarray(values, dtype=np.float64)
+        lo = v.min() if v.size else np.inf
+        hi = v.max() if v.size else -np.inf
+        return (
+            float(self.ranks.allreduce(np.array([lo]), "min")[0]),
+            float(self.ranks.allreduce(np.array([hi]), "max")[0]),
+        )
+
+    # ------------------------------------------------------------ numbering
+
+    def number(self, n_faces: int, n_tri: int) -> int:
+        """Global numbering after clipping; returns this rank's global face offset.
+
+        Sets :attr:`first` (the global drawing index of this rank's first triangle),
+        :attr:`total` and :attr:`bits` (the key's index bits of the one-rank frame).
+        """
+        sizes = self.ranks.allgather((int(n_faces), int(n_tri)))
+        faces = [s[0] for s in sizes]
+        tris = [s[1] for s in sizes]
+        self.counts = RankCounts(faces=faces, triangles=tris)
+        self.first = int(sum(tris[: self.ranks.rank]))
+        self.total = int(sum(tris))
+        self.bits = id_bits(max(self.total, 1))
+        return int(sum(faces[: self.ranks.rank]))
+
+    def renumber(self, n_tri: int) -> None:
+        """After balancing moved triangles (keeping their order): the new :attr:`first`."""
+        sizes = self.ranks.allgather(int(n_tri))
+        self.first = int(sum(sizes[: self.ranks.rank]))
+
+    def balance(self, tris: Any, n_faces: int, width: int, height: int, enabled: bool) -> Any:
+        """Number the rank's clipped triangles globally, then balance them across the
+        ranks (:func:`~renderer.rank_balance.balance_triangles`, in the machine's open
+        phase); returns the rank's triangles, their faces numbered globally."""
+        from renderer.clip import ClippedTriangles
+        from renderer.rank_balance import balance_triangles, triangle_work
+
+        local = self.local
+        face_offset = self.number(n_faces, int(tris.face.shape[0]))
+        arrays = {
+            "clip": local.asnumpy(tris.clip),
+            "attrs": local.asnumpy(tris.attrs),
+            "face": local.asnumpy(tris.face) + face_offset,
+        }
+        work = triangle_work(arrays["clip"], width, height)
+        arrays, report = balance_triangles(self.ranks, self.machine, arrays, work, enabled=enabled)
+        self.counts.work_before = report["work_before"]
+        self.counts.work_after = report["work_after"]
+        self.counts.balanced = report["balanced"]
+        self.counts.moved = report["moved"]
+        if report["balanced"]:
+            self.renumber(arrays["face"].shape[0])
+        return ClippedTriangles(
+            local.asarray(arrays["clip"]),
+            local.asarray(arrays["attrs"]),
+            local.asarray(arrays["face"]),
+            tris.n_clipped,
+            tris.n_rejected,
+        )
+
+    # ------------------------------------------------------------ compositing
+
+    def composite(
+        self, keys: np.ndarray, image: np.ndarray, face: np.ndarray, writes: np.ndarray | None
+    ) -> tuple[np.ndarray, ...] | None:
+        """Binary-swap the (key, colour, face) of every pixel by the minimum key; rank 0
+        gets the composited arrays (and ``writes`` summed over the ranks), the others None.
+
+        Uncovered pixels carry colour 0 and face -1 on every rank, so the payload of a
+        pixel no rank drew is the one-rank frame's whatever rank's record is kept.
+        """
+        records = np.empty(
+            keys.shape[0], dtype=[("key", "<i8"), ("rgb", "u1", (3,)), ("face", "<i8")]
+        )
+        records["key"], records["rgb"], records["face"] = keys, image, face
+        done = composite_min(self.ranks, records)
+        total_writes = None
+        if writes is not None:
+            total_writes = self.ranks.allreduce(np.asarray(writes, dtype=np.int64), "add")
+        if done is None:
+            return None
+        return (
+            np.ascontiguousarray(done["key"]),
+            np.ascontiguousarray(done["rgb"]),
+            np.ascontiguousarray(done["face"]),
+            total_writes,
+        )
+
+    def sum_counts(self, values: list[int]) -> list[int]:
+        """Elementwise sums over the ranks of a few integer counts."""
+        return [int(v) for v in self.ranks.allreduce(np.asarray(values, np.int64), "add")]
