@@ -99,10 +99,14 @@ def _scan_part(m: Any, n_total: int, repeats: int) -> dict[str, Any]:
     }
 
 
-def _render_part(m: Any, size: str, image: int, repeats: int) -> dict[str, Any]:
+def _render_part(m: Any, size: str, image: int, repeats: int, weak: bool) -> dict[str, Any]:
     from renderer import load_dataset_slab, render
+    from renderer.datasets import SIZES
 
-    share = load_dataset_slab("balanced", size, m.rank, m.nranks)
+    resolution = SIZES.get(size) or int(size)
+    if weak:  # triangles grow with the surface: the square of the grid's resolution
+        resolution = round(resolution * np.sqrt(m.nranks))
+    share = load_dataset_slab("balanced", resolution, m.rank, m.nranks)
     frame = {}
 
     def one() -> None:
@@ -112,7 +116,7 @@ def _render_part(m: Any, size: str, image: int, repeats: int) -> dict[str, Any]:
     triangles = (
         m.ranks.allreduce(np.array([len(share.faces)]), "add")[0] if m.ranks else len(share.faces)
     )
-    return {"dataset": size, "triangles": int(triangles), "image": image, **result}
+    return {"resolution": resolution, "triangles": int(triangles), "image": image, **result}
 
 
 def _diffusion_part(m: Any, shape: tuple[int, int], niter: int, repeats: int) -> dict[str, Any]:
@@ -163,7 +167,9 @@ def worker(args: argparse.Namespace) -> None:
     if "scan" in args.parts:
         record["scan"] = _scan_part(m, args.scan_size * scale, args.repeats)
     if "render" in args.parts:
-        record["render"] = _render_part(m, args.render_size, args.image, args.repeats)
+        record["render"] = _render_part(
+            m, args.render_size, args.image, args.repeats, args.mode == "weak"
+        )
     if "diffusion" in args.parts:
         rows = args.diffusion_rows * scale
         record["diffusion"] = _diffusion_part(
@@ -378,7 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--scan-size", type=int, default=None, help="scan elements (per rank: weak)"
     )
-    parser.add_argument("--render-size", default=None, help="data set size of the render part")
+    parser.add_argument(
+        "--render-size", default=None, help="data set of the render part: 250k, 1m, ... or a grid"
+    )
     parser.add_argument("--image", type=int, default=None, help="image side of the render part")
     parser.add_argument("--diffusion-rows", type=int, default=None)
     parser.add_argument("--diffusion-cols", type=int, default=None)
@@ -394,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     defaults = {
         "ranks": [1, 2] if quick else [1, 2, 3, 4],
         "scan_size": 2**18 if quick else 2**22,
-        "render_size": "20k" if quick else "250k",
+        "render_size": "48" if quick else "250k",
         "image": 128 if quick else 512,
         "diffusion_rows": 128 if quick else 1024,
         "diffusion_cols": 128 if quick else 1024,
