@@ -103,7 +103,11 @@ def _info(args: argparse.Namespace) -> int:
     print(f"python  : {env['python']} on {env['platform']}")
     mpi = env["mpi"]
     if mpi["installed"]:
-        how = "GPU buffers directly" if mpi["cuda_aware"] else "GPU arrays through host buffers"
+        how = (
+            "CUDA-aware (GPU arrays are still staged through host memory)"
+            if mpi["cuda_aware"]
+            else "not CUDA-aware (GPU arrays go through host memory)"
+        )
         print(f"mpi     : {mpi['library']}, {how}; {mpi['ranks']} rank(s) in this launch")
     else:
         print("mpi     : none (pip install 'simd-emu[mpi]' to run on several ranks)")

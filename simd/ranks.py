@@ -69,8 +69,9 @@ def cuda_aware() -> bool:
 
     ``SIMD_MPI_CUDA_AWARE=1`` or ``0`` decides; otherwise Open MPI is asked through
     ``ompi_info`` (``opal_built_with_cuda_support``) and any other library is taken as not
-    CUDA-aware, so GPU arrays go through pinned host buffers (always correct, one copy
-    each way more).
+    CUDA-aware. The machine stages GPU arrays through host memory either way for now
+    (always correct, one copy each way more); ``simd-emu info`` reports this answer so
+    that a cluster's MPI can be checked before the direct path is used.
     """
     forced = os.environ.get("SIMD_MPI_CUDA_AWARE", "")
     if forced:
