@@ -26,6 +26,7 @@ and the result, the statistics and the model clock equal the one-rank run's bit 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -284,34 +285,38 @@ def mesh_diffusion(
         xp_in, img = check_image(image, ndims=(2,))
         host = _host(img)
         shape = host.shape
-    niter = check_parameters(niter, kappa, gamma, option, epsilon)
-    spacing = check_spacing(voxelspacing, 2, "voxelspacing")
-    if (
-        isinstance(balance_every, bool)
-        or not isinstance(balance_every, int | np.integer)
-        or balance_every < 0
-    ):
-        raise ValueError(f"balance_every must be a non-negative integer, got {balance_every!r}")
-    balance_axes = tuple(int(a) for a in balance_axes)
-    if not balance_axes or any(a not in (0, 1) for a in balance_axes):
-        raise ValueError(f"balance_axes must name axes 0 and/or 1, got {balance_axes!r}")
-    if machine is None:
-        from simd import Machine
+    # Across ranks a bad argument on one rank raises on every rank (none waits).
+    with machine.ranks.collective_errors() if across else contextlib.nullcontext():
+        niter = check_parameters(niter, kappa, gamma, option, epsilon)
+        spacing = check_spacing(voxelspacing, 2, "voxelspacing")
+        if (
+            isinstance(balance_every, bool)
+            or not isinstance(balance_every, int | np.integer)
+            or balance_every < 0
+        ):
+            raise ValueError(f"balance_every must be a non-negative integer, got {balance_every!r}")
+        balance_axes = tuple(int(a) for a in balance_axes)
+        if not balance_axes or any(a not in (0, 1) for a in balance_axes):
+            raise ValueError(f"balance_axes must name axes 0 and/or 1, got {balance_axes!r}")
+        if machine is None:
+            from simd import Machine
 
-        mesh = tuple(int(s) for s in mesh)
-        if len(mesh) != 2 or min(mesh) < 1:
-            raise ValueError(f"mesh must be two positive integers, got {mesh!r}")
-        if mesh[0] > shape[0] or mesh[1] > shape[1]:
-            raise ValueError(
-                f"the mesh {mesh} is larger than the image {shape}: every PE must hold "
-                "at least one pixel"
-            )
-        machine = Machine(pes=mesh, backend=backend)
-    m = machine
-    if len(m.pes) != 2:
-        raise ValueError(f"mesh diffusion needs a 2-D machine, got pes={m.pes}")
+            mesh = tuple(int(s) for s in mesh)
+            if len(mesh) != 2 or min(mesh) < 1:
+                raise ValueError(f"mesh must be two positive integers, got {mesh!r}")
+            if mesh[0] > shape[0] or mesh[1] > shape[1]:
+                raise ValueError(
+                    f"the mesh {mesh} is larger than the image {shape}: every PE must hold "
+                    "at least one pixel"
+                )
+            machine = Machine(pes=mesh, backend=backend)
+        m = machine
+        if len(m.pes) != 2:
+            raise ValueError(f"mesh diffusion needs a 2-D machine, got pes={m.pes}")
     if across:
-        xp_in, host, shape = _image_on_root(m, image)
+        settings = (niter, kappa, gamma, spacing, option, epsilon, freeze, buffer)
+        settings += (balance_every, balance_axes, limited_buffers, check, track_static)
+        xp_in, host, shape = _image_on_root(m, image, settings)
     if m.pes[0] > shape[0] or m.pes[1] > shape[1]:
         raise ValueError(
             f"the mesh {m.pes} is larger than the image {shape}: every PE must hold at "
@@ -444,18 +449,23 @@ def mesh_diffusion(
     return res
 
 
-def _image_on_root(m: Any, image: Any) -> tuple[Any, np.ndarray | None, tuple[int, int]]:
+def _image_on_root(
+    m: Any, image: Any, settings: tuple
+) -> tuple[Any, np.ndarray | None, tuple[int, int]]:
     """Across ranks: rank 0's image checked (the error raised on every rank), its shape
-    shared. Returns the input's array module (None off rank 0), the host image (rank 0) and
-    the shape."""
+    shared, and every rank's ``settings`` compared. Returns the input's array module (None
+    off rank 0), the host image (rank 0) and the shape."""
     xp_in, host, shape = None, None, None
     with m.ranks.collective_errors():
         if m.is_root:
             xp_in, img = check_image(image, ndims=(2,))
             host = _host(img)
             shape = host.shape
-    shape = m.ranks.allgather(shape)[0]
-    return xp_in, host, tuple(shape)
+    every = m.ranks.allgather((shape, repr(settings)))
+    # Every rank reaches the same verdict from the same gathered data: no rank waits.
+    if len({e[1] for e in every}) != 1:
+        raise ValueError("the ranks were given different diffusion parameters")
+    return xp_in, host, tuple(every[0][0])
 
 
 def _rows_of_ranks(

@@ -126,9 +126,19 @@ for shape, pes in layouts:
 m = Machine(pes=(2, 2), backend="numpy", comm=comm)
 bad = np.ones((8, 8), np.float32)
 bad[5, 5] = np.nan
-for given, message in ((bad, "NaN"), (np.ones(8, np.float32), "2-D")):
+last = comm.Get_size() - 1
+good = np.ones((8, 8), np.float32)
+for given, kw, message in (
+    (bad, {}, "NaN"),
+    (np.ones(8, np.float32), {}, "2-D"),
+    (good, {"niter": -1 if comm.Get_rank() == last else 2}, "niter"),  # one rank's argument
+    (good, {"balance_every": 1 + (comm.Get_rank() == last)}, "different diffusion parameters"),
+    (np.ones((1, 8), np.float32), {}, "larger than the image"),
+):
+    if message.startswith("different") and comm.Get_size() == 1:
+        continue
     try:
-        mesh_diffusion(given if root else None, machine=m, niter=2)
+        mesh_diffusion(given if root else None, machine=m, **{"niter": 2, **kw})
     except ValueError as exc:
         assert message in str(exc), exc
     else:
