@@ -13,6 +13,12 @@ shifts (to move the data), as the paper prescribes:
 * with a k-D mesh it is Algorithm 3 or its limited-buffer analogue Algorithm 4, balancing
   the axes one after another (all of them, or only those in ``axes``: Figure 10).
 
+On a machine spread over MPI ranks (``Machine(..., comm=...)``) each rank's
+:class:`TiledGrid` holds a block of the mesh's PE rows (``rows``) while the boundary vectors
+stay global; the scans and shifts span the ranks, the front end's lines are put together
+from every rank's PE rows, and every rank takes the same decisions, so a balancing step
+moves the same data as on one rank.
+
 Whatever happens, the Locality Constraints of Figure 1 hold after every step: the mapping
 stays orthogonal (constraint 2) and monotone (constraint 1, data moves through FIFO buffers
 and never passes other data: Lemma 3), and every PE keeps at least one data hyperplane per
@@ -410,7 +416,8 @@ def balance(
         The decomposed data; its channels move, its extents change.
     machine : simd.Machine
         Runs the scans and shifts (and is charged for them). Its mesh shape must be
-        ``grid.pes``.
+        ``grid.pes``. Across MPI ranks, every rank calls with its block of PE rows
+        (``grid.rows``, the machine's layout of the mesh's axis 0). Collective.
     load : str
         Channel with the load of every data point (1 for an active point, 0 otherwise).
     axes : sequence of int, optional
