@@ -6,9 +6,10 @@ one line (what was written, the model and wall times). --compare also runs it wi
 balancing and prints the ratios; --verbose prints the per-run tables. The result has the
 input's value type (TIFF, NPY) or its DICOM tags and rescaling; PNG is 8-bit.
 
-Launched as "mpiexec -n N simd-emu diffuse ..." it runs the dense path (every point
-every iteration, the same result bit for bit) with the image's rows split across the N
-ranks; rank 0 reads the input, prints and writes the outputs.
+Launched as "mpiexec -n N simd-emu diffuse ..." it runs on N ranks with the PE mesh's
+rows split across them (the balancing too), or with --method dense the dense path (every
+point every iteration) with the image's rows split across them; either way the result is
+the one-process result bit for bit. Rank 0 reads the input, prints and writes the outputs.
 """
 
 from __future__ import annotations
@@ -165,9 +166,9 @@ def register(subparsers: Any) -> None:
         "--method",
         choices=("auto", "mesh", "dense"),
         default="auto",
-        help="mesh: the PE mesh with balancing; dense: every point every iteration, the "
-        "rows split across the ranks under mpiexec (the same result); auto: the mesh on "
-        "one process, dense across ranks",
+        help="mesh: the PE mesh with balancing, its PE rows split across the ranks under "
+        "mpiexec; dense: every point every iteration, the image rows split across the "
+        "ranks (the same result); auto: the mesh",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="print the per-run tables")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -188,15 +189,13 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``simd-emu diffuse``; returns the exit status (2 on bad input)."""
-    from diffusion.dense import DiffusionStabilityWarning
-    from simd.errors import SimdError
     from simd.launch import world
 
     if args.mesh is not None:
         return _fail("--mesh R C is renamed --pes R C (--mesh names a mesh file elsewhere)")
     try:
         comm = world()
-        dense = _dense_selected(args, comm)
+        dense = _dense_selected(args)
     except (RuntimeError, ValueError) as exc:
         # Every rank has the same arguments and reaches the same verdict: rank 0 says it.
         return _fail(exc, quiet=comm_rank() > 0)
@@ -204,11 +203,31 @@ def run(args: argparse.Namespace) -> int:
         from diffusion.cli_dense import run_dense
 
         return run_dense(args, comm)
+    return _run_mesh(args, comm)
+
+
+def _run_mesh(args: argparse.Namespace, comm: Any) -> int:
+    """The PE-mesh run on one process (``comm`` None) or across the ranks of ``comm``:
+    rank 0 reads the input, prints and writes; a bad input fails on every rank alike."""
+    from diffusion.dense import DiffusionStabilityWarning
+    from simd.errors import SimdError
+
+    errors: tuple[type[BaseException], ...] = (ValueError, SimdError)
+    root = comm is None or comm.Get_rank() == 0
+    source = None
     try:
-        source = _read_input(args)  # every output is checked before this reads anything
-    except (OSError, ValueError) as exc:
-        return _fail(exc)
-    hint = _balancing_hint(source.data.shape, args)
+        if comm is None:
+            source = _read_input(args)  # every output is checked before this reads anything
+        else:
+            from simd.ranks import CollectiveError, Ranks
+
+            errors += (CollectiveError,)
+            with Ranks(comm).collective_errors():
+                if root:
+                    source = _read_input(args)
+    except (OSError, *errors) as exc:
+        return _fail(exc, quiet=not root)
+    hint = _balancing_hint(source.data.shape, args) if root else None
     if hint:
         print(hint)
     with warnings.catch_warnings():
@@ -216,9 +235,11 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("always", DiffusionStabilityWarning)
         warnings.showwarning = _WarningPrinter()
         try:
-            runs, machine = _run(source.data, args)
-        except (ValueError, SimdError) as exc:
-            return _fail(exc)
+            runs, machine = _run(source.data if root else None, args, comm)
+        except errors as exc:
+            return _fail(exc, quiet=not root)
+    if not root:
+        return 0
     if args.verbose:
         _report(runs, machine, args)
     elif len(runs) == 2:
@@ -273,28 +294,17 @@ def comm_rank() -> int:
     return 0
 
 
-def _dense_selected(args: argparse.Namespace, comm: Any) -> bool:
-    """Whether ``--method`` (and the process count, for auto) selects the dense path;
-    ValueError where the options ask for the mesh where it cannot run."""
+def _dense_selected(args: argparse.Namespace) -> bool:
+    """Whether ``--method`` selects the dense path (auto takes the mesh, on any number of
+    ranks); ValueError where mesh-only options come with ``--method dense``."""
     given = [
         "--" + name.replace("_", "-")
         for name, default in MESH_OPTIONS.items()
         if getattr(args, name) != default and not (name == "pes" and tuple(args.pes) == default)
     ]
-    ranks = "" if comm is None else f" ({comm.Get_size()} MPI ranks)"
-    if args.method == "mesh" and comm is not None:
-        raise ValueError(
-            f"the PE-mesh path (--method mesh) does not span MPI ranks yet{ranks}: run it "
-            "on one process, or --method dense on several"
-        )
     if args.method == "dense" and given:
         raise ValueError(f"{', '.join(given)}: for the PE-mesh path only, not --method dense")
-    if args.method == "auto" and comm is not None and given:
-        raise ValueError(
-            f"{', '.join(given)}: for the PE-mesh path, which does not span MPI ranks yet"
-            f"{ranks}; run on one process, or leave them out for the dense path"
-        )
-    return args.method == "dense" or comm is not None
+    return args.method == "dense"
 
 
 def _balancing_hint(shape: tuple[int, ...], args: argparse.Namespace) -> str | None:
@@ -312,9 +322,12 @@ def _balancing_hint(shape: tuple[int, ...], args: argparse.Namespace) -> str | N
     )
 
 
-def _run(img: np.ndarray, args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
+def _run(
+    img: np.ndarray | None, args: argparse.Namespace, comm: Any = None
+) -> tuple[dict[str, Any], Any]:
     """The run with balancing every ``--every`` iterations (without when 0), and with
-    ``--compare`` the one without balancing first."""
+    ``--compare`` the one without balancing first; across the ranks of ``comm`` when given
+    (``img`` on rank 0 only)."""
     from diffusion.mesh import mesh_diffusion
     from simd import Machine
 
@@ -330,7 +343,8 @@ def _run(img: np.ndarray, args: argparse.Namespace) -> tuple[dict[str, Any], Any
         limited_buffers=not args.unlimited,
     )
     # Warm up on a tiny image first (JIT compilation, imports), so that the wall times
-    # leave compilation out and the runs compare.
+    # leave compilation out and the runs compare; each rank alone (no communication).
+    root = comm is None or comm.Get_rank() == 0
     rng = np.random.default_rng(0)
     mesh_diffusion(
         (rng.random((8, 8)) * 255).astype(np.float32),
@@ -344,9 +358,9 @@ def _run(img: np.ndarray, args: argparse.Namespace) -> tuple[dict[str, Any], Any
         plan.append(("with", args.every))
     runs, machine = {}, None
     for label, every in plan:
-        machine = Machine(pes=tuple(args.pes), backend=args.backend)
+        machine = Machine(pes=tuple(args.pes), backend=args.backend, comm=comm)
         bar, progress = None, None
-        if not args.no_progress:
+        if not args.no_progress and root:
             from tqdm.auto import tqdm
 
             desc = "no balancing" if every == 0 else f"balancing every {every}"
@@ -392,7 +406,11 @@ def _report(runs: dict[str, Any], m: Any, args: argparse.Namespace) -> None:
     final = _final(runs)
     name = args.image or f"built-in {args.builtin}"
     print(f"image   : {name}, {final.image.shape[0]} x {final.image.shape[1]}")
-    print(f"machine : {m.cost.name} {_mesh(m)}, backend {m.backend}, buffer {final.grid.buffer}")
+    ranks = f", {m.nranks} MPI ranks" if m.nranks > 1 else ""
+    print(
+        f"machine : {m.cost.name} {_mesh(m)}{ranks}, backend {m.backend}, "
+        f"buffer {final.grid.buffer}"
+    )
     print(f"iterations: {final.iterations} (converged: {final.converged})")
     if final.active_fraction:
         frac = final.active_fraction
@@ -449,6 +467,7 @@ def _write_outputs(source: Any, runs: dict[str, Any], m: Any, args: argparse.Nam
         written.append(args.activity_map)
     h, w = final.image.shape
     done = " (converged)" if final.converged else ""
+    where = f" on {m.nranks} MPI ranks" if m.nranks > 1 else ""
     if "with" in runs:
         how = (
             f"balancing every {args.every}, busiest PE at "
@@ -457,7 +476,7 @@ def _write_outputs(source: Any, runs: dict[str, Any], m: Any, args: argparse.Nam
     else:
         how = "no balancing"
     print(
-        f"wrote {', '.join(written)}: {h} x {w}, {final.iterations} iterations{done}, "
+        f"wrote {', '.join(written)}: {h} x {w}, {final.iterations} iterations{done}{where}, "
         f"{how}; model {m.cost.seconds(final.cycles['total']):.4f} s, "
         f"wall {final.wall['total']:.2f} s"
     )

@@ -17,10 +17,16 @@ Scan Directed Load Balancing (:mod:`simd.balance.scan_directed`), over both axes
 The points are updated with exactly the dense path's float32 operations, so the result
 equals :func:`diffusion.anisotropic_diffusion`'s, bit for bit on NumPy, whatever the mesh
 and the balancing.
+
+On a machine spread over MPI ranks the mesh's PE rows lie in rank blocks: the halo
+exchange, the scans and shifts of the balancing and the iteration's load counts span the
+ranks (:mod:`simd.distributed`), the front end's decisions are taken alike on every rank,
+and the result, the statistics and the model clock equal the one-rank run's bit for bit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,12 +145,15 @@ class MeshResult:
         return sum(r.aborted is not None for step in self.balance_reports for r in step)
 
 
-def _block_max(xp: Any, active: Any, row_bounds: np.ndarray, col_bounds: np.ndarray) -> Any:
-    """Largest active count over the blocks of a fixed decomposition (summed-area table),
-    as a 0-d array of ``xp`` (left on the device: the caller reads it)."""
+def _static_max(m: Any, grid: TiledGrid, row_bounds: np.ndarray, col_bounds: np.ndarray) -> int:
+    """Largest active count over the blocks of a fixed decomposition (summed-area table of
+    the data rows held here; across ranks the blocks' counts are summed over the ranks)."""
+    xp = grid.xp
+    active = grid.gather("active")
+    start, stop = grid.data_rows()
     s = xp.zeros((active.shape[0] + 1, active.shape[1] + 1), dtype=np.int64)
     s[1:, 1:] = active.astype(np.int64).cumsum(0).cumsum(1)
-    r = xp.asarray(row_bounds)
+    r = xp.asarray(np.clip(row_bounds, start, stop) - start)
     c = xp.asarray(col_bounds)
     blocks = (
         s[r[1:, None], c[None, 1:]]
@@ -152,7 +161,9 @@ def _block_max(xp: Any, active: Any, row_bounds: np.ndarray, col_bounds: np.ndar
         - s[r[1:, None], c[None, :-1]]
         + s[r[:-1, None], c[None, :-1]]
     )
-    return blocks.max()
+    if m.ranks is None:
+        return int(m.fetch(blocks.max())[0])
+    return int(m.ranks.allreduce(m.asnumpy(blocks), "add").max())
 
 
 def _host(a: Any) -> np.ndarray:
@@ -160,26 +171,32 @@ def _host(a: Any) -> np.ndarray:
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
-def check_grid(grid: TiledGrid, n_points: int) -> None:
+def check_grid(grid: TiledGrid, n_points: int, machine: Any = None) -> None:
     """Independent check of a decomposition from where the data physically are.
 
     Reads the global index carried in every valid buffer slot (channel ``"index"``),
     verifies that every point is held exactly once (nothing lost or duplicated), rebuilds
     the mapping ``mu`` from the slots' PE coordinates and checks the Locality Constraints
-    on it. Raises :class:`LocalityError`.
+    on it. Raises :class:`LocalityError`. Across MPI ranks (``machine`` spread over them)
+    every rank's slots are gathered on every rank, which all raise alike.
     """
     xp = grid.xp
     valid = grid.valid()
     index = _host(grid.channels["index"][valid])
+    coords = [_host(c) for c in xp.nonzero(valid)[: grid.ndim]]  # every slot's PE
+    coords[0] = coords[0] + grid.rows[0]
+    if machine is not None and machine.ranks is not None:
+        index = machine.gather(index, root=None)
+        coords = [machine.gather(c, root=None) for c in coords]
     counts = np.bincount(index, minlength=n_points)
     if counts.size != n_points or np.any(counts != 1):
         lost = int((counts[:n_points] == 0).sum())
         dup = int((counts > 1).sum())
         raise LocalityError(f"data points lost: {lost}, duplicated: {dup}")
     mu = []
-    for coords in xp.nonzero(valid)[: grid.ndim]:  # the PE coordinates of every slot
+    for c in coords:
         m = np.empty(n_points, dtype=np.int64)
-        m[index] = _host(coords)
+        m[index] = c
         mu.append(m.reshape(grid.shape))
     problems = locality_violations(mu, grid.pes)
     if problems:
@@ -212,14 +229,17 @@ def mesh_diffusion(
     Parameters
     ----------
     image : array_like (NumPy or CuPy), 2-D
-        Input image.
+        Input image. On a machine spread over MPI ranks, the whole image on rank 0 (the
+        other ranks' ``image`` is ignored: pass None); rank 0 sends each rank the rows of
+        its PE rows.
     niter, kappa, gamma, voxelspacing, option, epsilon, freeze
         As in :func:`diffusion.anisotropic_diffusion`.
     machine : simd.Machine, optional
         The machine to run on; its ``pes`` is the mesh. Default: a new
-        ``Machine(pes=mesh, backend=backend)``. Not yet a machine spread over several
-        MPI ranks (ValueError): the dense path spans ranks
-        (``anisotropic_diffusion(block, ..., machine=machine)``).
+        ``Machine(pes=mesh, backend=backend)``. A machine spread over MPI ranks
+        (``Machine(pes=(R, C), comm=...)``) splits the mesh's PE rows in rank blocks (its
+        canonical layout); every rank calls with the same arguments, and the result equals
+        the one-rank run's bit for bit (image, loads, activity, model clock).
     mesh : (int, int)
         PE mesh shape when no machine is given (64 x 64 is the MasPar MP-1).
     buffer : int, optional
@@ -244,6 +264,10 @@ def mesh_diffusion(
     Returns
     -------
     MeshResult
+        Across ranks ``image`` and ``activity`` are gathered on rank 0 (None on the other
+        ranks), ``grid`` holds this rank's PE rows, and the statistics, reports and phase
+        cycles are the same on every rank (the phases' wall times and MPI messages are
+        this rank's; ``Machine.stats_across_ranks`` combines them).
 
     Examples
     --------
@@ -256,62 +280,74 @@ def mesh_diffusion(
     >>> bool(np.array_equal(res.image, ref))
     True
     """
-    if getattr(machine, "ranks", None) is not None and machine.nranks > 1:
-        # Every rank reaches this alike (no communication), so none waits for another.
-        raise ValueError(
-            "mesh diffusion across ranks needs the machine's instructions (shift, scan, "
-            "send, get) to span ranks, which they do not yet: use the dense path, "
-            "anisotropic_diffusion(block, ..., machine=machine)"
-        )
-    xp_in, img = check_image(image, ndims=(2,))
-    niter = check_parameters(niter, kappa, gamma, option, epsilon)
-    spacing = check_spacing(voxelspacing, 2, "voxelspacing")
-    warn_if_unstable(float(gamma), spacing, option)
-    if (
-        isinstance(balance_every, bool)
-        or not isinstance(balance_every, int | np.integer)
-        or balance_every < 0
-    ):
-        raise ValueError(f"balance_every must be a non-negative integer, got {balance_every!r}")
-    balance_axes = tuple(int(a) for a in balance_axes)
-    if not balance_axes or any(a not in (0, 1) for a in balance_axes):
-        raise ValueError(f"balance_axes must name axes 0 and/or 1, got {balance_axes!r}")
-    if machine is None:
-        from simd import Machine
+    across = getattr(machine, "ranks", None) is not None
+    if not across:
+        xp_in, img = check_image(image, ndims=(2,))
+        host = _host(img)
+        shape = host.shape
+    # Across ranks a bad argument on one rank raises on every rank (none waits).
+    with machine.ranks.collective_errors() if across else contextlib.nullcontext():
+        niter = check_parameters(niter, kappa, gamma, option, epsilon)
+        spacing = check_spacing(voxelspacing, 2, "voxelspacing")
+        if (
+            isinstance(balance_every, bool)
+            or not isinstance(balance_every, int | np.integer)
+            or balance_every < 0
+        ):
+            raise ValueError(f"balance_every must be a non-negative integer, got {balance_every!r}")
+        balance_axes = tuple(int(a) for a in balance_axes)
+        if not balance_axes or any(a not in (0, 1) for a in balance_axes):
+            raise ValueError(f"balance_axes must name axes 0 and/or 1, got {balance_axes!r}")
+        if machine is None:
+            from simd import Machine
 
-        mesh = tuple(int(s) for s in mesh)
-        if len(mesh) != 2 or min(mesh) < 1:
-            raise ValueError(f"mesh must be two positive integers, got {mesh!r}")
-        if mesh[0] > img.shape[0] or mesh[1] > img.shape[1]:
-            raise ValueError(
-                f"the mesh {mesh} is larger than the image {img.shape}: every PE must hold "
-                "at least one pixel"
-            )
-        machine = Machine(pes=mesh, backend=backend)
-    m = machine
-    if len(m.pes) != 2:
-        raise ValueError(f"mesh diffusion needs a 2-D machine, got pes={m.pes}")
-    if m.pes[0] > img.shape[0] or m.pes[1] > img.shape[1]:
+            mesh = tuple(int(s) for s in mesh)
+            if len(mesh) != 2 or min(mesh) < 1:
+                raise ValueError(f"mesh must be two positive integers, got {mesh!r}")
+            if mesh[0] > shape[0] or mesh[1] > shape[1]:
+                raise ValueError(
+                    f"the mesh {mesh} is larger than the image {shape}: every PE must hold "
+                    "at least one pixel"
+                )
+            machine = Machine(pes=mesh, backend=backend)
+        m = machine
+        if len(m.pes) != 2:
+            raise ValueError(f"mesh diffusion needs a 2-D machine, got pes={m.pes}")
+    if across:
+        settings = (niter, kappa, gamma, spacing, option, epsilon, freeze, buffer)
+        settings += (balance_every, balance_axes, limited_buffers, check, track_static)
+        xp_in, host, shape = _image_on_root(m, image, settings)
+    if m.pes[0] > shape[0] or m.pes[1] > shape[1]:
         raise ValueError(
-            f"the mesh {m.pes} is larger than the image {img.shape}: every PE must hold at "
+            f"the mesh {m.pes} is larger than the image {shape}: every PE must hold at "
             "least one pixel"
         )
+    if m.is_root:
+        warn_if_unstable(float(gamma), spacing, option)
     xp = m.xp
-    host = _host(img)
-    n = host.size
-    arrays = {"value": host, "active": np.ones(host.shape, dtype=bool)}
-    if check:
-        arrays["index"] = np.arange(n, dtype=np.int64).reshape(host.shape)
-    grid = TiledGrid.from_arrays(arrays, m.pes, buffer=buffer, xp=xp, uncharged=("index",))
     R, C = m.pes
+    rows0 = hierarchical_boundaries(shape[0], R)
+    cols0 = hierarchical_boundaries(shape[1], C)
+    pe_rows, host = _rows_of_ranks(m, host, shape, rows0)
+    n = shape[0] * shape[1]
+    start_row = int(rows0[pe_rows[0]])
+    arrays = {"value": host, "active": np.ones(host.shape, dtype=bool)}
+    uncharged = ["index"] if check else []
+    if check:
+        first = start_row * shape[1]
+        arrays["index"] = np.arange(first, first + host.size, dtype=np.int64).reshape(host.shape)
+    if track_static:
+        # The activity map travels with the points (balancing moves them between ranks).
+        arrays["activity"] = np.zeros(host.shape, dtype=np.int32)
+        uncharged.append("activity")
+    grid = TiledGrid.from_arrays(
+        arrays, m.pes, buffer=buffer, xp=xp, uncharged=uncharged, rows=pe_rows, shape=shape
+    )
     B = grid.buffer
     npes = R * C
-    rows0 = hierarchical_boundaries(host.shape[0], R)
-    cols0 = hierarchical_boundaries(host.shape[1], C)
     res = MeshResult(image=None, grid=grid)
-    activity = xp.zeros(host.shape, dtype=np.int32) if track_static else None
     bar = None
-    if progress is True:
+    if progress is True and m.is_root:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=niter, desc="diffuse", unit="it")
@@ -328,21 +364,19 @@ def mesh_diffusion(
                     load="active",
                     axes=balance_axes,
                     limited=limited_buffers,
-                    on_cycle=(lambda g: check_grid(g, n)) if check else None,
+                    on_cycle=(lambda g: check_grid(g, n, m)) if check else None,
                 )
             records["balancing"].append(record)
             res.balance_reports.append(reports)
             valid = grid.valid()
             if check:
-                check_grid(grid, n)
+                check_grid(grid, n, m)
         with m.phase("diffusion") as record:
             values = grid.channels["value"]
             active = grid.channels["active"]
             heights, widths = grid.extents
             act = active & valid
-            counts = act.sum(axis=(2, 3))
-            # The iteration's one read back (one host sync on a GPU): both counts together.
-            busiest, total = (int(v) for v in m.fetch(xp.stack([counts.max(), counts.sum()]))[0])
+            busiest, total = _busiest_and_total(m, act.sum(axis=(2, 3)))
         records["diffusion"].append(record)
         if total == 0:
             res.converged = True
@@ -352,11 +386,9 @@ def mesh_diffusion(
         if track_static:
             # The emulator's own bookkeeping, not machine work: kept off both clocks.
             t0 = time.perf_counter()
-            glob = grid.gather("active")
-            static = _block_max(xp, glob, rows0, cols0)
-            activity += glob
+            grid.channels["activity"] += act
             # One read back, which also waits for the bookkeeping (kept off the wall clock).
-            res.static_max_load.append(int(m.fetch(static)[0]))
+            res.static_max_load.append(_static_max(m, grid, rows0, cols0))
             bookkeeping += time.perf_counter() - t0
         with m.phase("diffusion") as record:
             halo = m.halo_exchange(values, heights, widths, width=1, boundary="edge")
@@ -400,9 +432,8 @@ def mesh_diffusion(
         elif callable(progress):
             progress(it, res)
     else:
-        res.converged = (
-            niter > 0 and epsilon > 0 and not bool((grid.channels["active"] & valid).any())
-        )
+        still = _busiest_and_total(m, (grid.channels["active"] & valid).sum(axis=(2, 3)))[1]
+        res.converged = niter > 0 and epsilon > 0 and still == 0
     if bar is not None:
         bar.close()
     m.sync()
@@ -410,14 +441,68 @@ def mesh_diffusion(
         for r in recs:
             if isinstance(r.interval, DeviceInterval):
                 r.interval.read_done()
-    out = grid.gather("value")
-    if xp_in is np:
-        out = m.asnumpy(out)
-    else:
-        out = xp_in.asarray(out)
-    res.image = out
+    res.image = _result(m, grid.gather("value"), xp_in)
     res.elapsed = time.perf_counter() - start - bookkeeping
     res.phases = {name: PhaseStats.of(recs) for name, recs in records.items()}
-    if activity is not None:
-        res.activity = m.asnumpy(activity)
+    if track_static:
+        res.activity = m.gather(grid.gather("activity"))
     return res
+
+
+def _image_on_root(
+    m: Any, image: Any, settings: tuple
+) -> tuple[Any, np.ndarray | None, tuple[int, int]]:
+    """Across ranks: rank 0's image checked (the error raised on every rank), its shape
+    shared, and every rank's ``settings`` compared. Returns the input's array module (None
+    off rank 0), the host image (rank 0) and the shape."""
+    xp_in, host, shape = None, None, None
+    with m.ranks.collective_errors():
+        if m.is_root:
+            xp_in, img = check_image(image, ndims=(2,))
+            host = _host(img)
+            shape = host.shape
+    every = m.ranks.allgather((shape, repr(settings)))
+    # Every rank reaches the same verdict from the same gathered data: no rank waits.
+    if len({e[1] for e in every}) != 1:
+        raise ValueError("the ranks were given different diffusion parameters")
+    return xp_in, host, tuple(every[0][0])
+
+
+def _rows_of_ranks(
+    m: Any, host: np.ndarray | None, shape: tuple[int, int], rows0: np.ndarray
+) -> tuple[tuple[int, int], np.ndarray]:
+    """This rank's PE rows (the machine's canonical blocks of the mesh's rows) and the
+    image rows they hold at the start, sent from rank 0 (one ``Alltoallv``)."""
+    R = m.pes[0]
+    if m.ranks is None:
+        return (0, R), host
+    bounds = m.ranks.bounds(R)
+    lo, hi = int(bounds[m.rank]), int(bounds[m.rank + 1])
+    counts = np.diff(rows0[bounds]) if m.is_root else np.zeros(m.nranks, np.int64)
+    send = host if m.is_root else np.zeros((0, shape[1]), np.float32)
+    return (lo, hi), m.ranks.alltoallv(send, counts)
+
+
+def _busiest_and_total(m: Any, counts: Any) -> tuple[int, int]:
+    """The largest and the sum of the PEs' active counts (across every rank): the
+    iteration's one read back (one host sync on a GPU)."""
+    xp = m.xp
+    if counts.size:
+        busiest, total = (int(v) for v in m.fetch(xp.stack([counts.max(), counts.sum()]))[0])
+    else:  # a rank that holds no PE row
+        busiest, total = 0, 0
+    if m.ranks is None:
+        return busiest, total
+    both = m.ranks.allgather((busiest, total))
+    return max(b for b, _ in both), sum(t for _, t in both)
+
+
+def _result(m: Any, rows: Any, xp_in: Any) -> Any:
+    """The diffused image: on one process as the input's array type; across ranks
+    gathered on rank 0 (None on the other ranks)."""
+    if m.ranks is not None:
+        whole = m.gather(rows)
+        return whole if whole is None or xp_in is np else xp_in.asarray(whole)
+    if xp_in is np:
+        return m.asnumpy(rows)
+    return xp_in.asarray(rows)

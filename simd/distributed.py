@@ -52,6 +52,7 @@ __all__ = [
     "scan",
     "send",
     "shift",
+    "shift_rows_uncharged",
     "spread",
     "stats_across_ranks",
 ]
@@ -485,6 +486,19 @@ def shift(m: Machine, x, offsets: tuple[int, ...], boundary):
     if any(rest):
         out = lookup("shift", m.backend)(xp, xp.ascontiguousarray(out), rest, boundary)
     out = out.copy() if out is x else xp.ascontiguousarray(out)
+    return out.view(np.bool_) if as_bool else out
+
+
+def shift_rows_uncharged(m: Machine, x, offset: int):
+    """``x`` shifted by ``offset`` along axis 0 across the ranks, zeros entering, without
+    charging the model clock: for the emulator's own bookkeeping data that travels with
+    the machine's (e.g. the global indices a balancing test checks). Collective."""
+    bounds, _ = layout(m, x, "x")
+    if offset == 0 or bounds[-1] == 0:
+        return x.copy()
+    k = int(np.clip(offset, -bounds[-1], bounds[-1]))
+    as_bool = x.dtype == np.bool_
+    out = _shift_rows(m, x.view(np.uint8) if as_bool else x, k, bounds, 0)
     return out.view(np.bool_) if as_bool else out
 
 

@@ -13,6 +13,12 @@ shifts (to move the data), as the paper prescribes:
 * with a k-D mesh it is Algorithm 3 or its limited-buffer analogue Algorithm 4, balancing
   the axes one after another (all of them, or only those in ``axes``: Figure 10).
 
+On a machine spread over MPI ranks (``Machine(..., comm=...)``) each rank's
+:class:`TiledGrid` holds a block of the mesh's PE rows (``rows``) while the boundary vectors
+stay global; the scans and shifts span the ranks, the front end's lines are put together
+from every rank's PE rows, and every rank takes the same decisions, so a balancing step
+moves the same data as on one rank.
+
 Whatever happens, the Locality Constraints of Figure 1 hold after every step: the mapping
 stays orthogonal (constraint 2) and monotone (constraint 1, data moves through FIFO buffers
 and never passes other data: Lemma 3), and every PE keeps at least one data hyperplane per
@@ -154,6 +160,10 @@ class TiledGrid:
     uncharged : iterable of str
         Channels the emulator carries for its own bookkeeping (e.g. global indices for
         checks); they move with the data but are not charged to the model clock.
+    rows : (int, int), optional
+        On a machine spread over MPI ranks: the PE rows (mesh axis 0) ``[lo, hi)`` whose
+        buffers this rank holds, so that the channels have shape
+        ``(hi - lo,) + pes[1:] + (buffer,) * k``. ``extents`` stay global. Default: all.
 
     Examples
     --------
@@ -173,6 +183,7 @@ class TiledGrid:
         *,
         xp: Any = np,
         uncharged: Sequence[str] = (),
+        rows: tuple[int, int] | None = None,
     ) -> None:
         self.xp = xp
         self.channels = dict(channels)
@@ -180,7 +191,8 @@ class TiledGrid:
         self.buffer = int(buffer)
         self.uncharged = set(uncharged)
         self.pes = tuple(len(e) for e in self.extents)
-        expected = self.pes + (self.buffer,) * self.ndim
+        self.rows = (0, self.pes[0]) if rows is None else (int(rows[0]), int(rows[1]))
+        expected = self.local_pes + (self.buffer,) * self.ndim
         for name, arr in self.channels.items():
             if tuple(arr.shape) != expected:
                 raise ValueError(f"channel {name!r} has shape {arr.shape}, expected {expected}")
@@ -197,21 +209,27 @@ class TiledGrid:
         buffer: int | None = None,
         xp: Any = np,
         uncharged: Sequence[str] = (),
+        rows: tuple[int, int] | None = None,
+        shape: Sequence[int] | None = None,
     ) -> TiledGrid:
         """Cut global arrays into the hierarchical decomposition (Lemma 1) of ``pes``.
 
-        ``buffer`` defaults to twice the largest block side (room to balance).
+        ``buffer`` defaults to twice the largest block side (room to balance). With
+        ``rows=(lo, hi)`` (a machine across MPI ranks) the grid holds only PE rows
+        ``[lo, hi)``: ``arrays`` are then the data rows (along axis 0) those PE rows hold
+        under the decomposition of the global data grid of ``shape``.
         """
         pes = (int(pes),) if isinstance(pes, int | np.integer) else tuple(int(p) for p in pes)
         arrays = {k: xp.asarray(v) for k, v in arrays.items()}
         if not arrays:
             raise ValueError("a TiledGrid needs at least one channel")
-        shape = next(iter(arrays.values())).shape
+        local_shape = next(iter(arrays.values())).shape
+        shape = local_shape if shape is None else tuple(int(s) for s in shape)
         if len(shape) != len(pes):
             raise ValueError(f"data of {len(shape)} dimension(s) on a mesh of {len(pes)}")
         for name, arr in arrays.items():
-            if arr.shape != shape:
-                raise ValueError(f"channel {name!r} has shape {arr.shape}, expected {shape}")
+            if arr.shape != local_shape:
+                raise ValueError(f"channel {name!r} has shape {arr.shape}, expected {local_shape}")
         for n, p in zip(shape, pes, strict=True):
             if p > n:
                 raise ValueError(
@@ -231,10 +249,17 @@ class TiledGrid:
         grid.buffer = int(buffer)
         grid.uncharged = set(uncharged)
         grid.pes = pes
+        grid.rows = (0, pes[0]) if rows is None else (int(rows[0]), int(rows[1]))
+        start, stop = grid.data_rows()
+        if local_shape[0] != stop - start or tuple(local_shape[1:]) != shape[1:]:
+            raise ValueError(
+                f"PE rows {grid.rows} hold data rows [{start}, {stop}) of {shape}, got "
+                f"arrays of shape {local_shape}"
+            )
         index = grid._index_of_points()
         grid.channels = {}
         for name, arr in arrays.items():
-            tiles = xp.zeros(pes + (grid.buffer,) * len(pes), dtype=arr.dtype)
+            tiles = xp.zeros(grid.local_pes + (grid.buffer,) * len(pes), dtype=arr.dtype)
             tiles[index] = arr
             grid.channels[name] = tiles
         grid.check()
@@ -249,8 +274,18 @@ class TiledGrid:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        """Shape of the data grid."""
+        """Shape of the (global) data grid."""
         return tuple(int(e.sum()) for e in self.extents)
+
+    @property
+    def local_pes(self) -> tuple[int, ...]:
+        """The mesh shape of the buffers held here (PE rows ``rows`` of the mesh)."""
+        return (self.rows[1] - self.rows[0], *self.pes[1:])
+
+    def data_rows(self) -> tuple[int, int]:
+        """The data rows (along axis 0) held here: ``[start, stop)`` of the global grid."""
+        b = self.boundaries(0)
+        return int(b[self.rows[0]]), int(b[self.rows[1]])
 
     def boundaries(self, axis: int) -> np.ndarray:
         """Boundary vector of ``axis``: PE hyperplane ``i`` holds ``[b[i], b[i+1])``."""
@@ -262,20 +297,25 @@ class TiledGrid:
         return np.searchsorted(b[1:], np.arange(b[-1]), side="right").astype(np.int64)
 
     def _index_of_points(self) -> tuple[Any, ...]:
-        """Advanced index into the buffers giving the global grid, in C order."""
+        """Advanced index into the buffers giving the grid (its data rows held here), in C
+        order."""
         k = self.ndim
         owner, local = [], []
         for axis in range(k):
             b = self.boundaries(axis)
-            o = np.searchsorted(b[1:], np.arange(b[-1]), side="right")
+            start, stop = self.data_rows() if axis == 0 else (0, int(b[-1]))
+            h = np.arange(start, stop)
+            o = np.searchsorted(b[1:], h, side="right")
             shape = [1] * k
             shape[axis] = -1
-            owner.append(self.xp.asarray(o.reshape(shape)))
-            local.append(self.xp.asarray((np.arange(b[-1]) - b[o]).reshape(shape)))
+            first = self.rows[0] if axis == 0 else 0
+            owner.append(self.xp.asarray((o - first).reshape(shape)))
+            local.append(self.xp.asarray((h - b[o]).reshape(shape)))
         return tuple(owner) + tuple(local)
 
     def gather(self, name: str) -> Any:
-        """The global array of channel ``name`` (the blocks put together)."""
+        """The array of channel ``name`` (the blocks put together): the global array, or
+        across ranks the data rows held here (:meth:`data_rows`)."""
         return self.channels[name][self._index_of_points()]
 
     def valid(self) -> Any:
@@ -284,13 +324,14 @@ class TiledGrid:
         mask = None
         for axis in range(k):
             slots = np.arange(self.buffer)
-            m = slots[None, :] < self.extents[axis][:, None]  # (p_x, b)
+            e = self.extents[axis][self.rows[0] : self.rows[1]] if axis == 0 else self.extents[axis]
+            m = slots[None, :] < e[:, None]  # (p_x, b)
             shape = [1] * (2 * k)
-            shape[axis] = self.pes[axis]
+            shape[axis] = e.size
             shape[k + axis] = self.buffer
             m = m.reshape(shape)
             mask = m if mask is None else mask & m
-        return self.xp.asarray(np.broadcast_to(mask, self.pes + (self.buffer,) * k))
+        return self.xp.asarray(np.broadcast_to(mask, self.local_pes + (self.buffer,) * k))
 
     def check(self) -> None:
         """Raise :class:`LocalityError` if a constraint or a buffer bound is broken.
@@ -375,7 +416,8 @@ def balance(
         The decomposed data; its channels move, its extents change.
     machine : simd.Machine
         Runs the scans and shifts (and is charged for them). Its mesh shape must be
-        ``grid.pes``.
+        ``grid.pes``. Across MPI ranks, every rank calls with its block of PE rows
+        (``grid.rows``, the machine's layout of the mesh's axis 0). Collective.
     load : str
         Channel with the load of every data point (1 for an active point, 0 otherwise).
     axes : sequence of int, optional
@@ -459,11 +501,10 @@ def _balance_axis(
     left = m.scan(s, "add", axis=axis, exclusive=True, initial=0)
     # The total, computed at the last PE hyperplane and broadcast by a reverse copy-scan.
     total = m.scan(left + s, "copy", axis=axis, reverse=True)
-    line = tuple(slice(None) if a == axis else 0 for a in range(k))
-    w_line = m.asnumpy(w[line])  # (p, b): W(i, g), identical across the hyperplane
-    s_line = m.asnumpy(s[line]).astype(np.float64)
-    left_line = m.asnumpy(left[line]).astype(np.float64)
-    average = float(m.asnumpy(total[line])[0]) / p
+    w_line = _line(m, grid, w, axis)  # (p, b): W(i, g), identical across the hyperplane
+    s_line = _line(m, grid, s, axis).astype(np.float64)
+    left_line = _line(m, grid, left, axis).astype(np.float64)
+    average = float(_line(m, grid, total, axis)[0]) / p
     wmax = float(m.asnumpy(m.reduce(w, "max")))
     extents = grid.extents[axis]
     report = AxisReport(
@@ -489,13 +530,15 @@ def _balance_axis(
             return report
         alpha = average / (b - mean_extent)
         m.charge("elementwise", npes, ops=PSEUDO_LOAD_OPS)
+        # Across ranks the mesh axis 0 holds only this rank's PE rows.
+        here = extents[grid.rows[0] : grid.rows[1]] if axis == 0 else extents
         pseudo = s.astype(np.float64) + alpha * xp.asarray(
-            np.expand_dims(extents, tuple(a for a in range(k) if a != axis)).astype(np.float64)
+            np.expand_dims(here, tuple(a for a in range(k) if a != axis)).astype(np.float64)
         )
         left_p = m.scan(pseudo, "add", axis=axis, exclusive=True, initial=0.0)
         total_p = m.scan(left_p + pseudo, "copy", axis=axis, reverse=True)
-        left_line = m.asnumpy(left_p[line])
-        average_p = float(m.asnumpy(total_p[line])[0]) / p
+        left_line = _line(m, grid, left_p, axis)
+        average_p = float(_line(m, grid, total_p, axis)[0]) / p
     else:
         alpha = 0.0
         average_p = average
@@ -553,6 +596,21 @@ def _balance_axis(
     return report
 
 
+def _line(m: Any, grid: TiledGrid, x: Any, axis: int) -> np.ndarray:
+    """The values of ``x`` (the same across every PE hyperplane) along mesh axis ``axis``,
+    on the host of every rank: the front end reads them. Across MPI ranks the PE rows lie
+    in rank blocks: a line along axis 0 is put together from every rank's rows, one along
+    another axis is read on the first rank that holds PE rows."""
+    line = tuple(slice(None) if a == axis else 0 for a in range(grid.ndim))
+    piece = m.asnumpy(x[line]) if len(x) else None  # an empty rank holds no PE row
+    if m.ranks is None:
+        return piece
+    parts = m.ranks.allgather(piece)
+    if axis == 0:
+        return np.concatenate([q for q in parts if q is not None])
+    return next(q for q in parts if q is not None)
+
+
 def _feasible(want: np.ndarray, ext: np.ndarray, b: int, phase: str) -> tuple[np.ndarray, int]:
     """Hold back the moves that would overflow a receiver or empty a sender.
 
@@ -592,7 +650,6 @@ def _move(grid: TiledGrid, m: Any, axis: int, mv: np.ndarray, phase: str, ext: n
     """
     xp = grid.xp
     k = grid.ndim
-    p = grid.pes[axis]
     npes = math.prod(grid.pes)
     hyper = grid.buffer ** (k - 1)
     boundary_idx = np.nonzero(mv)[0] + 1  # boundaries i that move
@@ -600,23 +657,33 @@ def _move(grid: TiledGrid, m: Any, axis: int, mv: np.ndarray, phase: str, ext: n
         senders, receivers = boundary_idx, boundary_idx - 1
     else:
         senders, receivers = boundary_idx - 1, boundary_idx
+    # The PE hyperplanes held here: across ranks, axis 0 is this rank's block of PE rows.
+    lo, hi = grid.rows if axis == 0 else (0, grid.pes[axis])
+    mine_s = (senders >= lo) & (senders < hi)
+    mine_r = (receivers >= lo) & (receivers < hi)
+    s_idx = xp.asarray(senders[mine_s] - lo)
+    r_idx = xp.asarray(receivers[mine_r] - lo)
     charged = 0
     for name, tiles in grid.channels.items():
         # Mesh axis first, then the buffer axis along it: (p, b, ...rest).
         arr = xp.moveaxis(tiles, (axis, k + axis), (0, 1))
         if phase == "put":
-            out = arr[:, 0].copy()
-            incoming = _shift(m, out, -1, name not in grid.uncharged)
+            out = arr[:, 0]
         else:
-            last = xp.asarray(np.maximum(ext - 1, 0))
-            out = arr[xp.arange(p), last].copy()
-            incoming = _shift(m, out, 1, name not in grid.uncharged)
+            last = xp.asarray(np.maximum(ext[lo:hi] - 1, 0))
+            out = arr[xp.arange(hi - lo), last]
+        # The shift runs on the mesh's own layout (mesh axes first, axis 0 split across
+        # ranks), then the arrivals take the moved layout again.
+        offset = -1 if phase == "put" else 1
+        on_mesh = xp.moveaxis(out, 0, axis).copy()
+        incoming = xp.moveaxis(
+            _shift(m, on_mesh, offset, axis, name not in grid.uncharged), axis, 0
+        )
         charged += name not in grid.uncharged
-        s_idx = xp.asarray(senders)
-        r_idx = xp.asarray(receivers)
         if phase == "put":
             arr[s_idx, :-1] = arr[s_idx, 1:].copy()
-            slot = xp.asarray(ext[receivers] - (np.isin(receivers, senders)).astype(np.int64))
+            here = receivers[mine_r]
+            slot = xp.asarray(ext[here] - (np.isin(here, senders)).astype(np.int64))
             arr[r_idx, slot] = incoming[r_idx]
         else:
             arr[r_idx, 1:] = arr[r_idx, :-1].copy()
@@ -626,14 +693,22 @@ def _move(grid: TiledGrid, m: Any, axis: int, mv: np.ndarray, phase: str, ext: n
     ext[receivers] += 1
 
 
-def _shift(m: Any, x: Any, offset: int, charged: bool) -> Any:
-    """Mesh shift along the leading axis; bookkeeping channels bypass the model clock."""
+def _shift(m: Any, x: Any, offset: int, axis: int, charged: bool) -> Any:
+    """Mesh shift along ``axis`` (zeros enter); bookkeeping channels bypass the model
+    clock."""
     if charged:
-        return m.shift(x, offset, axis=0, boundary="zero")
+        return m.shift(x, offset, axis=axis, boundary="zero")
+    if axis == 0 and m.ranks is not None:
+        from simd.distributed import shift_rows_uncharged
+
+        return shift_rows_uncharged(m, x, offset)
     xp = m.xp
     out = xp.zeros_like(x)
+    src = [slice(None)] * x.ndim
+    dst = [slice(None)] * x.ndim
     if offset < 0:
-        out[:offset] = x[-offset:]
+        dst[axis], src[axis] = slice(None, offset), slice(-offset, None)
     else:
-        out[offset:] = x[:-offset]
+        dst[axis], src[axis] = slice(offset, None), slice(None, -offset)
+    out[tuple(dst)] = x[tuple(src)]
     return out

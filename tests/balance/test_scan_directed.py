@@ -102,6 +102,24 @@ def test_hierarchical_is_lemma_1(n, p):
     assert set(sizes.tolist()) <= {n // p, -(-n // p)}
 
 
+@pytest.mark.parametrize("rows", [(0, 2), (1, 3), (2, 2), (0, 3)])
+def test_a_block_of_pe_rows_is_the_whole_grids_rows(rows):
+    """A rank's grid (PE rows ``rows``) holds exactly those buffers of the whole grid."""
+    data = np.arange(10 * 7, dtype=np.float32).reshape(10, 7)
+    whole = TiledGrid.from_arrays({"v": data}, (3, 2), buffer=8)
+    start, stop = (int(b) for b in whole.boundaries(0)[list(rows)])
+    part = TiledGrid.from_arrays(
+        {"v": data[start:stop]}, (3, 2), buffer=8, rows=rows, shape=data.shape
+    )
+    lo, hi = rows
+    assert part.data_rows() == (start, stop) and part.local_pes == (hi - lo, 2)
+    np.testing.assert_array_equal(part.channels["v"], whole.channels["v"][lo:hi])
+    np.testing.assert_array_equal(part.valid(), whole.valid()[lo:hi])
+    np.testing.assert_array_equal(part.gather("v"), data[start:stop])
+    with pytest.raises(ValueError, match="hold data rows"):
+        TiledGrid.from_arrays({"v": data}, (3, 2), rows=(0, 1), shape=data.shape)
+
+
 def test_mesh_larger_than_data_is_refused():
     with pytest.raises(ValueError, match="larger than the data grid"):
         TiledGrid.from_arrays({"v": np.zeros((3, 8))}, (4, 4))

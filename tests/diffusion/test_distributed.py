@@ -31,7 +31,7 @@ def test_cli_on_ranks_writes_the_one_rank_bytes(tmp_path):
     img = builtin_image("camera", size=(256, 256))[60:107, 80:133]  # 47 x 53
     np.save(tmp_path / "img.npy", img)
     common = ["diffuse", "img.npy", "--niter", "15", "--epsilon", "0.5", "--no-progress"]
-    # The one-process references: the PE mesh (today's default) and the dense path.
+    # The one-process references: the PE mesh (the default) and the dense path.
     here = os.getcwd()
     os.chdir(tmp_path)
     try:
@@ -39,10 +39,12 @@ def test_cli_on_ranks_writes_the_one_rank_bytes(tmp_path):
         assert main([*common, "--method", "dense", "-o", "dense.tif"]) == 0
     finally:
         os.chdir(here)
-    done = run_ranks(3, "-m simd.cli", *common, "-o", "ranks.npy", cwd=tmp_path, timeout=60)
+    mesh = [*common, "--pes", "4", "4", "-o", "ranks.npy"]
+    done = run_ranks(3, "-m simd.cli", *mesh, cwd=tmp_path, timeout=60)
     assert done.stdout.count("wrote ranks.npy") == 1 and "on 3 MPI ranks" in done.stdout
     assert (tmp_path / "ranks.npy").read_bytes() == (tmp_path / "mesh.npy").read_bytes()
-    done = run_ranks(2, "-m simd.cli", *common, "-o", "ranks.tif", cwd=tmp_path, timeout=60)
+    dense = [*common, "--method", "dense", "-o", "ranks.tif"]
+    done = run_ranks(2, "-m simd.cli", *dense, cwd=tmp_path, timeout=60)
     assert (tmp_path / "ranks.tif").read_bytes() == (tmp_path / "dense.tif").read_bytes()
 
 
@@ -52,8 +54,9 @@ def test_cli_on_ranks_writes_the_one_rank_bytes(tmp_path):
     [
         (["missing.npy"], "no such image file"),
         (["nan.npy"], "NaN"),  # in the last rows: found on the last rank, said by rank 0
-        (["img.npy", "--plot-load", "load.png"], "--plot-load: for the PE-mesh path"),
-        (["img.npy", "--method", "mesh"], "does not span MPI ranks"),
+        (["img.npy", "--method", "dense", "--plot-load", "l.png"], "--plot-load: for the PE-mesh"),
+        (["img.npy", "--method", "mesh"], "larger than the image"),  # the 64 x 64 PEs
+        (["nan.npy", "--pes", "2", "2"], "NaN"),  # the mesh path: rank 0 checks the image
     ],
 )
 def test_cli_on_ranks_bad_input_is_one_line_and_every_rank_fails(tmp_path, args, message):
