@@ -127,8 +127,12 @@ class Machine:
         #: MPI ranks, else None. Only then is ``mpi4py`` imported.
         self.ranks = None
         if comm is not None:
-            from simd.ranks import Ranks
-
+            try:
+                from simd.ranks import Ranks
+            except ImportError as err:
+                raise ImportError(
+                    f"Machine(comm=...) needs mpi4py ({err}): pip install 'simd-emu[mpi]'"
+                ) from None
             self.ranks = Ranks(comm, record=self._communicated)
         self.npes = math.prod(self.pes)
         self.backend, self.xp = resolve_backend(backend)

@@ -35,3 +35,26 @@ def test_nothing_imports_mpi4py_without_a_communicator():
 def test_scatter_gather_and_errors_on_ranks(n):
     done = run_ranks(n, "ranks_layer.py", timeout=120)
     assert done.stdout.count("ok") == n
+
+
+def test_a_communicator_without_mpi4py_says_what_to_install():
+    code = (
+        "import sys; sys.modules['mpi4py'] = None\n"
+        "from simd import Machine\n"
+        "try:\n"
+        "    Machine(backend='numpy', comm=object())\n"
+        "except ImportError as err:\n"
+        "    print(err)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "pip install 'simd-emu[mpi]'" in done.stdout
+
+
+def test_a_communicator_that_is_not_one_is_refused():
+    pytest.importorskip("mpi4py")
+    from simd import Machine
+
+    with pytest.raises(TypeError, match="comm must be an mpi4py communicator"):
+        Machine(backend="numpy", comm="world")
