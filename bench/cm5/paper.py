@@ -15,13 +15,26 @@ workloads with Table 1's statistics, charged as the renderer charges them:
   is read off its numbers: the redistribution takes the same 58-70 ms in both loops (a
   flat z-buffer loop over all the frame's spans has about 6 times the VPs), the scan
   conversion's solution minimum is about 3 times the z-buffer's (their per-task work is 32
-  against 10 operations on VP sets of about the same size), and the OR frame times have a
-  part independent of the machine size, about 35 ms per scan conversion iteration,
-  which the z-buffer loops of the late, nearly empty iterations supply;
+  against 10 operations on VP sets of about the same size), and the OR frame times are
+  ``a + b / P`` with ``a`` about 35 ms per scan conversion iteration whatever the view
+  (7.4 s over the 231 iterations of (0,0), 18 s over the 512 of M(0,0)), which the sends
+  of the z-buffer loops of the late, nearly empty iterations can supply. With one flat
+  z-buffer loop over all the frame's spans the fit reached 2 of the 12 fitted Table 4
+  cells (with or without the per-active terms); nested, 5;
 * workloads whose heavy tails sit in **one run of consecutive polygons**
   (``paper_like_workload(..., clustered=True)``), as an isosurface's slivers come from
   one region of the volume: the busiest node then keeps its live tasks whatever the
   machine size, which the per-active terms of ``CostModel.cm5_calibrated`` charge.
+
+What shape of data gives the paper's Table 1: unbalanced scan conversion maxima of 231 and
+512 scan lines in the side views (0,0) and M(0,0) against averages of 6 and 8 need a few
+polygons as tall as half the image (the whole image magnified) among small ones: thin
+slivers standing across the surface's height, one region of the volume (hence the one run
+of the ``clustered`` tail). The built-in unbalanced isosurface (``renderer.datasets``) has
+such slivers lying in the sheet of the Marschner-Lobb signal, only 0.32 units tall, so its
+side views stop at about 90 and 180 scan lines; seen from (45,45) its slivers do span
+hundreds of lines, as the paper's (169 and 468). The z-buffer maxima of 9 to 30 pixels per
+span (119 magnified) mean those slivers are at most a few pixels wide.
 
 :func:`reproduce` runs Tables 2 to 4 (and the overestimates, speedups and balanced-set
 losses) under any CM-5 preset; ``bench/cm5/fit.py`` fits the calibrated preset on them.
