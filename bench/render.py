@@ -19,12 +19,20 @@ cost-effective loop of Figure 2 (LB) and the flattened ``expand`` form (EX).
 5. The balanced loops alone on synthetic workloads with the statistics of the paper's own
    Table 1 (250,000 polygons; its scan-line maxima in the (0,0) views exceed ours), with solution
    phases that cost what the renderer's do, overestimates from ``simd.balance.calibrate``.
+6. The paper's Tables 2 to 4 cell by cell beside ours (ratio per cell), the overestimates
+   beside its 20 and 32 iterations, the speedups and the balanced-set losses, on the
+   synthetic frames of ``bench/cm5/paper.py`` (paper-like workloads, nested z-buffer loop).
+
+Every part runs under each model-clock preset asked for (``--preset``; both by default):
+``cm5``, the idealised CM-5 of ``simd.cost``, and ``cm5_calibrated``, the CM-5 fitted to
+the paper's own timings (``bench/cm5/fit.py``); the record holds one entry per preset and
+the plot (``.png`` beside the JSON) ours against the paper per cell, one panel per preset.
 
 Run ``python bench/render.py [--quick] [--out DIR | --save]``; the results go to
 ``render.json`` (``render-quick.json`` with ``--quick``) in the current folder, in ``--out
 DIR``, or with ``--save`` in this source tree's ``bench/results``. It is one script for the
 five parts of one paper's evaluation, which share the data sets, machines and calibrations,
-hence its length.
+hence its length (the paper's reproduction lives in ``bench/cm5/paper.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.cm5.paper import print_reproduction, reproduce  # noqa: E402
 from simd import CostModel, Machine  # noqa: E402
 from simd.balance.cost_effective import (  # noqa: E402
     PHASE_INFORMATION,
@@ -69,8 +78,45 @@ PAPER_SPEEDUP = "paper: LB 8x to 33x faster than OR on unbalanced data, at most 
 PAPER_SPEEDUP += "balanced data (Tables 2 and 3)"
 
 
+#: The model-clock presets this benchmark can run under (issue 15): the idealised CM-5 and
+#: the one fitted to the paper's own timings (``bench/cm5/fit.py``). Every table printed
+#: and every record written names its preset.
+PRESETS = {"cm5": CostModel.cm5, "cm5_calibrated": CostModel.cm5_calibrated}
+_PRESET = ["cm5"]
+
+
 def machine(nodes: int, backend: str) -> Machine:
-    return Machine(pes=nodes, backend=backend, cost=CostModel.cm5(nodes))
+    """A CM-5 of ``nodes`` nodes under the preset being run."""
+    return Machine(pes=nodes, backend=backend, cost=PRESETS[_PRESET[0]](nodes))
+
+
+def plot_comparison(per_preset: dict[str, list[dict]], path: Path) -> Path | None:
+    """Ours against the paper per cell, log-log, one colour per table, one panel per preset."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover - matplotlib is a bench extra
+        print("matplotlib missing: no plot")
+        return None
+    fig, axes = plt.subplots(1, len(per_preset), figsize=(6 * len(per_preset), 5.5), squeeze=False)
+    for ax, (preset, cells) in zip(axes[0], per_preset.items(), strict=True):
+        for table, colour in (("2", "C0"), ("3", "C1"), ("4", "C2")):
+            xs = [c["paper"] for c in cells if c["table"] == table and c["ours"] > 0]
+            ys = [c["ours"] for c in cells if c["table"] == table and c["ours"] > 0]
+            ax.scatter(xs, ys, s=14, color=colour, label=f"Table {table}")
+        lo, hi = 1e-5, 200.0
+        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="ours = paper")
+        ax.fill_between([lo, hi], [lo * 0.7, hi * 0.7], [lo * 1.3, hi * 1.3], color="0.85")
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi))
+        ax.set(xlabel="paper (s, CM-5)", ylabel="ours (emulated s, model clock)", title=preset)
+        ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"wrote {path}")
+    return path
 
 
 def render(
@@ -285,7 +331,7 @@ def print_tables(t1, over, rows, t4, wall_rows, nodes) -> None:
     print("\nCost overestimates (iterations, section 2.1: max measured cost + 2)")
     for p, e in over.items():
         print(
-            f"  CM-5/{p:3d}: "
+            f"  {machine(p, 'numpy').cost.name}: "
             + ", ".join(
                 f"{lp} {e[lp]['overestimate']:.1f} (measured {e[lp]['max_cost'] or 0:.2f})"
                 for lp in LOOPS
@@ -370,16 +416,26 @@ PAPER_TABLE1 = {
 }
 
 
-def paper_like_workload(n: int, wmax: int, avg: float, rng: np.random.Generator) -> np.ndarray:
+def paper_like_workload(
+    n: int, wmax: int, avg: float, rng: np.random.Generator, *, clustered: bool = False
+) -> np.ndarray:
     """``n`` task counts with maximum ``wmax`` and mean about ``avg``: a geometric bulk
     (mean 70% of ``avg``, at least 1) and a tail, uniform in [wmax/4, wmax], carrying the
-    rest of the mean."""
+    rest of the mean. ``clustered`` puts the tail in one run of consecutive elements, as
+    an isosurface's heavy polygons come from one region of the volume (``bench/cm5/fit.py``);
+    otherwise the tail is scattered at random."""
     bulk_mean = max(1.0, 0.7 * avg)
     w = rng.geometric(1.0 / bulk_mean, n).astype(np.int64)
     w = np.minimum(w, wmax)
     tail_mean = 0.625 * wmax
     frac = max(0.0, (avg - w.mean()) / max(tail_mean - w.mean(), 1e-9))
     k = int(round(frac * n))
+    if clustered:
+        start = int(rng.integers(0, n - k)) if k < n else 0
+        idx = np.arange(start, start + max(k, 1))
+        w[idx] = rng.integers(max(1, wmax // 4), wmax + 1, idx.size)
+        w[idx[rng.integers(0, idx.size)]] = wmax
+        return w
     if k:
         idx = rng.choice(n, k, replace=False)
         w[idx] = rng.integers(max(1, wmax // 4), wmax + 1, k)
@@ -517,7 +573,10 @@ def print_paper_workloads(res: dict[str, Any], nodes: tuple) -> None:
         f"({res['n_polygons']} polygons; both loops, emulated seconds)"
     )
     for p, o in res["overestimates"].items():
-        print(f"  CM-5/{p}: overestimates " + ", ".join(f"{k} {v:.1f}" for k, v in o.items()))
+        print(
+            f"  {_PRESET[0]} P={p}: overestimates "
+            + ", ".join(f"{k} {v:.1f}" for k, v in o.items())
+        )
     for kind in PAPER_TABLE1:
         print(f"  {kind}:")
         print(f"  {'view':9s}" + "".join(f"{'P=' + str(p):>24s}" for p in nodes))
@@ -572,6 +631,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="skip the loops on workloads with the paper's Table 1 statistics",
     )
+    ap.add_argument(
+        "--preset",
+        choices=(*PRESETS, "both"),
+        default="both",
+        help="model-clock preset: the idealised CM-5, the one calibrated on the paper "
+        "(bench/cm5/fit.py) or both (default)",
+    )
     args = ap.parse_args(argv)
     out = output_folder_from_args(ap, args, save_dir=SAVE_DIR) / (
         "render-quick.json" if args.quick else "render.json"
@@ -579,12 +645,38 @@ def main(argv: list[str] | None = None) -> int:
     announce_replace(out)
     record = measure(args)
     write_text(out, json.dumps(record, indent=1, default=float))
+    cells = {
+        p: r["paper_reproduction"]["cells"]
+        for p, r in record.get("presets", {}).items()
+        if r.get("paper_reproduction")
+    }
+    if cells:
+        plot_comparison(cells, out.with_suffix(".png"))
     print(f"\nwrote {out} ({record['seconds']:.0f} s)")
     return 0
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    """Run every part with the parsed options, print the tables; returns the record."""
+    """Every part under each preset asked for (``--preset``); returns the record."""
+    presets = tuple(PRESETS) if args.preset == "both" else (args.preset,)
+    t_start = time.perf_counter()
+    results: dict[str, Any] = {}
+    for preset in presets:
+        _PRESET[0] = preset
+        print(f"\n=== preset {preset} ===", flush=True)
+        results[preset] = measure_preset(args)
+    return {
+        "benchmark": "render",
+        "seed": "000 (Ahrens & Hansen, cost-effective data-parallel load balancing)",
+        "environment": environment(),
+        "presets": results,
+        "seconds": time.perf_counter() - t_start,
+    }
+
+
+def measure_preset(args: argparse.Namespace) -> dict[str, Any]:
+    """Run every part with the parsed options under the current preset, print the tables;
+    returns the preset's record."""
     from renderer.datasets import VIEWS, load_dataset
 
     size = args.size or (48 if args.quick else "250k")
@@ -610,17 +702,20 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         store_calibration(over, args.store, backend)
     rows = run_tables(meshes, views, nodes, args.image, backend, over)
     wall_rows = wall_clock_decisions(meshes, views, args.image, backend)
-    t4 = table4(rows, max(nodes), CostModel.cm5(max(nodes)).clock_hz)
+    t4 = table4(rows, max(nodes), machine(max(nodes), backend).cost.clock_hz)
     print_tables(t1, over, rows, t4, wall_rows, nodes)
+    # The paper's Tables 2 to 4 on workloads with its Table 1 statistics (our data sets'
+    # workloads differ from the paper's): bench/cm5/paper.py, the calibration's basis.
+    reproduction = reproduce(PRESETS[_PRESET[0]])
+    print_reproduction(_PRESET[0], reproduction)
     paper = None
     if not args.no_paper_workloads:
         print("\nbalanced loops on workloads with the paper's Table 1 statistics ...", flush=True)
         paper = paper_workload_tables(25_000 if args.quick else 250_000, nodes, backend)
         print_paper_workloads(paper, nodes)
     return {
-        "benchmark": "render",
-        "seed": "000 (Ahrens & Hansen, cost-effective data-parallel load balancing)",
-        "environment": environment(),
+        "preset": _PRESET[0],
+        "machine": machine(max(nodes), backend).cost.name,
         "backend": backend,
         "quick": args.quick,
         "size": size,
@@ -633,6 +728,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "table4": t4,
         "wall_clock_decisions": wall_rows,
         "paper_workloads": paper,
+        "paper_reproduction": reproduction,
         "seconds": time.perf_counter() - t_start,
     }
 

@@ -86,7 +86,7 @@ class Machine:
         ``"counting"`` runs the CuPy code path (``backend == "cupy"``) on a NumPy stand-in
         for CuPy that counts kernel launches, host syncs and transfers
         (``kernels.counting``); its phases are counting scopes.
-    cost : CostModel, {"cm5", "mp1"} or None
+    cost : CostModel, {"cm5", "cm5_calibrated", "mp1"} or None
         The model clock's constants; None picks from ``pes`` as described above.
     checks : {"deferred", "eager"} or None
         When the address checks of ``send`` and ``get`` raise. ``"eager"`` reads the
@@ -158,7 +158,8 @@ class Machine:
         self._unread: list[tuple[PhaseStats, PhaseRecord]] = []  # GPU times not yet read
         # How many of them a read back has since waited for (their events have passed).
         self._settled = 0
-        self._vp_stack: list[int] = []
+        # Declared VP sets, innermost last: (size, positions of the live elements or None).
+        self._vp_stack: list[tuple[int, Any]] = []
         self._clock = 0.0
         if checks is None:
             checks = os.environ.get("SIMD_CHECKS", "") or "deferred"
@@ -385,17 +386,21 @@ class Machine:
         return _Phase(self, name, sync)
 
     @contextmanager
-    def vp_set(self, n: int) -> Iterator[None]:
+    def vp_set(self, n: int, *, live: Any = None) -> Iterator[None]:
         """Charge every instruction in the block for a VP set of ``n`` elements.
 
         A SIMD machine steps all the VPs of the current VP set (the CM's ``with shape``),
         the idle ones masked off. Programs that compute on packed arrays of only the live
         elements declare the VP set here so that the model clock still charges for all.
+        ``live``, optionally, holds the positions (in ``range(n)``) of the live elements:
+        cost models with per-active terms (``CostModel.cm5_calibrated``) then charge the
+        busiest node's live count, the VP set laid out in contiguous blocks per node
+        (without it, the live elements count as spread evenly). Other models ignore it.
         """
         n = int(n)
         if n < 0:
             raise ValueError(f"a VP set cannot have a negative size, got {n}")
-        self._vp_stack.append(n)
+        self._vp_stack.append((n, live))
         try:
             yield
         finally:
@@ -415,18 +420,35 @@ class Machine:
         return self._account(kind, int(n), nbytes, ops=ops, label=label or kind)
 
     def _account(
-        self, kind: str, n: int, nbytes: int, *, ops: float = 1.0, label: str, distance: int = 1
+        self,
+        kind: str,
+        n: int,
+        nbytes: int,
+        *,
+        ops: float = 1.0,
+        label: str,
+        distance: int = 1,
+        senders: Any = None,
     ) -> float:
-        if self._vp_stack:
-            n = self._vp_stack[-1]
         cost = self.cost
+        busiest = None  # only cost models with per-active terms count the working elements
+        if cost.per_active and kind in ("scan", "reduce", "router"):
+            if self._vp_stack:
+                n_set, live = self._vp_stack[-1]
+                busiest = _busiest(cost, n_set, n, live, self.xp)
+            elif kind == "router":
+                busiest = _busiest_senders(cost, n, senders, self.xp)
+        if self._vp_stack:
+            n = self._vp_stack[-1][0]
         if cost is not self._cycles_of:
             self._cycles.clear()
             self._cycles_of = cost
-        key = (kind, n, ops, distance)
+        key = (kind, n, ops, distance, busiest)
         cycles = self._cycles.get(key)
         if cycles is None:
-            cycles = self._cycles[key] = cost.cycles(kind, n, ops=ops, distance=distance)
+            cycles = self._cycles[key] = cost.cycles(
+                kind, n, ops=ops, distance=distance, busiest=busiest
+            )
         entry = self._phases.get(self._path)
         if entry is None:
             entry = self._phases[self._path] = PhaseStats()
@@ -756,6 +778,7 @@ class Machine:
             return distributed.send(
                 self, flat_values, flat_dest, mask, out, combine, new=into is None, fill=fill
             )
+        senders = mask  # for the cost models that charge the busiest node's messages
         if mask is not None:
             if self._eager or combine == "unique":
                 # The senders packed (a data-dependent size: a host sync on a GPU).
@@ -779,7 +802,13 @@ class Machine:
                     f"send(combine='unique'): {int(clash.sum())} message(s) collided, the "
                     f"first at address {first}"
                 )
-        self._account("router", dest.size, flat_values.nbytes + flat_dest.nbytes, label="send")
+        self._account(
+            "router",
+            dest.size,
+            flat_values.nbytes + flat_dest.nbytes,
+            label="send",
+            senders=senders,
+        )
         fn = lookup("send", self.backend)
         if into is not None:
             if not out.flags.c_contiguous:  # the kernels address it flat, so give them a copy
@@ -1014,6 +1043,29 @@ class Machine:
         self._pending.append((what, int(size), low, high_out))
         if len(self._pending) >= MAX_PENDING_CHECKS:
             self.check()
+
+
+def _busiest(cost: CostModel, n_set: int, active: int, live: Any, xp: Any) -> int:
+    """Live elements on the busiest node of a VP set of ``n_set`` laid out in contiguous
+    blocks of ``vp_ratio`` VPs per node: counted from the positions ``live`` when given (one
+    small read back on a GPU), else ``active`` spread evenly, ``ceil(active / P)``."""
+    if live is None or n_set == 0:
+        return -(-max(0, int(active)) // cost.pes)
+    if int(live.size) == 0:
+        return 0
+    return int(xp.bincount(live // cost.vp_ratio(n_set)).max())
+
+
+def _busiest_senders(cost: CostModel, n: int, senders: Any, xp: Any) -> int:
+    """Elements the busiest node works on outside a declared VP set: all its VPs, or
+    with a ``senders`` mask (a masked send) its senders, the ``n`` VPs laid out in
+    contiguous blocks per node (one small read back on a GPU)."""
+    vpr = cost.vp_ratio(n)
+    if senders is None or n == 0:
+        return vpr if n else 0
+    flags = xp.zeros(vpr * cost.pes, dtype=np.int64)
+    flags[:n] = senders
+    return int(flags.reshape(cost.pes, vpr).sum(axis=1).max())
 
 
 def _raise_if_out(what: str, size: int, low: int, high: int) -> None:

@@ -70,9 +70,11 @@ def resolve_cost(cost: Any, pes: tuple[int, ...], npes: int) -> CostModel:
         return cost if cost.pes == npes else cost.with_pes(npes)
     if cost == "cm5":
         return CostModel.cm5(npes)
+    if cost == "cm5_calibrated":
+        return CostModel.cm5_calibrated(npes)
     if cost == "mp1":
         return CostModel.mp1(npes)
-    raise ValueError(f"cost must be a CostModel, 'cm5' or 'mp1', got {cost!r}")
+    raise ValueError(f"cost must be a CostModel, 'cm5', 'cm5_calibrated' or 'mp1', got {cost!r}")
 
 
 def check_op(op: str, dtype: np.dtype, *, allow_copy: bool) -> str:

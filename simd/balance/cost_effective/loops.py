@@ -190,9 +190,10 @@ class _Loop:
         """The per-execution records of ``phase`` in this loop."""
         return self.result.stats.setdefault(phase, PhaseTiming())
 
-    def solve(self, items: Any, tasks: Any, slots: int, ops: float) -> None:
-        """Run the body on the live tasks, charged for the whole VP set of ``slots``."""
-        with self.m.vp_set(slots):
+    def solve(self, items: Any, tasks: Any, slots: int, ops: float, live: Any = None) -> None:
+        """Run the body on the live tasks, charged for the whole VP set of ``slots``
+        (``live``: their positions in it, for cost models that charge the busiest node)."""
+        with self.m.vp_set(slots, live=live):
             self.call(items, tasks)
         self.m.charge("elementwise", slots, ops=ops + self.task_cost)
 
@@ -211,7 +212,7 @@ class _Loop:
             with m.phase(PHASE_SOLUTION) as record:
                 items, done = live.step()
                 tasks = xp.full(done, index, dtype=np.int64)
-                self.solve(items, tasks, n, ORIGINAL_OPS)
+                self.solve(items, tasks, n, ORIGINAL_OPS, live=items)
                 live.drop(w, index + 1)
             soln.records.append(record)
             self.result.iterations += 1
@@ -358,7 +359,8 @@ class _CostEffective:
             live, done = self.live.step()
             items = self.problem_data[live]
             tasks = self.parallel_index[live] - 1
-            loop.solve(items, tasks, self.n, BALANCED_OPS if self.redistributed else ORIGINAL_OPS)
+            ops = BALANCED_OPS if self.redistributed else ORIGINAL_OPS
+            loop.solve(items, tasks, self.n, ops, live=live)
             self.w[live] -= 1
             self.parallel_index[live] += 1
             self.live.drop(self.w, 0)
