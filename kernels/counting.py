@@ -742,15 +742,18 @@ def _scan(variant: Any, args: tuple) -> None:
     segments = None
     if form & _scan_src.FORM_SEGMENTED:
         segments = flags.reshape(rows.shape).astype(bool)
+    exclusive = bool(form & _scan_src.FORM_EXCLUSIVE)
     result = reference.scan(
         np,
         rows,
         op,
-        exclusive=bool(form & _scan_src.FORM_EXCLUSIVE),
+        exclusive=exclusive,
         reverse=bool(form & _scan_src.FORM_REVERSE),
         segments=segments,
         axis=1,
-        initial=fill if form & _scan_src.FORM_INITIAL else None,
+        # The kernel puts `fill` at the heads of an exclusive scan even without
+        # FORM_INITIAL (an exclusive copy's initial; otherwise the identity).
+        initial=fill if form & _scan_src.FORM_INITIAL or exclusive else None,
     )
     out[...] = result.reshape(out.shape)
 

@@ -366,3 +366,18 @@ def test_masked_combining_send_on_the_device_needs_no_sync(pair):
     got = dev.send(dev.asarray(values * 0.5), dev.asarray(dest), 6, combine="add",
                    mask=dev.asarray(mask))  # fmt: skip
     assert (dev.asnumpy(got) == want).all()
+
+
+def test_emulated_exclusive_copy_scan_puts_initial_at_the_heads():
+    # The scan kernel puts its fill at the heads of an exclusive scan even when it combines
+    # no initial in (copy): the stand-in must do the same as the kernel.
+    from simd import Machine
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    seg = np.array([[0, 1, 0], [0, 0, 1]], bool)
+    want = Machine(backend="numpy").scan(
+        x, "copy", exclusive=True, segments=seg, axis=1, initial=9.0
+    )
+    m = Machine(backend="counting")
+    got = m.scan(m.asarray(x), "copy", exclusive=True, segments=m.asarray(seg), axis=1, initial=9.0)
+    assert m.asnumpy(got).tolist() == want.tolist() == [[9.0, 9.0, 1.0], [9.0, 3.0, 9.0]]

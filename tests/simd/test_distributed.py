@@ -28,6 +28,14 @@ def test_every_instruction_equals_one_rank(n):
     assert spread_line == one_line > 0 and spread_mesh == one_mesh > 0
 
 
+@pytest.mark.mpi
+def test_every_instruction_on_the_cupy_code_path_equals_one_rank():
+    # The counting backend runs the CuPy code path (its kernels emulated on NumPy): float
+    # add scans and sends agree to rounding there (tree order, atomics), all else exactly.
+    done = run_ranks(3, "instructions.py", "203", "200", "counting", timeout=150)
+    assert done.stdout.count("ok ") == 3, done.stdout
+
+
 def test_one_process_machine_has_no_ranks_and_stats_across_ranks_is_stats():
     from simd import Machine
 
