@@ -71,6 +71,9 @@ def _grid(n: int) -> tuple[int]:
 
 
 _BLOCK = (_src.BLOCK,)
+#: The dtypes the kernels take, as a set (one hash per call, not up to four comparisons).
+_DTYPES = frozenset(_src.DTYPES)
+_INT64 = np.dtype(np.int64)
 
 
 @register("send", "cupy")
@@ -85,7 +88,7 @@ def send(xp, values, dest, out, combine: str):
     check).
     """
     dtype = out.dtype
-    if xp is np or dtype not in _src.DTYPES or not out.flags.c_contiguous:
+    if xp is np or dtype not in _DTYPES or not out.flags.c_contiguous:
         return _reference_dropping(xp, values, dest, out, combine)
     n = dest.size
     if n == 0:
@@ -98,9 +101,9 @@ def send(xp, values, dest, out, combine: str):
     elif combine not in _src.ATOMIC_COMBINES[dtype.kind]:
         return _reference_dropping(xp, values, dest, out, combine)
     cupy = xp
-    flat = out.reshape(-1)
-    values = _contiguous(cupy, values.reshape(-1), dtype)
-    dest = _contiguous(cupy, dest.reshape(-1), np.dtype(np.int64))
+    flat = out if out.ndim == 1 else out.reshape(-1)
+    values = _contiguous(cupy, values if values.ndim == 1 else values.reshape(-1), dtype)
+    dest = _contiguous(cupy, dest if dest.ndim == 1 else dest.reshape(-1), _INT64)
     device_id = cupy.cuda.Device().id
     kernels = _kernels(cupy, combine, dtype.str, device_id)
     grid, count, size = _grid(n), np.int64(n), np.int64(flat.size)
