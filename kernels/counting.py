@@ -437,8 +437,11 @@ class DeviceArray(np.ndarray):
         base = self.view(np.ndarray)
         if _state.depth:
             return base[key]
-        kind, host = _index_kind(key)
-        syncs = _slice_syncs(key)
+        if type(key) is DeviceArray:  # the common case, classified without the loops below
+            kind, host, syncs = ("mask" if key.dtype == np.bool_ else "gather"), 0, 0
+        else:
+            kind, host = _index_kind(key)
+            syncs = _slice_syncs(key)
         if kind == "mask":
             return _run(
                 "getitem[mask]", base.__getitem__, (key,), {}, launches=2, syncs=1 + syncs,
@@ -908,6 +911,9 @@ class CountingCuPy(types.ModuleType):
         ):
             attr = _namespace_function(name, attr)
         self._cache[name] = attr
+        # Kept in the module's dict too: later reads are plain lookups, as on the cupy
+        # module, not a failed lookup (an AttributeError made and caught) and this call.
+        self.__dict__[name] = attr
         return attr
 
     # ---- transfers
