@@ -741,7 +741,9 @@ def _scan_init(variant: Any, args: tuple) -> None:
 def _scan(variant: Any, args: tuple) -> None:
     buf, flags, out, n, row_len, fill, form = args[:7]
     _, op, dtype, _pairs = variant
-    rows = buf.reshape(-1, int(row_len))
+    # One row is the whole buffer: scanned as it is (axis=None), without moving axes.
+    one_row = int(row_len) == buf.size
+    rows = buf if one_row else buf.reshape(-1, int(row_len))
     segments = None
     if form & _scan_src.FORM_SEGMENTED:
         segments = flags.reshape(rows.shape).astype(bool)
@@ -752,7 +754,7 @@ def _scan(variant: Any, args: tuple) -> None:
         exclusive=bool(form & _scan_src.FORM_EXCLUSIVE),
         reverse=bool(form & _scan_src.FORM_REVERSE),
         segments=segments,
-        axis=1,
+        axis=None if one_row else 1,
         initial=fill if form & _scan_src.FORM_INITIAL else None,
     )
     out[...] = result.reshape(out.shape)
@@ -767,7 +769,21 @@ def _inside(dest: np.ndarray, size: Any) -> np.ndarray:
 def _router_send(variant: Any, args: tuple) -> None:
     values, dest, flat, n, size = args
     keep = _inside(dest, size)
-    flat[...] = reference.send(np, values[keep], dest[keep], flat.copy(), variant[1])
+    combine = variant[1]
+    if flat.dtype.kind in "iu" and combine in _INT_AT:
+        # Integer combines are exact in any order: one ufunc.at, as the atomics do it.
+        _INT_AT[combine].at(flat, dest[keep], values[keep])
+        return
+    flat[...] = reference.send(np, values[keep], dest[keep], flat.copy(), combine)
+
+
+_INT_AT = {
+    "add": np.add,
+    "max": np.maximum,
+    "min": np.minimum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+}
 
 
 @emulates(_router_src.WINNER_KERNEL)

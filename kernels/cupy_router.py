@@ -29,12 +29,12 @@ __all__ = ["send"]
 
 
 @functools.cache
-def _module(cupy: Any, combine: str, dtype: str, device_id: int) -> Any:
+def _module(cupy: Any, combine: str, dtype: Any, device_id: int) -> Any:
     return cupy.RawModule(code=_src.router_source(combine, np.dtype(dtype)))
 
 
 @functools.cache
-def _kernels(cupy: Any, combine: str, dtype: str, device_id: int) -> tuple:
+def _kernels(cupy: Any, combine: str, dtype: Any, device_id: int) -> tuple:
     """The compiled kernel functions of (combine, dtype) on a device, looked up once:
     ``(WINNER_KERNEL, WRITE_KERNEL)`` for overwrite, ``(SEND_KERNEL,)`` otherwise."""
     module = _module(cupy, combine, dtype, device_id)
@@ -105,7 +105,7 @@ def send(xp, values, dest, out, combine: str):
     values = _contiguous(cupy, values if values.ndim == 1 else values.reshape(-1), dtype)
     dest = _contiguous(cupy, dest if dest.ndim == 1 else dest.reshape(-1), _INT64)
     device_id = cupy.cuda.Device().id
-    kernels = _kernels(cupy, combine, dtype.str, device_id)
+    kernels = _kernels(cupy, combine, dtype, device_id)
     grid, count, size = _grid(n), np.int64(n), np.int64(flat.size)
     if combine == "overwrite":
         tags, tag = _epoch_tags(cupy, flat.size, device_id)
