@@ -9,9 +9,10 @@ cover (bool or other dtypes; a non-contiguous ``out``; more than 2**40 messages 
 overwrite) go to the reference implementation, which runs on CuPy too (a stable sort by
 destination and a segmented scan).
 
-Per call the wrapper does no lookup beyond one memoised dictionary hit: the kernel
-functions are cached per (combine, dtype, device), and overwrite's tag array per (device,
-stream), kept between calls and never refilled (epochs, see ``kernels.cuda_router_source``).
+Per call the wrapper does no lookup beyond memoised dictionary hits: the kernel functions
+are cached per (combine, dtype, device), the launch's grid and size arguments per (messages,
+addresses), and overwrite's tag array per (device, stream), kept between calls and never
+refilled (epochs, see ``kernels.cuda_router_source``).
 """
 
 from __future__ import annotations
@@ -71,6 +72,22 @@ def _grid(n: int) -> tuple[int]:
 
 
 _BLOCK = (_src.BLOCK,)
+
+#: (messages, addresses) -> (grid, count, size) launch arguments, memoised (NumPy scalars
+#: cost a few tenths of a microsecond each to make).
+_SIZES: dict[tuple[int, int], tuple] = {}
+
+
+def _launch_sizes(n: int, size: int) -> tuple:
+    """The grid and the ``long long`` message count and destination size of a launch."""
+    hit = _SIZES.get((n, size))
+    if hit is None:
+        if len(_SIZES) >= 4096:  # a bound on what a program of many sizes keeps
+            _SIZES.clear()
+        hit = _SIZES[(n, size)] = (_grid(n), np.int64(n), np.int64(size))
+    return hit
+
+
 #: The dtypes the kernels take, as a set (one hash per call, not up to four comparisons).
 _DTYPES = frozenset(_src.DTYPES)
 _INT64 = np.dtype(np.int64)
@@ -106,7 +123,7 @@ def send(xp, values, dest, out, combine: str):
     dest = _contiguous(cupy, dest if dest.ndim == 1 else dest.reshape(-1), _INT64)
     device_id = cupy.cuda.Device().id
     kernels = _kernels(cupy, combine, dtype, device_id)
-    grid, count, size = _grid(n), np.int64(n), np.int64(flat.size)
+    grid, count, size = _launch_sizes(n, flat.size)
     if combine == "overwrite":
         tags, tag = _epoch_tags(cupy, flat.size, device_id)
         kernels[0](grid, _BLOCK, (dest, tags, tag, count, size))
