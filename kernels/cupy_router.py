@@ -45,7 +45,7 @@ def _kernels(cupy: Any, combine: str, dtype: Any, device_id: int) -> tuple:
 
 
 #: Overwrite tag arrays by (namespace id, device, stream): [uint64 array, last epoch,
-#: namespace] (the namespace is kept so that a reused id is not mistaken for it).
+#: namespace, last tag] (the namespace is kept so that a reused id is not mistaken for it).
 _TAGS: dict[tuple, list] = {}
 
 
@@ -61,9 +61,14 @@ def _epoch_tags(cupy: Any, size: int, device_id: int) -> tuple[Any, np.uint64]:
         entry = None
     if entry is None or entry[0].size < size or entry[1] >= _src.MAX_EPOCH:
         grown = size if entry is None else max(size, entry[0].size)
-        entry = _TAGS[key] = [cupy.zeros(grown, dtype=cupy.uint64), 0, cupy]
+        entry = _TAGS[key] = [cupy.zeros(grown, dtype=cupy.uint64), 0, cupy, np.uint64(0)]
     entry[1] += 1
-    return entry[0], np.uint64(entry[1] << _src.SENDER_BITS)
+    entry[3] += _TAG_STEP  # the tag of epoch entry[1], kept as the NumPy scalar it is passed as
+    return entry[0], entry[3]
+
+
+#: One epoch's step of the tags (the epoch above the sender bits).
+_TAG_STEP = np.uint64(1 << _src.SENDER_BITS)
 
 
 def _grid(n: int) -> tuple[int]:
