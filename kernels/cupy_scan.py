@@ -31,6 +31,7 @@ __all__ = ["scan", "reduce"]
 
 #: The dtypes the kernels take, as a set (one hash per call, not up to four comparisons).
 _DTYPES = frozenset(_src.DTYPES)
+_UINT8 = np.dtype(np.uint8)
 
 
 @functools.cache
@@ -222,7 +223,7 @@ def scan(
                 cupy.moveaxis(segments.astype(cupy.bool_, copy=False), axis, -1)
             ).reshape(-1)
     if flags is not None:
-        flags = flags.view(np.uint8)
+        flags = flags.view(_UINT8)
     out = _scan_rows(
         cupy, buf, flags, row_len, op, exclusive=exclusive, reverse=reverse, initial=initial
     )
