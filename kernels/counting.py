@@ -560,7 +560,18 @@ def _copies_if_needed(result: Any, inputs: tuple) -> int:
     return 1
 
 
+#: Every name :func:`_function` counts otherwise than as one plain launch.
+_SPECIAL = (
+    _VIEWS
+    | set(_SYNCING)
+    | {"ravel", "ascontiguousarray", "asfortranarray", "where", "repeat"}
+    | {"concatenate", "stack", "hstack", "vstack", "column_stack", "dstack"}
+)
+
+
 def _function(name: str, func: Callable, args: tuple, kwargs: dict) -> Any:
+    if name not in _SPECIAL:  # the common case, one lookup
+        return _run(name, func, args, kwargs)
     if name in _VIEWS:
         return _run(name, func, args, kwargs, launches=0)
     if name in ("ravel", "ascontiguousarray", "asfortranarray"):
@@ -849,6 +860,9 @@ class _Stream:
         _state.record("Stream.synchronize", syncs=1)
 
 
+_STREAM = _Stream()  # the one stream of the counting device (it holds no state)
+
+
 class _Device:
     def __init__(self, device: int = 0) -> None:
         self.id = int(device)
@@ -865,7 +879,7 @@ _cuda = types.SimpleNamespace(
     Event=_Event,
     Device=_Device,
     Stream=_Stream,
-    get_current_stream=lambda *a: _Stream(),
+    get_current_stream=lambda *a: _STREAM,
     get_elapsed_time=_elapsed_ms,
     runtime=types.SimpleNamespace(getDeviceCount=lambda: 1),
 )
