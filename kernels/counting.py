@@ -437,8 +437,11 @@ class DeviceArray(np.ndarray):
         base = self.view(np.ndarray)
         if _state.depth:
             return base[key]
-        kind, host = _index_kind(key)
-        syncs = _slice_syncs(key)
+        if type(key) is DeviceArray:  # the common case, classified without the loops below
+            kind, host, syncs = ("mask" if key.dtype == np.bool_ else "gather"), 0, 0
+        else:
+            kind, host = _index_kind(key)
+            syncs = _slice_syncs(key)
         if kind == "mask":
             return _run(
                 "getitem[mask]", base.__getitem__, (key,), {}, launches=2, syncs=1 + syncs,
@@ -557,7 +560,18 @@ def _copies_if_needed(result: Any, inputs: tuple) -> int:
     return 1
 
 
+#: Every name :func:`_function` counts otherwise than as one plain launch.
+_SPECIAL = (
+    _VIEWS
+    | set(_SYNCING)
+    | {"ravel", "ascontiguousarray", "asfortranarray", "where", "repeat"}
+    | {"concatenate", "stack", "hstack", "vstack", "column_stack", "dstack"}
+)
+
+
 def _function(name: str, func: Callable, args: tuple, kwargs: dict) -> Any:
+    if name not in _SPECIAL:  # the common case, one lookup
+        return _run(name, func, args, kwargs)
     if name in _VIEWS:
         return _run(name, func, args, kwargs, launches=0)
     if name in ("ravel", "ascontiguousarray", "asfortranarray"):
@@ -738,7 +752,9 @@ def _scan_init(variant: Any, args: tuple) -> None:
 def _scan(variant: Any, args: tuple) -> None:
     buf, flags, out, n, row_len, fill, form = args[:7]
     _, op, dtype, _pairs = variant
-    rows = buf.reshape(-1, int(row_len))
+    # One row is the whole buffer: scanned as it is (axis=None), without moving axes.
+    one_row = int(row_len) == buf.size
+    rows = buf if one_row else buf.reshape(-1, int(row_len))
     segments = None
     if form & _scan_src.FORM_SEGMENTED:
         segments = flags.reshape(rows.shape).astype(bool)
@@ -750,7 +766,7 @@ def _scan(variant: Any, args: tuple) -> None:
         exclusive=exclusive,
         reverse=bool(form & _scan_src.FORM_REVERSE),
         segments=segments,
-        axis=1,
+        axis=None if one_row else 1,
         # The kernel puts `fill` at the heads of an exclusive scan even without
         # FORM_INITIAL (an exclusive copy's initial; otherwise the identity).
         initial=fill if form & _scan_src.FORM_INITIAL or exclusive else None,
@@ -767,7 +783,21 @@ def _inside(dest: np.ndarray, size: Any) -> np.ndarray:
 def _router_send(variant: Any, args: tuple) -> None:
     values, dest, flat, n, size = args
     keep = _inside(dest, size)
-    flat[...] = reference.send(np, values[keep], dest[keep], flat.copy(), variant[1])
+    combine = variant[1]
+    if flat.dtype.kind in "iu" and combine in _INT_AT:
+        # Integer combines are exact in any order: one ufunc.at, as the atomics do it.
+        _INT_AT[combine].at(flat, dest[keep], values[keep])
+        return
+    flat[...] = reference.send(np, values[keep], dest[keep], flat.copy(), combine)
+
+
+_INT_AT = {
+    "add": np.add,
+    "max": np.maximum,
+    "min": np.minimum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+}
 
 
 @emulates(_router_src.WINNER_KERNEL)
@@ -833,6 +863,9 @@ class _Stream:
         _state.record("Stream.synchronize", syncs=1)
 
 
+_STREAM = _Stream()  # the one stream of the counting device (it holds no state)
+
+
 class _Device:
     def __init__(self, device: int = 0) -> None:
         self.id = int(device)
@@ -849,7 +882,7 @@ _cuda = types.SimpleNamespace(
     Event=_Event,
     Device=_Device,
     Stream=_Stream,
-    get_current_stream=lambda *a: _Stream(),
+    get_current_stream=lambda *a: _STREAM,
     get_elapsed_time=_elapsed_ms,
     runtime=types.SimpleNamespace(getDeviceCount=lambda: 1),
 )
@@ -911,6 +944,9 @@ class CountingCuPy(types.ModuleType):
         ):
             attr = _namespace_function(name, attr)
         self._cache[name] = attr
+        # Kept in the module's dict too: later reads are plain lookups, as on the cupy
+        # module, not a failed lookup (an AttributeError made and caught) and this call.
+        self.__dict__[name] = attr
         return attr
 
     # ---- transfers

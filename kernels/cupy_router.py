@@ -9,9 +9,10 @@ cover (bool or other dtypes; a non-contiguous ``out``; more than 2**40 messages 
 overwrite) go to the reference implementation, which runs on CuPy too (a stable sort by
 destination and a segmented scan).
 
-Per call the wrapper does no lookup beyond one memoised dictionary hit: the kernel
-functions are cached per (combine, dtype, device), and overwrite's tag array per (device,
-stream), kept between calls and never refilled (epochs, see ``kernels.cuda_router_source``).
+Per call the wrapper does no lookup beyond memoised dictionary hits: the kernel functions
+are cached per (combine, dtype, device), the launch's grid and size arguments per (messages,
+addresses), and overwrite's tag array per (device, stream), kept between calls and never
+refilled (epochs, see ``kernels.cuda_router_source``).
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ __all__ = ["send"]
 
 
 @functools.cache
-def _module(cupy: Any, combine: str, dtype: str, device_id: int) -> Any:
+def _module(cupy: Any, combine: str, dtype: Any, device_id: int) -> Any:
     return cupy.RawModule(code=_src.router_source(combine, np.dtype(dtype)))
 
 
 @functools.cache
-def _kernels(cupy: Any, combine: str, dtype: str, device_id: int) -> tuple:
+def _kernels(cupy: Any, combine: str, dtype: Any, device_id: int) -> tuple:
     """The compiled kernel functions of (combine, dtype) on a device, looked up once:
     ``(WINNER_KERNEL, WRITE_KERNEL)`` for overwrite, ``(SEND_KERNEL,)`` otherwise."""
     module = _module(cupy, combine, dtype, device_id)
@@ -44,7 +45,7 @@ def _kernels(cupy: Any, combine: str, dtype: str, device_id: int) -> tuple:
 
 
 #: Overwrite tag arrays by (namespace id, device, stream): [uint64 array, last epoch,
-#: namespace] (the namespace is kept so that a reused id is not mistaken for it).
+#: namespace, last tag] (the namespace is kept so that a reused id is not mistaken for it).
 _TAGS: dict[tuple, list] = {}
 
 
@@ -60,9 +61,14 @@ def _epoch_tags(cupy: Any, size: int, device_id: int) -> tuple[Any, np.uint64]:
         entry = None
     if entry is None or entry[0].size < size or entry[1] >= _src.MAX_EPOCH:
         grown = size if entry is None else max(size, entry[0].size)
-        entry = _TAGS[key] = [cupy.zeros(grown, dtype=cupy.uint64), 0, cupy]
+        entry = _TAGS[key] = [cupy.zeros(grown, dtype=cupy.uint64), 0, cupy, np.uint64(0)]
     entry[1] += 1
-    return entry[0], np.uint64(entry[1] << _src.SENDER_BITS)
+    entry[3] += _TAG_STEP  # the tag of epoch entry[1], kept as the NumPy scalar it is passed as
+    return entry[0], entry[3]
+
+
+#: One epoch's step of the tags (the epoch above the sender bits).
+_TAG_STEP = np.uint64(1 << _src.SENDER_BITS)
 
 
 def _grid(n: int) -> tuple[int]:
@@ -71,6 +77,25 @@ def _grid(n: int) -> tuple[int]:
 
 
 _BLOCK = (_src.BLOCK,)
+
+#: (messages, addresses) -> (grid, count, size) launch arguments, memoised (NumPy scalars
+#: cost a few tenths of a microsecond each to make).
+_SIZES: dict[tuple[int, int], tuple] = {}
+
+
+def _launch_sizes(n: int, size: int) -> tuple:
+    """The grid and the ``long long`` message count and destination size of a launch."""
+    hit = _SIZES.get((n, size))
+    if hit is None:
+        if len(_SIZES) >= 4096:  # a bound on what a program of many sizes keeps
+            _SIZES.clear()
+        hit = _SIZES[(n, size)] = (_grid(n), np.int64(n), np.int64(size))
+    return hit
+
+
+#: The dtypes the kernels take, as a set (one hash per call, not up to four comparisons).
+_DTYPES = frozenset(_src.DTYPES)
+_INT64 = np.dtype(np.int64)
 
 
 @register("send", "cupy")
@@ -85,7 +110,7 @@ def send(xp, values, dest, out, combine: str):
     check).
     """
     dtype = out.dtype
-    if xp is np or dtype not in _src.DTYPES or not out.flags.c_contiguous:
+    if xp is np or dtype not in _DTYPES or not out.flags.c_contiguous:
         return _reference_dropping(xp, values, dest, out, combine)
     n = dest.size
     if n == 0:
@@ -98,12 +123,12 @@ def send(xp, values, dest, out, combine: str):
     elif combine not in _src.ATOMIC_COMBINES[dtype.kind]:
         return _reference_dropping(xp, values, dest, out, combine)
     cupy = xp
-    flat = out.reshape(-1)
-    values = _contiguous(cupy, values.reshape(-1), dtype)
-    dest = _contiguous(cupy, dest.reshape(-1), np.dtype(np.int64))
+    flat = out if out.ndim == 1 else out.reshape(-1)
+    values = _contiguous(cupy, values if values.ndim == 1 else values.reshape(-1), dtype)
+    dest = _contiguous(cupy, dest if dest.ndim == 1 else dest.reshape(-1), _INT64)
     device_id = cupy.cuda.Device().id
-    kernels = _kernels(cupy, combine, dtype.str, device_id)
-    grid, count, size = _grid(n), np.int64(n), np.int64(flat.size)
+    kernels = _kernels(cupy, combine, dtype, device_id)
+    grid, count, size = _launch_sizes(n, flat.size)
     if combine == "overwrite":
         tags, tag = _epoch_tags(cupy, flat.size, device_id)
         kernels[0](grid, _BLOCK, (dest, tags, tag, count, size))

@@ -17,6 +17,7 @@ dtype, pairs) and device, and memoised, as CuPy does for its own kernels; the sc
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,11 @@ from kernels import reference
 from kernels.registry import register
 
 __all__ = ["scan", "reduce"]
+
+
+#: The dtypes the kernels take, as a set (one hash per call, not up to four comparisons).
+_DTYPES = frozenset(_src.DTYPES)
+_UINT8 = np.dtype(np.uint8)
 
 
 @functools.cache
@@ -79,6 +85,35 @@ def _launch(
     )
 
 
+#: The look-back's scratch per (namespace id, device, stream, thread): [tile states (uint8),
+#: ticket (uint32), namespace (kept so that a reused id is not mistaken for it), views of
+#: the tile states by size]. The init kernel resets both before every scan, and one
+#: thread's launches on one stream run in order, so a scan reuses them rather than
+#: allocating two buffers per call.
+_SCRATCH: dict[tuple, list] = {}
+
+
+def _scratch(cupy: Any, tile_bytes: int, device_id: int) -> tuple[Any, Any]:
+    """The tile-state buffer (``tile_bytes``) and ticket of the current stream."""
+    key = (id(cupy), device_id, cupy.cuda.get_current_stream().ptr, threading.get_ident())
+    entry = _SCRATCH.get(key)
+    if entry is not None and entry[2] is cupy:
+        view = entry[3].get(tile_bytes)
+        if view is not None:
+            return view, entry[1]
+    else:
+        entry = None
+    if entry is None or entry[0].size < tile_bytes:
+        grown = tile_bytes if entry is None else max(tile_bytes, entry[0].size)
+        ticket = cupy.empty(1, dtype=cupy.uint32)
+        entry = _SCRATCH[key] = [cupy.empty(grown, dtype=cupy.uint8), ticket, cupy, {}]
+    views = entry[3]
+    if len(views) >= 64:  # a bound on what a program of many sizes keeps
+        views.clear()
+    view = views[tile_bytes] = entry[0][:tile_bytes]
+    return view, entry[1]
+
+
 def _scan_rows(cupy, buf, flags, row_len: int, op: str, *, exclusive, reverse, initial):
     """Scan the C-contiguous 1-D ``buf`` in rows of ``row_len`` (flags: uint8 or None)."""
     n = buf.size
@@ -98,9 +133,9 @@ def _scan_rows(cupy, buf, flags, row_len: int, op: str, *, exclusive, reverse, i
     )
     if initial is not None:
         fill = _src.scan_fill(op, dtype, exclusive=exclusive, initial=initial)
-    init_kernel, scan_kernel = _module(cupy, key, cupy.cuda.Device().id)
-    tile_mem = cupy.empty(tile_bytes, dtype=cupy.uint8)
-    ticket = cupy.empty(1, dtype=cupy.uint32)
+    device_id = cupy.cuda.Device().id
+    init_kernel, scan_kernel = _module(cupy, key, device_id)
+    tile_mem, ticket = _scratch(cupy, tile_bytes, device_id)
     init_kernel(init_grid, (_src.INIT_BLOCK,), (tile_mem, *tiles, ticket))
     scan_kernel(
         grid,
@@ -118,6 +153,13 @@ def _scan_rows(cupy, buf, flags, row_len: int, op: str, *, exclusive, reverse, i
         ),
     )
     return out
+
+
+def _flat(cupy: Any, a: Any) -> Any:
+    """``a`` as a C-contiguous 1-D array: ``a`` itself when it is one."""
+    if a.ndim == 1 and a.flags.c_contiguous:
+        return a
+    return (a if a.flags.c_contiguous and a.ndim else cupy.ascontiguousarray(a)).reshape(-1)
 
 
 @register("scan", "cupy")
@@ -144,7 +186,7 @@ def scan(
     >>> scan(cupy, cupy.arange(5), "max", reverse=True).get()  # doctest: +SKIP
     array([4, 4, 4, 4, 4])
     """
-    if xp is np or x.dtype not in _src.DTYPES:
+    if xp is np or x.dtype not in _DTYPES:
         return reference.scan(
             xp,
             x,
@@ -158,13 +200,14 @@ def scan(
     cupy = xp
     shape = x.shape
     if axis is None or x.ndim <= 1:
-        # ascontiguousarray only where it copies (it is a call on the host either way)
-        buf = (x if x.flags.c_contiguous and x.ndim else cupy.ascontiguousarray(x)).reshape(-1)
+        # ascontiguousarray and reshape only where they change something (each is a call
+        # on the host, and a reshape makes a new array object)
+        buf = _flat(cupy, x)
         row_len = max(buf.size, 1)
         flags = None
         if segments is not None:
-            if segments.dtype == np.bool_ and segments.flags.c_contiguous and segments.ndim:
-                flags = segments.reshape(-1)
+            if segments.dtype == np.bool_:
+                flags = _flat(cupy, segments)
             else:
                 flags = cupy.ascontiguousarray(segments, dtype=cupy.bool_).reshape(-1)
         moved_shape = None
@@ -180,12 +223,12 @@ def scan(
                 cupy.moveaxis(segments.astype(cupy.bool_, copy=False), axis, -1)
             ).reshape(-1)
     if flags is not None:
-        flags = flags.view(cupy.uint8)
+        flags = flags.view(_UINT8)
     out = _scan_rows(
         cupy, buf, flags, row_len, op, exclusive=exclusive, reverse=reverse, initial=initial
     )
     if moved_shape is None:
-        return out.reshape(shape)
+        return out if len(shape) == 1 else out.reshape(shape)
     return cupy.ascontiguousarray(cupy.moveaxis(out.reshape(moved_shape), -1, axis))
 
 
@@ -196,7 +239,7 @@ def reduce(xp, x, op: str = "add", *, axis: int | None = None):
     add, max and min use CuPy's reductions; the bitwise ones take the last element of an
     inclusive scan kernel (CuPy has no bitwise reductions).
     """
-    if xp is np or op in ("add", "max", "min") or x.dtype not in _src.DTYPES:
+    if xp is np or op in ("add", "max", "min") or x.dtype not in _DTYPES:
         return reference.reduce(xp, x, op, axis=axis)
     if x.size == 0 or (axis is not None and x.shape[axis] == 0):
         return reference.reduce(xp, x, op, axis=axis)

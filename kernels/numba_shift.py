@@ -59,9 +59,26 @@ def _kernels() -> dict[str, Any]:
     return build_kernels()
 
 
+#: The unsigned-integer dtype of each element size, made once.
+_BITS = {n: np.dtype(f"u{n}") for n in (1, 2, 4, 8)}
+#: (mode, fill) of each boundary mode per element size: what a mode costs per call is a hit.
+_MODE_FILLS = {
+    (mode, n): (code, bits.type(0)) for mode, code in _MODES.items() for n, bits in _BITS.items()
+}
+
+
+def _bits(itemsize: int) -> np.dtype:
+    """The unsigned-integer dtype of ``itemsize`` bytes."""
+    return _BITS.get(itemsize) or np.dtype(f"u{itemsize}")
+
+
 def _fill_bits(boundary: Any, dtype: np.dtype) -> tuple[int, Any]:
     """Boundary as (mode, fill value in the unsigned-integer view of ``dtype``)."""
-    bits = np.dtype(f"u{dtype.itemsize}").type
+    if isinstance(boundary, str):
+        hit = _MODE_FILLS.get((boundary, dtype.itemsize))
+        if hit is not None:
+            return hit
+    bits = _bits(dtype.itemsize).type
     if isinstance(boundary, str):
         return _MODES[boundary], bits(0)
     # Same conversion as the reference (xp.asarray(fill, dtype=x.dtype)), then its bits.
@@ -155,8 +172,8 @@ def shift(xp: Any, x: Any, offsets: tuple[int, ...], boundary: Any = "wrap") -> 
     >>> shift(cupy, cupy.arange(5), (2,), "zero")  # doctest: +SKIP
     array([0, 0, 0, 1, 2])
     """
-    shape = tuple(int(n) for n in x.shape)
-    dtype = np.dtype(x.dtype)
+    shape = x.shape  # a tuple of ints, for NumPy and CuPy arrays alike
+    dtype = x.dtype
     mode, fill = _fill_bits(boundary, dtype)
     # Normalise: wrap offsets into [0, n); others clamp to [-n, n] (same result, no
     # overflow); zero-extent axes and zero offsets move nothing.
@@ -170,7 +187,7 @@ def shift(xp: Any, x: Any, offsets: tuple[int, ...], boundary: Any = "wrap") -> 
             moves.append((a, k))
     if math.prod(shape) == 0 or not moves:
         return xp.array(x, copy=True, order="C")
-    cur = (x if x.flags.c_contiguous else xp.ascontiguousarray(x)).view(f"u{dtype.itemsize}")
+    cur = (x if x.flags.c_contiguous else xp.ascontiguousarray(x)).view(_bits(dtype.itemsize))
     # Highest axes first, two per kernel: (a, b) with a < b.
     moves.reverse()
     while moves:

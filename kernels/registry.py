@@ -58,7 +58,22 @@ def force_reference() -> bool:
     >>> del os.environ["SIMD_FORCE_REFERENCE"]
     >>> if saved is not None: os.environ["SIMD_FORCE_REFERENCE"] = saved
     """
+    if _ENV_DATA is not None:
+        raw = _ENV_DATA.get(_ENV_KEY)
+        return raw is not None and raw not in _OFF
     return os.environ.get("SIMD_FORCE_REFERENCE", "") not in ("", "0")
+
+
+# Every instruction asks force_reference(), so it reads the variable the cheap way where it
+# can: os.environ.get(name) of an unset name raises and catches a KeyError inside (about
+# half a microsecond), while os.environ's own dict (CPython's, which os.environ[...] = ...
+# and pytest's monkeypatch update) answers a get of the encoded name directly.
+_ENV_DATA = getattr(os.environ, "_data", None)
+if not isinstance(_ENV_DATA, dict) or not hasattr(os.environ, "encodekey"):
+    _ENV_DATA = None
+else:
+    _ENV_KEY = os.environ.encodekey("SIMD_FORCE_REFERENCE")
+    _OFF = {os.environ.encodevalue(v) for v in ("", "0")}
 
 
 def register(primitive: str, backend: str) -> Callable[[Callable], Callable]:

@@ -65,6 +65,11 @@ XNET = {
 
 _OUTSIDE = "(no phase)"
 
+_INT64 = np.dtype(np.int64)
+
+#: What ``Machine._agreed`` gives on one process: nothing to agree on (reusable).
+_NO_RANKS = nullcontext()
+
 #: Deferred address checks kept before they are read back anyway (one sync per this many
 #: sends and gets when nothing else checks).
 MAX_PENDING_CHECKS = 1024
@@ -136,6 +141,7 @@ class Machine:
             self.ranks = Ranks(comm, record=self._communicated)
         self.npes = math.prod(self.pes)
         self.backend, self.xp = resolve_backend(backend)
+        self._array = self.xp.ndarray  # the backend's array type
         if self.ranks is not None and self.backend == "cupy" and not hasattr(self.xp, "push_scope"):
             # One GPU per rank: the node's ranks take its GPUs in turn.
             cuda = self.xp.cuda
@@ -171,6 +177,7 @@ class Machine:
         self._pending: list[tuple[str, int, Any, Any]] = []
         self._eager = checks == "eager" or self.backend != "cupy"
         self._bounds: Any = None  # (MAX_PENDING_CHECKS, 2) int64 on the device, made once
+        self._bound_views: list = []  # per row of it, its two 0-d views once made
 
     def __repr__(self) -> str:
         shape = "x".join(map(str, self.pes))
@@ -240,7 +247,7 @@ class Machine:
     def _agreed(self) -> AbstractContextManager[None]:
         """Around an instruction's local validation: on ranks, an error on any rank raises
         on every rank (before any collective, so none waits); else nothing."""
-        return nullcontext() if self.ranks is None else self.ranks.collective_errors()
+        return _NO_RANKS if self.ranks is None else self.ranks.collective_errors()
 
     def stats_across_ranks(self) -> Stats:
         """The phase statistics of every rank together (collective).
@@ -522,8 +529,7 @@ class Machine:
         """
         with self._agreed():
             x = self._values(x, "x")
-            op = check_op(op, x.dtype, allow_copy=True)
-            check_value_dtype(x.dtype, "scan")
+            op, domain, as_bool = _op_types(op, x.dtype, "scan")
             axis = check_axis(axis, x.ndim)
             segments = self._flags(segments, x.shape, "segments")
             if op == "copy":
@@ -534,11 +540,8 @@ class Machine:
                         "an inclusive copy-scan takes no initial (it combines nothing in); "
                         "with exclusive=True it is put at every segment's start"
                     )
-            mask = self._flags(mask, x.shape, "mask")
-            # Logical operators on bool run on 0/1 int32 (the GPU kernels' type) and give bool
-            # back; their identities and `initial` are those of the bool domain.
-            as_bool = x.dtype == np.bool_ and op != "add"
-            domain = x.dtype if as_bool else reference.accumulator(op, x.dtype)
+            if mask is not None:
+                mask = self._flags(mask, x.shape, "mask")
             if initial is not None:
                 initial = scalar(initial, domain, "initial")
             elif as_bool:
@@ -546,18 +549,35 @@ class Machine:
             if as_bool:
                 x = x.astype(np.int32)
                 initial = np.int32(initial)
-            else:
+            elif x.dtype != domain:
                 x = x.astype(domain, copy=False)
             if mask is not None:
                 x = self.xp.where(mask, x, x.dtype.type(reference.identity(op, domain)))
-        forms = dict(exclusive=bool(exclusive), reverse=bool(reverse), initial=initial)
+        exclusive, reverse = bool(exclusive), bool(reverse)
         if self.ranks is not None:
-            out = distributed.scan(self, x, op, segments=segments, axis=axis, **forms)
+            out = distributed.scan(
+                self,
+                x,
+                op,
+                segments=segments,
+                axis=axis,
+                exclusive=exclusive,
+                reverse=reverse,
+                initial=initial,
+            )
         else:
             nbytes = x.nbytes * 2 + (0 if segments is None else segments.nbytes)
             self._account("scan", x.size, nbytes, label="scan")
-            fn = lookup("scan", self.backend)
-            out = fn(self.xp, x, op, segments=segments, axis=axis, **forms)
+            out = lookup("scan", self.backend)(
+                self.xp,
+                x,
+                op,
+                segments=segments,
+                axis=axis,
+                exclusive=exclusive,
+                reverse=reverse,
+                initial=initial,
+            )
         return out.astype(np.bool_) if as_bool else out
 
     def reduce(self, x, op: str = "add", *, axis: int | None = None, mask=None):
@@ -593,8 +613,7 @@ class Machine:
         """
         with self._agreed():
             x = self._values(x, "x")
-            op = check_op(op, x.dtype, allow_copy=False)
-            check_value_dtype(x.dtype, "reduce")
+            op = _op_types(op, x.dtype, "reduce")[0]
             axis = check_axis(axis, x.ndim)
             if mask is not None:
                 mask = self._flags(mask, x.shape, "mask")
@@ -772,8 +791,8 @@ class Machine:
                 )
             if mask is not None:
                 mask = self._flags(mask, dest.shape, "mask").reshape(-1)
-        flat_dest = dest.reshape(-1)
-        flat_values = values.reshape(-1)
+        flat_dest = dest if dest.ndim == 1 else dest.reshape(-1)
+        flat_values = values if values.ndim == 1 else values.reshape(-1)
         if self.ranks is not None:
             return distributed.send(
                 self, flat_values, flat_dest, mask, out, combine, new=into is None, fill=fill
@@ -820,8 +839,12 @@ class Machine:
         if combine in ("overwrite", "unique"):
             return fn(self.xp, flat_values, flat_dest, out, combine)
         # A new array: receivers get the combination of their messages alone, the others
-        # keep `fill`. Combining into the identity gives the former.
-        out[...] = reference.identity(combine, out.dtype)
+        # keep `fill`. Combining into the identity gives the former; where `fill` is the
+        # identity (bit for bit: add's default 0), `out` holds it already and that is all.
+        identity, is_fill = _identity(combine, out.dtype, fill)
+        if is_fill:
+            return fn(self.xp, flat_values, flat_dest, out, combine)
+        out[...] = identity
         out = fn(self.xp, flat_values, flat_dest, out, combine)
         if mask is None:
             received = self.xp.zeros(out.size, dtype=bool)
@@ -909,11 +932,10 @@ class Machine:
             x = self._values(x, "x")
             check_mesh_rank(x.shape, self.pes, "shift: x")
             boundary = check_boundary(boundary, x.dtype)
-            offsets = shift_offsets(offset, axis, x.ndim)
+            offsets, steps, distance = _shift_plan(offset, axis, x.shape, boundary)
         if self.ranks is not None:
             return distributed.shift(self, x, offsets, boundary)
-        offsets = normalise_offsets(offsets, x.shape, boundary)
-        distance = max(map(abs, offsets), default=0)
+        offsets = steps
         self._account("shift", x.size, x.nbytes * 2, label="shift", distance=distance)
         if x.dtype == np.bool_:
             out = lookup("shift", self.backend)(
@@ -976,7 +998,8 @@ class Machine:
     def _values(self, x: Any, name: str):
         if x is None:
             raise TypeError(f"{name} must be an array, got None")
-        x = self.xp.asarray(x)
+        if type(x) is not self._array:  # asarray gives the backend's own arrays back as is
+            x = self.xp.asarray(x)
         if x.dtype.kind not in "biuf":
             raise TypeError(f"{name} must hold numbers or booleans, got dtype {x.dtype}")
         return x
@@ -998,7 +1021,8 @@ class Machine:
     def _flags(self, flags: Any, shape: tuple[int, ...] | None, name: str):
         if flags is None:
             return None
-        flags = self.xp.asarray(flags)
+        if type(flags) is not self._array:
+            flags = self.xp.asarray(flags)
         if flags.dtype != np.bool_:
             raise TypeError(f"{name} must be a bool array, got dtype {flags.dtype}")
         if shape is not None and flags.shape != tuple(shape):
@@ -1006,10 +1030,11 @@ class Machine:
         return flags
 
     def _indices(self, index: Any, name: str):
-        index = self.xp.asarray(index)
+        if type(index) is not self._array:
+            index = self.xp.asarray(index)
         if index.dtype.kind not in "iu":
             raise TypeError(f"{name} must be an integer array, got dtype {index.dtype}")
-        return index.astype(np.int64, copy=False)
+        return index if index.dtype == _INT64 else index.astype(np.int64, copy=False)
 
     def _check_range(self, index, size: int, what: str, mask=None, high=None) -> None:
         """Every address of ``index`` (where ``mask``) must lie in ``[0, size)``.
@@ -1031,9 +1056,14 @@ class Machine:
         xp = self.xp
         if self._bounds is None:
             self._bounds = xp.empty((MAX_PENDING_CHECKS, 2), dtype=np.int64)
+            self._bound_views = [None] * MAX_PENDING_CHECKS
         k = len(self._pending)
-        # 0-d views of row k (no launch; written in place by the reductions)
-        low, high_out = self._bounds[k, 0:1].reshape(()), self._bounds[k, 1:2].reshape(())
+        # 0-d views of row k (no launch; written in place by the reductions), made once
+        views = self._bound_views[k]
+        if views is None:
+            row = self._bounds[k]
+            views = self._bound_views[k] = (row[0:1].reshape(()), row[1:2].reshape(()))
+        low, high_out = views
         if mask is None:
             xp.min(index, out=low)
             xp.max(index, out=high_out)
@@ -1068,6 +1098,67 @@ def _busiest_senders(cost: CostModel, n: int, senders: Any, xp: Any) -> int:
     return int(flags.reshape(cost.pes, vpr).sum(axis=1).max())
 
 
+#: (op, dtype, "scan" or "reduce") -> (op, accumulator dtype, as_bool) of the operands that
+#: passed check_op and check_value_dtype: an instruction checks a pair once, not every call.
+_OP_TYPES: dict[tuple[Any, np.dtype, str], tuple[str, np.dtype, bool]] = {}
+
+
+def _op_types(op: Any, dtype: np.dtype, what: str) -> tuple[str, np.dtype, bool]:
+    """``op`` checked for ``dtype`` values of a ``what`` (copy only for a scan), the
+    accumulator dtype, and whether a scan runs a logical operator on bool (as 0/1 int32,
+    the GPU kernels' type, giving bool back; the identities and ``initial`` are then those
+    of the bool domain)."""
+    try:
+        hit = _OP_TYPES.get((op, dtype, what))
+    except TypeError:  # an unhashable op: check_op refuses it below
+        hit = None
+    if hit is None:
+        op = check_op(op, dtype, allow_copy=what == "scan")
+        check_value_dtype(dtype, what)
+        as_bool = dtype == np.bool_ and op != "add"
+        domain = dtype if as_bool else reference.accumulator(op, dtype)
+        hit = _OP_TYPES[(op, dtype, what)] = (op, domain, as_bool)
+    return hit
+
+
+#: (offset, axis, shape, boundary mode) -> (offsets, normalised offsets, distance) of the
+#: shifts by an int offset that passed shift_offsets (their boundary is a valid mode).
+_SHIFTS: dict[tuple[int, Any, tuple[int, ...], str], tuple] = {}
+
+
+def _shift_plan(offset: Any, axis: Any, shape: tuple[int, ...], boundary: Any) -> tuple:
+    """(offsets per axis, the mesh steps they take, the longest) of a shift of an array of
+    ``shape`` (boundary checked), memoised for int offsets and axes and boundary modes."""
+    memo = type(offset) is int and (axis is None or type(axis) is int) and type(boundary) is str
+    if memo:
+        hit = _SHIFTS.get((offset, axis, shape, boundary))
+        if hit is not None:
+            return hit
+    offsets = shift_offsets(offset, axis, len(shape))
+    steps = normalise_offsets(offsets, shape, boundary)
+    hit = (offsets, steps, max(map(abs, steps), default=0))
+    if memo and len(_SHIFTS) < 4096:
+        _SHIFTS[(offset, axis, shape, boundary)] = hit
+    return hit
+
+
+#: (combine, dtype, fill's bytes) -> (identity of combine for dtype, whether fill is it).
+_IDENTITIES: dict[tuple[str, np.dtype, bytes], tuple[Any, bool]] = {}
+
+
+def _identity(combine: str, dtype: np.dtype, fill: Any) -> tuple[Any, bool]:
+    """The identity of ``combine`` on ``dtype`` and whether the scalar ``fill`` (of ``dtype``)
+    is that identity bit for bit (so -0.0 is not 0.0), memoised."""
+    key = (combine, dtype, fill.tobytes())
+    hit = _IDENTITIES.get(key)
+    if hit is None:
+        identity = reference.identity(combine, dtype)
+        hit = (identity, identity.tobytes() == key[2])
+        if len(_IDENTITIES) < 4096:
+            _IDENTITIES[key] = hit
+    return hit
+
+
 def _raise_if_out(what: str, size: int, low: int, high: int) -> None:
     if low < 0 or high >= size:
         bad = low if low < 0 else high
@@ -1076,8 +1167,14 @@ def _raise_if_out(what: str, size: int, low: int, high: int) -> None:
 
 def _raise_first(pending: list, bounds: np.ndarray) -> None:
     """Raise the first failed check of ``pending`` given their (low, high) on the host."""
-    for (what, size, _, _), (low, high) in zip(pending, bounds.tolist(), strict=True):
-        _raise_if_out(what, size, low, high)
+    if not pending:
+        return
+    # Found with array operations: up to MAX_PENDING_CHECKS of them, read once per fetch.
+    sizes = np.fromiter((check[1] for check in pending), dtype=np.int64, count=len(pending))
+    failed = (bounds[:, 0] < 0) | (bounds[:, 1] >= sizes)
+    if failed.any():
+        i = int(failed.argmax())
+        _raise_if_out(pending[i][0], pending[i][1], int(bounds[i, 0]), int(bounds[i, 1]))
 
 
 class _Phase:

@@ -203,6 +203,22 @@ def scalar(value: Any, dtype: np.dtype, name: str) -> Any:
     ...
     ValueError: boundary 1099511627776 is out of range for int32 (-2147483648 to 2147483647)
     """
+    if type(value) is int or type(value) is bool:  # the common case: memoised
+        key = (value.__class__, value, dtype)
+        out = _SCALARS.get(key)
+        if out is None:
+            if len(_SCALARS) >= 4096:  # a bound on what a program of many constants keeps
+                _SCALARS.clear()
+            out = _SCALARS[key] = _scalar(value, dtype, name)
+        return out
+    return _scalar(value, dtype, name)
+
+
+#: (type, value, dtype) -> scalar() of a Python int or bool (exact keys: no -0.0 or NaN).
+_SCALARS: dict[tuple[type, Any, np.dtype], Any] = {}
+
+
+def _scalar(value: Any, dtype: np.dtype, name: str) -> Any:
     if getattr(value, "ndim", None) == 0 and not is_scalar(value):
         value = value.item()  # a 0-d array of NumPy or CuPy
     if not is_scalar(value):
