@@ -10,6 +10,9 @@
    * Figure 9: small (256 x 256, 4 x 4 per PE), medium (400 x 448, 6-7 x 7 per PE) and
      large images compared.
    * Figure 10: balancing in only one dimension (rows) against both, large images.
+   Figure 8's averages are printed beside the paper's with what seed 003 states about
+   Figures 8-10 checked on ours, and the MP-1 constants with their sources
+   (``bench/mp1/paper.py``; the paper's text gives the curves' shape, no values).
    Images ship inside packages: scikit-image's camera, moon and coffee, pydicom's CT test
    file 693_J2KI.dcm (512 x 512); medium ones are centre crops, small ones 2x2 block
    means (``diffusion.images.builtin_image``). Nothing is downloaded.
@@ -41,6 +44,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.mp1.paper import compare_figure8, print_figure8  # noqa: E402
 from diffusion import anisotropic_diffusion, mesh_diffusion  # noqa: E402
 from diffusion.images import builtin_image  # noqa: E402
 from simd import Machine  # noqa: E402
@@ -391,6 +395,9 @@ def measure(
         tab = table(rows)
         print(tab)
         record["table"] = tab
+        # Figure 8 beside seed 003's (its text states the curves' shape, not their values)
+        record["figure8_vs_paper"] = compare_figure8(rows)
+        print_figure8(record["figure8_vs_paper"])
         record["plots"] = plots(rows, outdir, stem, stage)
     record["throughput"] = throughput(args.quick)
     record["wall_seconds"] = time.perf_counter() - start

@@ -34,6 +34,12 @@ isosurface of the same simulation output, made by two isosurface algorithms. Her
   make long spans instead: part of the imbalance moves into the z-buffer loop (max about
   160 and 260 pixels per span, against 9 and 14 in the paper).
 
+- ``oilwell`` and ``oilwell-unbalanced`` (:mod:`renderer.oilwell`): a perforated rock
+  formation drilled by well bores, as the paper's oil-well perforator data, polygonised on
+  a uniform grid and on one whose middle is a single tall cell: there each bore wall
+  becomes a ring of slivers half the image tall, so the scan conversion maxima of Table 1
+  (231 and 512 scan lines side on) come within a factor 1.45 of the paper's.
+
 Slabs (:func:`load_dataset_slab`): on ``nranks`` MPI ranks each rank samples and
 polygonises only its slab of the grid along x (its share of the cells, one plane of overlap
 with the next rank), so a surface too large for one process never sits in one. The slabs
@@ -53,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from renderer import oilwell
 from renderer.mesh import Mesh, as_mesh
 from simd.cache import cache_dir
 
@@ -75,7 +82,9 @@ MAX_RESOLUTION = 1024
 #: Largest grid resolution of slabs, and most grid samples one rank's slab may hold.
 MAX_SLAB_RESOLUTION = 8192
 MAX_SLAB_SAMPLES = MAX_RESOLUTION**3
-DATASETS = ("balanced", "unbalanced")
+DATASETS = ("balanced", "unbalanced", "oilwell", "oilwell-unbalanced")
+#: The oil-well kinds (:mod:`renderer.oilwell`): Table 1 of seed 000 in shape.
+OILWELL = ("oilwell", "oilwell-unbalanced")
 #: The views of Table 1 of seed 000: (azimuth, elevation, magnification).
 VIEWS = {
     "(0,0)": ((0.0, 0.0), 1.0),
@@ -90,6 +99,8 @@ SPLIT_Y = 0.75
 LEVEL = 0.5
 #: Cache format and content version (4: multi-block unbalanced surface).
 _VERSION = 4
+#: The oil-well surfaces' cache version (their own, so the others' caches stay valid).
+_OILWELL_VERSION = 1
 
 
 def marschner_lobb(n: int, *, alpha: float = 0.25, f_m: float = 6.0) -> np.ndarray:
@@ -167,7 +178,10 @@ def _z_up(v: np.ndarray) -> np.ndarray:
 
 def _parts(kind: str, n: int) -> list[tuple]:
     """The blocks of the grid the isosurface is made of: (x, y, z sample indices, spacing,
-    origin) each; one block for ``balanced``, three for ``unbalanced``."""
+    origin) each; one block for ``balanced``, three for ``unbalanced`` (and the oil-well
+    kinds' blocks, :func:`renderer.oilwell.parts`)."""
+    if kind in OILWELL:
+        return oilwell.parts(kind, n)
     h = 2.0 / (n - 1)
     whole = np.arange(n)
     if kind == "balanced":
@@ -203,7 +217,9 @@ def _parts(kind: str, n: int) -> list[tuple]:
 def _build(kind: str, n: int, rank: int = 0, nranks: int = 1) -> Mesh:
     """The isosurface of ``kind`` at resolution ``n``, or rank ``rank``'s slab of it: of
     every block, the rank's share of the cells along x (canonical split, one shared plane)."""
-    vol = marschner_lobb(n) if nranks == 1 else None
+    sample = oilwell.sample if kind in OILWELL else _sample
+    whole = oilwell.oilwell_field if kind in OILWELL else marschner_lobb
+    vol = whole(n) if nranks == 1 else None
     parts = []
     for xs, ys, zs, spacing, origin in _parts(kind, n):
         if nranks > 1:
@@ -216,13 +232,16 @@ def _build(kind: str, n: int, rank: int = 0, nranks: int = 1) -> Mesh:
             step = spacing if np.ndim(spacing) == 0 else spacing[0]
             origin = (origin[0] + c0 * step, *origin[1:])
             xs = xs[c0 : c1 + 1]
-            block = _sample(n, xs, ys, zs)
+            block = sample(n, xs, ys, zs)
             if not block.min() <= LEVEL <= block.max():
                 continue  # the surface does not cross this slab
         else:
             block = vol[_index(xs), ...][:, _index(ys)][:, :, _index(zs)]
         parts.append(isosurface(block, LEVEL, spacing=spacing, origin=origin))
-    name = f"marschner-lobb-{n}" + ("" if kind == "balanced" else "-unbalanced")
+    if kind in OILWELL:
+        name = f"{kind}-{n}"
+    else:
+        name = f"marschner-lobb-{n}" + ("" if kind == "balanced" else "-unbalanced")
     if nranks > 1:
         name += f"-slab{rank}of{nranks}"
     if not parts:
@@ -231,7 +250,7 @@ def _build(kind: str, n: int, rank: int = 0, nranks: int = 1) -> Mesh:
     offsets = np.cumsum([0] + [len(p[0]) for p in parts[:-1]])
     v = np.concatenate([p[0] for p in parts])
     f = np.concatenate([p[1] + o for p, o in zip(parts, offsets, strict=True)])
-    if kind == "balanced":
+    if kind in ("balanced", "oilwell"):
         nn = _unit(parts[0][2])
     else:
         nn = _unit(np.concatenate([_unit(p[2]) for p in parts]))
@@ -257,7 +276,7 @@ def load_dataset(kind: str = "balanced", size: str | int = "250k", *, cache: boo
 
     Parameters
     ----------
-    kind : {"balanced", "unbalanced"}
+    kind : {"balanced", "unbalanced", "oilwell", "oilwell-unbalanced"}
     size : {"250k", "1m", "2m", "4m"} or int
         Named size or grid resolution 8..1024 (the balanced surface has about 14.8 n^2
         triangles). The larger "16m" and "64m" only as slabs (:func:`load_dataset_slab`).
@@ -274,7 +293,10 @@ def load_dataset(kind: str = "balanced", size: str | int = "250k", *, cache: boo
             f"size {size} (a {n}^3 grid) does not fit one process (at most {MAX_RESOLUTION}^3): "
             "build it in slabs over MPI ranks (mpiexec -n N simd-emu render ...)"
         )
-    path = cache_dir() / f"ml-{kind}-{n}-v{_VERSION}.npz"
+    if kind in OILWELL:
+        path = cache_dir() / f"{kind}-{n}-v{_OILWELL_VERSION}.npz"
+    else:
+        path = cache_dir() / f"ml-{kind}-{n}-v{_VERSION}.npz"
     if cache and path.exists():
         try:
             with np.load(path) as d:

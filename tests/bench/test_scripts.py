@@ -28,6 +28,7 @@ SCRIPTS = {
     "render_speed": ("measure", "render_speed-quick.json"),
     "gpu_budget": ("measure", "gpu_budget-quick.json"),
     "scaling": ("measure", "scaling-quick.json"),
+    "table1": ("measure", "table1-quick.json"),
 }
 
 

@@ -1,0 +1,148 @@
+"""Table 1 of Ahrens & Hansen (seed 000) beside ours, cell by cell, for each data-set family.
+
+For every built-in family, the Marschner-Lobb isosurfaces (``balanced``, ``unbalanced``)
+and the oil-well ones (``oilwell``, ``oilwell-unbalanced``; :mod:`renderer.oilwell`),
+renders the four views of Table 1 at 512 x 512 and prints the maximum and average workload
+of the scan conversion loop (scan lines per polygon) and the z-buffer loop (pixels per
+span) beside the paper's, with the ratio ours/paper per cell, and each column's worst
+factor (``max(r, 1/r)``). The paper's averages are whole numbers (rounded), so ratios of
+averages near 1 carry that rounding.
+
+Run ``python bench/table1.py [--quick] [--out DIR | --save]``: ``table1.json``
+(``table1-quick.json``, at grid resolution 48, with ``--quick``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from simd import Machine  # noqa: E402
+from simd.info import environment  # noqa: E402
+from simd.outputs import (  # noqa: E402
+    add_output_arguments,
+    announce_replace,
+    output_folder_from_args,
+    write_text,
+)
+
+#: Table 1 of seed 000: (scan max, scan avg, z-buffer max, z-buffer avg) per view.
+PAPER_TABLE1 = {
+    "balanced": {
+        "(0,0)": (8, 5, 7, 1),
+        "(45,45)": (10, 5, 8, 1),
+        "M(0,0)": (13, 5, 17, 2),
+        "M(45,45)": (21, 1, 21, 3),
+    },
+    "unbalanced": {
+        "(0,0)": (231, 6, 9, 1),
+        "(45,45)": (169, 6, 30, 1),
+        "M(0,0)": (512, 8, 14, 1),
+        "M(45,45)": (468, 4, 119, 2),
+    },
+}
+#: Data-set families: name -> (our balanced kind, our unbalanced kind).
+FAMILIES = {
+    "marschner-lobb": ("balanced", "unbalanced"),
+    "oilwell": ("oilwell", "oilwell-unbalanced"),
+}
+COLUMNS = ("scan_max", "scan_avg", "zbuf_max", "zbuf_avg")
+SAVE_DIR = ROOT / "bench" / "results"
+
+
+def compare(
+    family: str, size: str | int = "250k", image: int = 512, backend: str = "numpy"
+) -> dict[str, Any]:
+    """Table 1 of one family beside the paper's: rows per (paper data set, view) with ours,
+    the paper's and the ratio ours/paper per column; ``worst``: per (data set, column) the
+    largest factor ``max(r, 1/r)`` over the views; ``triangles`` per data set."""
+    from renderer.datasets import load_dataset, workload_table
+
+    rows, worst, triangles = [], {}, {}
+    for paper_kind, kind in zip(("balanced", "unbalanced"), FAMILIES[family], strict=True):
+        mesh = load_dataset(kind, size)
+        triangles[kind] = int(mesh.n_faces)
+        table = workload_table(mesh, size=image, machine=Machine(pes=512, backend=backend))
+        for r in table:
+            paper = dict(zip(COLUMNS, PAPER_TABLE1[paper_kind][r["view"]], strict=True))
+            ours = {c: r[c] for c in COLUMNS}
+            ratio = {c: ours[c] / paper[c] for c in COLUMNS}
+            rows.append(
+                {
+                    "dataset": paper_kind,
+                    "kind": kind,
+                    "view": r["view"],
+                    "ours": ours,
+                    "paper": paper,
+                    "ratio": ratio,
+                }
+            )
+            for c in COLUMNS:
+                f = max(ratio[c], 1 / ratio[c]) if ratio[c] > 0 else float("inf")
+                worst[f"{paper_kind}:{c}"] = max(worst.get(f"{paper_kind}:{c}", 1.0), f)
+    return {"family": family, "size": size, "triangles": triangles, "rows": rows, "worst": worst}
+
+
+def print_comparison(res: dict[str, Any]) -> None:
+    """One line per (data set, view): ours / paper (ratio) for each column."""
+    tri = ", ".join(f"{k} {v} triangles" for k, v in res["triangles"].items())
+    print(f"\nTable 1, {res['family']} data sets ({tri}) against seed 000's: ours/paper (ratio)")
+    print(f"{'data set':19s} {'view':9s}" + "".join(f"{c:>20s}" for c in COLUMNS))
+    for r in res["rows"]:
+        cells = "".join(
+            f"{r['ours'][c]:>8.4g}/{r['paper'][c]:<4g}({r['ratio'][c]:5.2f})" for c in COLUMNS
+        )
+        print(f"{r['kind']:19s} {r['view']:9s}{cells}")
+    worst = ", ".join(f"{k} {v:.2f}" for k, v in res["worst"].items())
+    print(f"worst factor per column: {worst}")
+
+
+def measure(args: argparse.Namespace, size: str | int) -> dict[str, Any]:
+    """Table 1 of every family beside the paper's, printed; returns the record."""
+    t0 = time.perf_counter()
+    results = []
+    for family in FAMILIES:
+        res = compare(family, size, backend=args.backend)
+        print_comparison(res)
+        results.append(res)
+    return {
+        "benchmark": "table1",
+        "seed": "000 (Ahrens & Hansen), Table 1",
+        "environment": environment(),
+        "quick": args.quick,
+        "families": results,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="bench/table1.py", description=__doc__.splitlines()[0].replace("``", "")
+    )
+    ap.add_argument("--quick", action="store_true", help="grid resolution 48")
+    ap.add_argument("--size", default=None, help="data set size (default 250k)")
+    ap.add_argument("--backend", default="numpy", help="numpy (default), cupy or auto")
+    add_output_arguments(ap, save_dir=SAVE_DIR)
+    args = ap.parse_args(argv)
+    size = args.size or (48 if args.quick else "250k")
+    size = int(size) if str(size).isdigit() else size
+    out = output_folder_from_args(ap, args, save_dir=SAVE_DIR) / (
+        "table1-quick.json" if args.quick else "table1.json"
+    )
+    announce_replace(out)
+    record = measure(args, size)
+    write_text(out, json.dumps(record, indent=1, default=float))
+    print(f"\nwrote {out} ({record['seconds']:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
