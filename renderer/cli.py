@@ -101,8 +101,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         choices=("balanced", "unbalanced", "oilwell", "oilwell-unbalanced"),
         default="balanced",
         help="built-in data set: the Marschner-Lobb isosurfaces (balanced, unbalanced) or "
-        "the oil-well ones, whose Table 1 workloads come close to Ahrens & Hansen's paper's (oilwell, "
-        "oilwell-unbalanced); default: balanced",
+        "the oil-well ones, whose Table 1 workloads come close to those of Ahrens & "
+        "Hansen's paper (oilwell, oilwell-unbalanced); default: balanced",
     )
     p.add_argument(
         "--dataset-size",
