@@ -29,9 +29,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from kernels import registry
+from renderer.setup_kernels import setup_cpu
 from renderer.transform import SUBPIXEL, to_window
 
-__all__ = ["TriangleSetup", "setup_triangles", "ScanConverter", "Spans"]
+__all__ = ["TriangleSetup", "setup_triangles", "setup_triangles_arrays", "ScanConverter", "Spans"]
 
 #: Elementwise operations per triangle of the setup (snapping, orientation, edge and depth
 #: plane equations; hand-counted, the golden test pins the effect).
@@ -92,6 +96,12 @@ def setup_triangles(
     """Snap the triangles ``clip`` (T, 3, 4) to the sub-pixel grid and build edge functions,
     scan-line ranges and depth planes.
 
+    One fused kernel per frame where one is compiled (:mod:`renderer.setup_kernels`):
+    Numba on the CPU (NumPy backend), Numba CUDA on the GPU (CuPy backend; one counted
+    launch on the counting stand-in). Its results are bit for bit those of the array code,
+    :func:`setup_triangles_arrays`, which serves float32 input and
+    ``SIMD_FORCE_REFERENCE=1``.
+
     Parameters
     ----------
     xp : module
@@ -99,6 +109,8 @@ def setup_triangles(
         Clip coordinates after clipping (``w > 0``).
     width, height : int
         Viewport size in pixels.
+    machine : Machine, optional
+        Charged for the elementwise work (:data:`SETUP_OPS` per triangle).
 
     Returns
     -------
@@ -113,6 +125,32 @@ def setup_triangles(
     >>> s = setup_triangles(np, clip, 16, 16)
     >>> int(s.row0[0]), int(s.workload[0]), int(s.col0[0]), int(s.col1[0])  # rows 4..11
     (4, 8, 4, 11)
+    """
+    setup = None
+    if clip.dtype == np.float64 and not registry.force_reference():
+        if xp is np:
+            setup = TriangleSetup(**setup_cpu(clip, width, height))
+        else:
+            from renderer.setup_cuda import setup_device
+
+            setup = TriangleSetup(**setup_device(xp, clip, width, height))
+    if setup is None:
+        setup = setup_triangles_arrays(xp, clip, width, height)
+    if machine is not None:
+        machine.charge("elementwise", int(clip.shape[0]), ops=SETUP_OPS)
+    return setup
+
+
+def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> TriangleSetup:
+    """:func:`setup_triangles` as a chain of array expressions (the fused kernels' oracle).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clip = np.array([[[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1]]])
+    >>> s = setup_triangles_arrays(np, clip, 16, 16)
+    >>> s.xs.tolist(), s.ys.tolist(), s.a.tolist()
+    ([[896, 2944, 1920]], [[896, 896, 2944]], [[0, -2048, 2048]])
     """
     t = clip.shape[0]
     xw, yw, zw, inv_w = to_window(xp, clip, width, height)
@@ -159,8 +197,6 @@ def setup_triangles(
     det = xp.where(flat, 1.0, det)
     dzdx = xp.where(flat, 0.0, (dz1 * dy2 - dz2 * dy1) / det)
     dzdy = xp.where(flat, 0.0, (dz2 * dx1 - dz1 * dx2) / det)
-    if machine is not None:
-        machine.charge("elementwise", t, ops=SETUP_OPS)
     return TriangleSetup(
         a=a,
         b=b,
