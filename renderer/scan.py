@@ -131,7 +131,7 @@ def setup_triangles(
         if xp is np:
             setup = TriangleSetup(**setup_cpu(clip, width, height))
         else:
-            from renderer.setup_cuda import setup_device
+            from renderer.fused_cuda import setup_device
 
             setup = TriangleSetup(**setup_device(xp, clip, width, height))
     if setup is None:

@@ -7,7 +7,7 @@ It is compiled twice from the same code object:
 
 - for the CPU with ``numba.njit`` (:func:`setup_cpu`, one parallel loop over triangles,
   the NumPy backend's path);
-- for the GPU with ``numba.cuda.jit`` (:mod:`renderer.setup_cuda`, one thread per
+- for the GPU with ``numba.cuda.jit`` (:mod:`renderer.fused_cuda`, one thread per
   triangle, the CuPy backend's path; also run in Numba's CUDA simulator by the tests).
 
 The body calls three primitives that each target binds (:func:`bind`): ``fmul`` (a float64

@@ -1,5 +1,5 @@
-"""The fused setup kernel (renderer.setup_cuda) compiles to PTX for sm_90 without a GPU,
-with no fused multiply-add: NVVM contracts ``a * b + c`` into one ``fma`` unless the
+"""The fused kernels (renderer.fused_cuda) compile to PTX for sm_90 without a GPU, with
+no fused multiply-add: NVVM contracts ``a * b + c`` into one ``fma`` unless the
 product is libdevice's ``dmul_rn``, and an ``fma`` rounds once where the array code (one
 CuPy kernel per operation) rounds twice, which would change the last bits.
 
@@ -10,6 +10,7 @@ capability when they compile; with no GPU here, the child answers sm_90 for it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -25,13 +26,14 @@ require_installed("numba_cuda", "numba-cuda (the CUDA target of Numba)")
 ROOT = Path(__file__).resolve().parents[2]
 
 _SCRIPT = """
+import json
 import types as pytypes
 from unittest import mock
 
 import numpy as np
 from numba import cuda, types
 
-from renderer.setup_cuda import build_kernel, kernel_function
+from renderer.fused_cuda import build_kernels, kernel_functions
 from renderer.setup_kernels import OUTPUTS
 
 f64, i64 = types.float64, types.int64
@@ -39,18 +41,28 @@ outs = tuple(
     types.Array(i64 if dtype is np.int64 else f64, 2 if per_vertex else 1, "C")
     for _, dtype, per_vertex in OUTPUTS
 )
-# what setup_device passes: the clip coordinates may be a strided view
-sig = (types.Array(f64, 3, "A"), i64, i64, f64, f64, *outs, types.Array(i64, 1, "C"))
-assert build_kernel().py_func is kernel_function()
+flags = types.Array(types.bool_, 1, "C")
+sigs = {
+    # what setup_device passes: the clip coordinates may be a strided view
+    "setup": (types.Array(f64, 3, "A"), i64, i64, f64, f64, *outs, types.Array(i64, 1, "C")),
+    "classify": (
+        types.Array(f64, 2, "C"), types.Array(i64, 2, "C"), f64, f64, flags, flags,
+        types.Array(i64, 1, "C"),
+    ),
+}
+kernels = build_kernels()
 sm90 = pytypes.SimpleNamespace(compute_capability=(9, 0))
-with mock.patch("numba.cuda.dispatcher.get_current_device", return_value=sm90):
-    ptx, _ = cuda.compile_ptx(build_kernel().py_func, sig, cc=(9, 0))
-print(ptx)
+out = {}
+for name, sig in sigs.items():
+    assert kernels[name].py_func is kernel_functions()[name]
+    with mock.patch("numba.cuda.dispatcher.get_current_device", return_value=sm90):
+        out[name] = cuda.compile_ptx(kernels[name].py_func, sig, cc=(9, 0))[0]
+print(json.dumps(out))
 """
 
 
 @pytest.fixture(scope="module")
-def ptx() -> str:
+def ptx_all() -> dict[str, str]:
     env = dict(os.environ)
     env["NUMBA_ENABLE_CUDASIM"] = "0"
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -71,13 +83,27 @@ def ptx() -> str:
         timeout=600,
     )
     assert proc.returncode == 0, f"PTX compilation failed:\n{proc.stderr[-4000:]}"
-    return proc.stdout
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_ptx_targets_sm90(ptx):
+@pytest.fixture(scope="module")
+def ptx(ptx_all) -> str:
+    return ptx_all["setup"]
+
+
+@pytest.mark.parametrize("kernel", ["setup", "classify"])
+def test_ptx_targets_sm90(ptx_all, kernel):
+    ptx = ptx_all[kernel]
     assert re.search(r"^\.target\s+sm_90\b", ptx, re.M), "PTX does not target sm_90"
     assert re.search(r"^\.address_size\s+64", ptx, re.M)
     assert re.search(r"\.visible\s+\.entry\s+\S+", ptx), "no kernel entry point in the PTX"
+    assert re.search(r"\batom\.global\.add\.u64\b", ptx), "no atomic count"
+    assert not re.search(r"\bfma\.", ptx), "a product was contracted into an fma"
+
+
+def test_clip_tests_round_the_guard_band_products(ptx_all):
+    # gx w and gy w of the three corners, each rounded on its own
+    assert len(re.findall(r"\bmul\.rn\.f64\b", ptx_all["classify"])) == 6
 
 
 def test_no_fused_multiply_add(ptx):

@@ -1,8 +1,10 @@
-"""The fused triangle setup (renderer.setup_kernels) against the array code, bit for bit.
+"""The fused kernels (renderer.setup_kernels, renderer.clip_kernels) against the array
+code, bit for bit, on the CPU and on the counting stand-in for CuPy.
 
-The oracle is :func:`renderer.scan.setup_triangles_arrays`, the chain of array expressions
-the fused kernel replaces. Floats are compared by their bits (a last-bit difference from a
-contracted multiply-add, or a -0.0, would fail).
+The oracles are :func:`renderer.scan.setup_triangles_arrays` and
+:func:`renderer.clip.classify_arrays`, the chains of array expressions the fused kernels
+replace. Floats are compared by their bits (a last-bit difference from a contracted
+multiply-add, or a -0.0, would fail).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import pytest
 
 import renderer
 from kernels import counting
+from renderer import clip as clip_module
 from renderer import pipeline
+from renderer.clip import classify_arrays
+from renderer.clip_kernels import classify_cpu
 from renderer.scan import setup_triangles, setup_triangles_arrays
 from renderer.setup_kernels import OUTPUTS, setup_cpu
 from simd import Machine
@@ -74,9 +79,70 @@ def test_float32_input_takes_the_array_code():
     assert_same_setup(setup_triangles(np, clip, 32, 32), setup_triangles_arrays(np, clip, 32, 32))
 
 
+def clip_space_vertices(n: int, seed: int = 0) -> np.ndarray:
+    """Vertices on and around every plane of the view volume and of the guard band: exact
+    ties (x == w, z == -w, x == gx w), NaN-free, both signs of w's neighbourhood."""
+    rng = np.random.default_rng(seed)
+    v = rng.normal(scale=1.5, size=(n, 4))
+    v[:, 3] = rng.uniform(0.01, 2.0, size=n)
+    k = n // 6
+    v[:k, 0] = v[:k, 3]  # on x = w
+    v[k : 2 * k, 2] = -v[k : 2 * k, 3]  # on the near plane
+    v[2 * k : 3 * k, :2] *= 600.0  # around the guard band
+    g = 1.0 + 2.0 * 8192 / 64
+    v[3 * k : 4 * k, 0] = g * v[3 * k : 4 * k, 3]  # on the guard band's plane, as rounded
+    v[4 * k : 5 * k, 2] = rng.choice([-1.0, 1.0], size=k) * v[4 * k : 5 * k, 3] * 1.5
+    return v
+
+
+@pytest.mark.parametrize(("width", "height"), [(64, 48), (3, 1000)])
+def test_cpu_clip_tests_match_array_code(width, height):
+    clip = clip_space_vertices(3000)
+    faces = np.random.default_rng(1).integers(0, len(clip), size=(9000, 3))
+    gx = 1.0 + 2.0 * 8192 / width
+    gy = 1.0 + 2.0 * 8192 / height
+    rej, cross, n_c, n_r = classify_cpu(clip, faces, gx, gy)
+    want_rej, want_cross = classify_arrays(np, clip, faces, gx, gy)
+    np.testing.assert_array_equal(rej, want_rej)
+    np.testing.assert_array_equal(cross, want_cross)
+    assert (n_c, n_r) == (int(want_cross.sum()), int(want_rej.sum()))
+    assert 0 < n_c < len(faces) and 0 < n_r < len(faces)  # all kinds are there
+    rej, cross, n_c, n_r = classify_cpu(clip, faces[:0], gx, gy)
+    assert rej.shape == cross.shape == (0,) and n_c == n_r == 0
+
+
+def test_counting_backend_clip_tests_one_launch():
+    m = Machine(backend="counting")
+    clip = clip_space_vertices(600)
+    faces = np.random.default_rng(2).integers(0, len(clip), size=(1000, 3))
+    dclip, dfaces = m.asarray(clip), m.asarray(faces)
+    with counting.measure() as c:
+        rej, cross, n_c, n_r = clip_module._classify(m.xp, dclip, dfaces, 3.5, 4.5)
+    # the fused kernel, the zeroing of its counts and their read back (one sync)
+    assert c.total.ops["kernel:renderer.clip_classify"] == 1
+    assert c.total.launches == 2 and c.total.syncs == 1
+    want_rej, want_cross = classify_arrays(np, clip, faces, 3.5, 4.5)
+    np.testing.assert_array_equal(m.asnumpy(rej), want_rej)
+    np.testing.assert_array_equal(m.asnumpy(cross), want_cross)
+    assert (n_c, n_r) == (int(want_cross.sum()), int(want_rej.sum()))
+
+
 def _recording_setups(monkeypatch) -> list:
-    """Wrap the pipeline's setup: every call compares the fused result with the array code."""
+    """Wrap the pipeline's setup and clipping tests: every call compares the fused result
+    with the array code."""
     seen = []
+    classify = clip_module._classify
+
+    def checked_classify(xp, clip, faces, gx, gy):
+        got = classify(xp, clip, faces, gx, gy)
+        host = [np.asarray(xp.asnumpy(a)) if xp is not np else a for a in (clip, faces)]
+        want = classify_arrays(np, *host, gx, gy)
+        for g, w in zip(got[:2], want, strict=True):
+            np.testing.assert_array_equal(np.asarray(xp.asnumpy(g)) if xp is not np else g, w)
+        assert got[2:] == (int(want[1].sum()), int(want[0].sum()))
+        return got
+
+    monkeypatch.setattr(clip_module, "_classify", checked_classify)
 
     def checked(xp, clip, width, height, *, machine=None):
         got = setup_triangles(xp, clip, width, height, machine=machine)

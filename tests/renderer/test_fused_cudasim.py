@@ -1,6 +1,6 @@
-"""The fused setup kernel (renderer.setup_cuda) in Numba's CUDA simulator, bit for bit
-against the array code. The cases run in one child process with ``NUMBA_ENABLE_CUDASIM=1``
-(``setup_sim_cases.py``; see ``tests/kernels/test_numba_shift_cudasim.py`` for why)."""
+"""The fused kernels (renderer.fused_cuda) in Numba's CUDA simulator, bit for bit against
+the array code. The cases run in one child process with ``NUMBA_ENABLE_CUDASIM=1``
+(``fused_sim_cases.py``; see ``tests/kernels/test_numba_shift_cudasim.py`` for why)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ pytestmark = pytest.mark.cudasim
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-WORKER = HERE / "setup_sim_cases.py"
+WORKER = HERE / "fused_sim_cases.py"
 
 
 def _case_names() -> list[str]:
-    spec = importlib.util.spec_from_file_location("setup_sim_cases", WORKER)
+    spec = importlib.util.spec_from_file_location("fused_sim_cases", WORKER)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.case_names()
@@ -49,7 +49,7 @@ def sim_results() -> dict[str, str | None]:
 
 
 @pytest.mark.parametrize("case", _case_names())
-def test_setup_kernel_in_simulator_matches_array_code(sim_results, case):
+def test_kernel_in_simulator_matches_array_code(sim_results, case):
     assert case in sim_results, f"case {case} did not run"
     error = sim_results[case]
     assert error is None, f"{case} failed in the CUDA simulator:\n{error}"
