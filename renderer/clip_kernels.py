@@ -7,7 +7,7 @@ the guard band: the face is clipped). The outcodes of its three corners are comp
 the body from the clip coordinates, with the same operations (the guard-band products
 ``gx * w`` are rounded on their own: ``fmul``), so the flags are those of the array code.
 
-Compiled for the CPU with ``numba.njit`` (:func:`classify_cpu`, a parallel loop over faces
+Compiled for the CPU with ``numba.njit`` (:func:`classify_cpu`, a loop over faces
 that also counts both kinds) and for the GPU with ``numba.cuda.jit``
 (:mod:`renderer.fused_cuda`), as :mod:`renderer.setup_kernels` does for setup.
 """
@@ -20,7 +20,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from renderer.setup_kernels import _fmul_cpu, bind, fmul
+from renderer.setup_kernels import _fmul_cpu, bind, cpu_loop, fmul
 
 __all__ = ["classify_one", "classify_cpu"]
 
@@ -61,10 +61,10 @@ def classify_one(clip, faces, f, gx, gy, rejected, crossing):
 
 
 def _classify_rows(clip, faces, gx, gy, rejected, crossing):
-    """Every face (a parallel loop); returns the numbers of crossing and rejected faces."""
+    """Every face (the CPU's loop); returns the numbers of crossing and rejected faces."""
     n_cross = 0
     n_rej = 0
-    for f in numba.prange(faces.shape[0]):
+    for f in range(faces.shape[0]):
         code = body(clip, faces, f, gx, gy, rejected, crossing)
         n_cross += code & 1
         n_rej += code >> 1
@@ -77,12 +77,8 @@ def body(*args: Any) -> int:  # rebound to the compiled classify_one by _cpu_ker
 
 @functools.cache
 def _cpu_kernel() -> Any:
-    cpu_body = numba.njit(bind(classify_one, fmul=_fmul_cpu))
-    rows = bind(_classify_rows, body=cpu_body)
-    try:
-        return numba.njit(parallel=True, cache=True)(rows)
-    except RuntimeError:  # no cache locator for this file: compile in memory only
-        return numba.njit(parallel=True)(rows)
+    cpu_body = numba.njit(error_model="numpy")(bind(classify_one, fmul=_fmul_cpu))
+    return cpu_loop(bind(_classify_rows, body=cpu_body))
 
 
 def classify_cpu(clip: np.ndarray, faces: np.ndarray, gx: float, gy: float) -> tuple:

@@ -5,7 +5,7 @@ window transform, snapping, orientation, edge functions, bounding box and depth 
 one triangle, in the same operation order, so its results are bit for bit the array code's.
 It is compiled twice from the same code object:
 
-- for the CPU with ``numba.njit`` (:func:`setup_cpu`, one parallel loop over triangles,
+- for the CPU with ``numba.njit`` (:func:`setup_cpu`, one loop over triangles,
   the NumPy backend's path);
 - for the GPU with ``numba.cuda.jit`` (:mod:`renderer.fused_cuda`, one thread per
   triangle, the CuPy backend's path; also run in Numba's CUDA simulator by the tests).
@@ -32,7 +32,7 @@ import numpy as np
 
 from renderer.transform import SUBPIXEL
 
-__all__ = ["setup_one", "bind", "setup_cpu", "OUTPUTS"]
+__all__ = ["setup_one", "bind", "cpu_loop", "setup_cpu", "OUTPUTS"]
 
 #: The body's outputs, in argument order: (name, dtype, per-vertex).
 OUTPUTS = (
@@ -228,9 +228,9 @@ def _to_i64_cpu(x):
 
 def _setup_rows(clip, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
                 col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
-    """Every triangle (a parallel loop on the CPU); returns the number of degenerate ones."""
+    """Every triangle (the CPU's loop); returns the number of degenerate ones."""
     n = 0
-    for t in numba.prange(clip.shape[0]):
+    for t in range(clip.shape[0]):
         n += body(clip, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
                   col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order)  # fmt: skip
     return n
@@ -243,14 +243,25 @@ def body(*args: Any) -> int:  # rebound to the compiled body by _cpu_kernel
 @functools.cache
 def _cpu_kernel() -> Any:
     cpu_flag = numba.njit(inline="always")(_flag)
-    cpu_body = numba.njit(
+    cpu_body = numba.njit(error_model="numpy")(
         bind(setup_one, fmul=_fmul_cpu, rint=_rint_cpu, to_i64=_to_i64_cpu, _flag=cpu_flag)
     )
-    rows = bind(_setup_rows, body=cpu_body)
+    return cpu_loop(bind(_setup_rows, body=cpu_body))
+
+
+def cpu_loop(rows: Any) -> Any:
+    """``rows`` (a loop over items calling a body) compiled for the CPU with IEEE float
+    division (``error_model="numpy"``: x / 0 gives inf or NaN as in NumPy, not an
+    exception), cached on disk where a cache folder can be used.
+
+    The loop is serial: a parallel one (``prange``) was no faster on a 2-core machine, and
+    its idle OpenMP threads spin after the loop, slowing the NumPy stage that follows by
+    more than the loop gained.
+    """
     try:
-        return numba.njit(parallel=True, cache=True)(rows)
+        return numba.njit(cache=True, nogil=True, error_model="numpy")(rows)
     except RuntimeError:  # no cache locator for this file: compile in memory only
-        return numba.njit(parallel=True)(rows)
+        return numba.njit(nogil=True, error_model="numpy")(rows)
 
 
 def setup_cpu(clip: np.ndarray, width: int, height: int) -> dict[str, Any]:
