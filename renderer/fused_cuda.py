@@ -4,11 +4,14 @@
   (:func:`setup_device`); it also counts the degenerate triangles with an atomic add.
 - ``classify``: :func:`renderer.clip_kernels.classify_one`, one thread per face
   (:func:`classify_device`); it counts the crossing and rejected faces likewise.
+- ``shade``: :func:`renderer.shading_kernels.shade_one`, one thread per pixel
+  (:func:`shade_device`).
 
 Each is one launch over a grid-stride loop (plus the zeroing of its counts); the counts
 stay on the device until the caller reads them. On the counting stand-in for CuPy
-(:mod:`kernels.counting`) a launch counts one and its emulation runs the array code,
-:func:`renderer.scan.setup_triangles_arrays` and :func:`renderer.clip.classify_arrays`.
+(:mod:`kernels.counting`) a launch counts one and its emulation runs the array code:
+:func:`renderer.scan.setup_triangles_arrays`, :func:`renderer.clip.classify_arrays`,
+:func:`renderer.shading.shade_pixels_arrays`.
 
 This module is imported on the CuPy code path only and imports ``numba.cuda`` at the
 first real launch (:func:`build_kernels`), so the counting stand-in needs no CUDA at all.
@@ -20,6 +23,7 @@ and compile them to PTX for sm_90.
 from __future__ import annotations
 
 import functools
+import types
 import warnings
 from typing import Any
 
@@ -27,6 +31,7 @@ import numpy as np
 
 from renderer.clip_kernels import classify_one
 from renderer.setup_kernels import OUTPUTS, bind, setup_one
+from renderer.shading_kernels import shade_one
 
 __all__ = [
     "KERNEL_NAMES",
@@ -36,10 +41,16 @@ __all__ = [
     "kernel_functions",
     "setup_device",
     "setup_kernel",
+    "shade_device",
+    "shade_kernel",
 ]
 
 #: The kernels' names on the counting stand-in.
-KERNEL_NAMES = {"setup": "renderer.setup_triangles", "classify": "renderer.clip_classify"}
+KERNEL_NAMES = {
+    "setup": "renderer.setup_triangles",
+    "classify": "renderer.clip_classify",
+    "shade": "renderer.shade_pixels",
+}
 
 # Threads per block: one triangle each; 128 keeps the many live registers of the setup body
 # (three vertices' coordinates) from limiting occupancy much.
@@ -79,6 +90,15 @@ def classify_kernel(clip, faces, gx, gy, rejected, crossing, counts):
         f += stride
 
 
+def shade_kernel(tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, out):
+    """Pixels ``p = grid position + k * grid size``."""
+    p = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while p < tri.shape[0]:
+        body(tri, pix, p, width, a, b, xs, ys, area2, inv_w, order, colours, out)
+        p += stride
+
+
 def _sim_fmul(a, b):
     return a * b
 
@@ -98,6 +118,10 @@ def kernel_functions() -> dict[str, Any]:
     if config.ENABLE_CUDASIM:
         setup_body = bind(setup_one, fmul=_sim_fmul, rint=np.rint, to_i64=np.int64)
         classify_body = bind(classify_one, fmul=_sim_fmul)
+        # NumPy scalars, not Python floats: x / 0 is inf or NaN (no ZeroDivisionError)
+        shade_body = bind(
+            shade_one, fmul=_sim_fmul, floor=np.floor, to_u8=np.uint8, float=np.float64
+        )
     else:
         from numba.cuda import libdevice
 
@@ -109,9 +133,13 @@ def kernel_functions() -> dict[str, Any]:
             )  # fmt: skip
         )
         classify_body = device(bind(classify_one, fmul=libdevice.dmul_rn))
+        shade_body = device(
+            bind(shade_one, fmul=libdevice.dmul_rn, floor=libdevice.floor, to_u8=np.uint8)
+        )
     return {
         "setup": bind(setup_kernel, cuda=cuda, body=setup_body),
         "classify": bind(classify_kernel, cuda=cuda, body=classify_body),
+        "shade": bind(shade_kernel, cuda=cuda, body=shade_body),
     }
 
 
@@ -155,6 +183,17 @@ def classify_device(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tup
     return rejected, crossing, counts
 
 
+def shade_device(xp: Any, tri: Any, pix: Any, width: int, setup: Any, colours: Any) -> Any:
+    """The fused shading on ``xp``'s device: ``(K, 3)`` uint8 colours of pixels ``pix``."""
+    k = int(tri.shape[0])
+    out = xp.empty((k, 3), dtype=xp.uint8)
+    if k:
+        s = setup
+        _launch(xp, "shade", k, (tri, pix, int(width), s.a, s.b, s.xs, s.ys, s.area2, s.inv_w,
+                                 s.order, colours, out))  # fmt: skip
+    return out
+
+
 def _launch(xp: Any, name: str, n: int, args: tuple) -> None:
     """Launch kernel ``name`` over ``n`` items on ``xp``'s current stream."""
     emulated = getattr(xp, "launch_emulated", None)
@@ -195,6 +234,18 @@ def _register_emulations() -> None:
         for (name, _, _), dest in zip(OUTPUTS, outs, strict=True):
             dest[...] = getattr(ref, name)
         count[0] += int(ref.n_degenerate)
+
+    @emulates(KERNEL_NAMES["shade"])
+    def _shade(variant: Any, args: tuple) -> None:
+        from renderer.shading import shade_pixels_arrays
+
+        tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, out = args
+        fields = {"a": a, "b": b, "xs": xs, "ys": ys, "area2": area2, "inv_w": inv_w}
+        setup = types.SimpleNamespace(order=order, **fields)  # what shading reads of it
+        with np.errstate(all="ignore"):
+            out[...] = shade_pixels_arrays(
+                np, np.asarray(tri), np.asarray(pix), int(width), setup, np.asarray(colours)
+            )
 
     @emulates(KERNEL_NAMES["classify"])
     def _classify(variant: Any, args: tuple) -> None:

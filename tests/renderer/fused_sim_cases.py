@@ -34,10 +34,15 @@ CLIP_CASES = {
     "clip-grid-stride": (150, 5, 300, 16, 2),
     "clip-empty": (0, 8, 8, 32, None),
 }
+# shading: (triangles, pixels, width, threads per block, grid cap)
+SHADE_CASES = {
+    "shade-32": (60, 400, 32, 32, None),
+    "shade-grid-stride": (20, 150, 7, 16, 2),
+}
 
 
 def case_names() -> list[str]:
-    return list(CASES) + list(CLIP_CASES)
+    return list(CASES) + list(CLIP_CASES) + list(SHADE_CASES)
 
 
 def _shape(threads: int, grid: int | None):
@@ -59,6 +64,9 @@ def run_case(name: str) -> None:
     assert config.ENABLE_CUDASIM, "run with NUMBA_ENABLE_CUDASIM=1"
     if name in CLIP_CASES:
         run_clip_case(name)
+        return
+    if name in SHADE_CASES:
+        run_shade_case(name)
         return
     n, width, height, threads, grid = CASES[name]
     clip = random_triangles(max(n, 8), seed=len(name))[:n]
@@ -92,6 +100,27 @@ def run_clip_case(name: str) -> None:
     assert counts.tolist() == [int(want_cross.sum()), int(want_rej.sum())]
     if m:
         assert 0 < counts[0] < m and 0 < counts[1] < m
+
+
+def run_shade_case(name: str) -> None:
+    from renderer import fused_cuda
+    from renderer.shading import shade_pixels_arrays
+    from tests.renderer.test_fused_kernels import shading_case
+
+    n_tri, n_pix, width, threads, grid = SHADE_CASES[name]
+    tri, pix, setup, colours = shading_case(n_tri, n_pix, width, seed=n_pix)
+    # host arrays go to the simulated device whole: a contiguous copy (CuPy's strided
+    # views go as they are: the PTX test compiles that signature)
+    colours = np.ascontiguousarray(colours)
+    saved = _shape(threads, grid)
+    try:
+        with np.errstate(all="ignore"):
+            got = fused_cuda.shade_device(np, tri, pix, width, setup, colours)
+    finally:
+        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+    with np.errstate(all="ignore"):
+        want = shade_pixels_arrays(np, tri, pix, width, setup, colours)
+    np.testing.assert_array_equal(got, want)
 
 
 def main() -> None:

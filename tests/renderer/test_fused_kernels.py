@@ -1,10 +1,10 @@
-"""The fused kernels (renderer.setup_kernels, renderer.clip_kernels) against the array
-code, bit for bit, on the CPU and on the counting stand-in for CuPy.
+"""The fused kernels (renderer.setup_kernels, clip_kernels, shading_kernels) against the
+array code, bit for bit, on the CPU and on the counting stand-in for CuPy.
 
-The oracles are :func:`renderer.scan.setup_triangles_arrays` and
-:func:`renderer.clip.classify_arrays`, the chains of array expressions the fused kernels
-replace. Floats are compared by their bits (a last-bit difference from a contracted
-multiply-add, or a -0.0, would fail).
+The oracles are :func:`renderer.scan.setup_triangles_arrays`,
+:func:`renderer.clip.classify_arrays` and :func:`renderer.shading.shade_pixels_arrays`,
+the chains of array expressions the fused kernels replace. Floats are compared by their
+bits (a last-bit difference from a contracted multiply-add, or a -0.0, would fail).
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ import pytest
 import renderer
 from kernels import counting
 from renderer import clip as clip_module
-from renderer import pipeline
+from renderer import pipeline, shading
 from renderer.clip import classify_arrays
 from renderer.clip_kernels import classify_cpu
 from renderer.scan import setup_triangles, setup_triangles_arrays
 from renderer.setup_kernels import OUTPUTS, setup_cpu
+from renderer.shading import shade_pixels, shade_pixels_arrays
 from simd import Machine
 
 FIELDS = [name for name, _, _ in OUTPUTS] + ["n_degenerate"]
@@ -144,6 +145,21 @@ def _recording_setups(monkeypatch) -> list:
 
     monkeypatch.setattr(clip_module, "_classify", checked_classify)
 
+    def checked_shade(xp, tri, pix, width, setup, colours):
+        got = shade_pixels(xp, tri, pix, width, setup, colours)
+        if xp is np:
+            want = shade_pixels_arrays(np, tri, pix, width, setup, colours)
+        else:
+            host = [np.asarray(xp.asnumpy(x)) for x in (tri, pix, colours)]
+            s = type(setup)(**{f: _host_xp(xp, getattr(setup, f)) for f in FIELDS})
+            with np.errstate(all="ignore"):
+                want = shade_pixels_arrays(np, host[0], host[1], width, s, host[2])
+            got = xp.asnumpy(got)
+        np.testing.assert_array_equal(np.asarray(got), want)
+        return got if xp is np else xp.asarray(got)
+
+    monkeypatch.setattr(pipeline, "shade_pixels", checked_shade)
+
     def checked(xp, clip, width, height, *, machine=None):
         got = setup_triangles(xp, clip, width, height, machine=machine)
         host = machine.asnumpy(clip) if machine is not None else clip
@@ -156,6 +172,10 @@ def _recording_setups(monkeypatch) -> list:
 
     monkeypatch.setattr(pipeline, "setup_triangles", checked)
     return seen
+
+
+def _host_xp(xp, a):
+    return np.asarray(xp.asnumpy(a))
 
 
 def _host(machine, a):
@@ -200,3 +220,40 @@ def test_counting_backend_one_launch():
     assert c.total.launches == 2 and c.total.syncs == 0
     want = setup_triangles_arrays(np, clip, 64, 48)
     assert_same_setup(type(got)(**{f: _host(m, getattr(got, f)) for f in FIELDS}), want)
+
+
+def shading_case(n_tri: int, n_pix: int, width: int, seed: int = 0):
+    """Triangles set up from random clip coordinates and random pixels drawn by them,
+    degenerate triangles included (the GPU path shades every pixel, uncovered ones with
+    triangle 0, and drops those colours: NaN and infinities must not differ either)."""
+    rng = np.random.default_rng(seed)
+    clip = random_triangles(n_tri, seed)
+    setup = setup_triangles(np, clip, width, width)
+    tri = rng.integers(0, n_tri, size=n_pix)
+    pix = rng.integers(0, width * width, size=n_pix)
+    colours = rng.uniform(-0.1, 1.1, size=(n_tri, 3, 5))[:, :, 1:4]  # a strided view
+    return tri, pix, setup, colours
+
+
+def test_cpu_shading_matches_array_code():
+    tri, pix, setup, colours = shading_case(500, 20_000, 64)
+    with np.errstate(all="ignore"):
+        want = shade_pixels_arrays(np, tri, pix, 64, setup, colours)
+        got = shading.shade_cpu(tri, pix, 64, setup, colours)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.uint8 and got.shape == (20_000, 3)
+    assert 0 < (got == 0).mean() < 1 and (got == 255).any()  # clamped both ways
+
+
+def test_counting_backend_shading_one_launch():
+    m = Machine(backend="counting")
+    tri, pix, setup, colours = shading_case(300, 5000, 32, seed=3)
+    dev = [m.asarray(x) for x in (tri, pix, colours)]
+    dsetup = type(setup)(**{f: m.asarray(np.asarray(getattr(setup, f))) for f in FIELDS})
+    with counting.measure() as c, np.errstate(all="ignore"):
+        got = shade_pixels(m.xp, dev[0], dev[1], 32, dsetup, dev[2])
+    assert c.total.ops["kernel:renderer.shade_pixels"] == 1
+    assert c.total.launches == 1 and c.total.syncs == 0
+    with np.errstate(all="ignore"):
+        want = shade_pixels_arrays(np, tri, pix, 32, setup, colours)
+    np.testing.assert_array_equal(m.asnumpy(got), want)

@@ -42,12 +42,18 @@ outs = tuple(
     for _, dtype, per_vertex in OUTPUTS
 )
 flags = types.Array(types.bool_, 1, "C")
+ints, int2 = types.Array(i64, 1, "C"), types.Array(i64, 2, "C")
 sigs = {
     # what setup_device passes: the clip coordinates may be a strided view
     "setup": (types.Array(f64, 3, "A"), i64, i64, f64, f64, *outs, types.Array(i64, 1, "C")),
     "classify": (
         types.Array(f64, 2, "C"), types.Array(i64, 2, "C"), f64, f64, flags, flags,
         types.Array(i64, 1, "C"),
+    ),
+    # the vertex colours are a strided view of the clipped triangles' attributes
+    "shade": (
+        ints, ints, i64, int2, int2, int2, int2, ints, types.Array(f64, 2, "C"), int2,
+        types.Array(f64, 3, "A"), types.Array(types.uint8, 2, "C"),
     ),
 }
 kernels = build_kernels()
@@ -91,14 +97,25 @@ def ptx(ptx_all) -> str:
     return ptx_all["setup"]
 
 
-@pytest.mark.parametrize("kernel", ["setup", "classify"])
+@pytest.mark.parametrize("kernel", ["setup", "classify", "shade"])
 def test_ptx_targets_sm90(ptx_all, kernel):
     ptx = ptx_all[kernel]
     assert re.search(r"^\.target\s+sm_90\b", ptx, re.M), "PTX does not target sm_90"
     assert re.search(r"^\.address_size\s+64", ptx, re.M)
     assert re.search(r"\.visible\s+\.entry\s+\S+", ptx), "no kernel entry point in the PTX"
-    assert re.search(r"\batom\.global\.add\.u64\b", ptx), "no atomic count"
     assert not re.search(r"\bfma\.", ptx), "a product was contracted into an fma"
+    assert not re.search(r"\b(div|rcp)\.approx|\.ftz\.", ptx), "approximate float division"
+    if kernel != "shade":
+        assert re.search(r"\batom\.global\.add\.u64\b", ptx), "no atomic count"
+
+
+def test_shading_rounds_every_product(ptx_all):
+    ptx = ptx_all["shade"]
+    # 3 perspective weights, 3 channels x (3 colour products + the scaling to 255); the
+    # channel loop may be unrolled or not
+    assert len(re.findall(r"\bmul\.rn\.f64\b", ptx)) in (7, 15)
+    assert re.search(r"\bcvt\.rmi\.f64\.f64\b", ptx), "no floor"
+    assert re.search(r"\bst\.global\.u8\b", ptx), "no 8-bit colour store"
 
 
 def test_clip_tests_round_the_guard_band_products(ptx_all):
