@@ -17,10 +17,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import numba
 import numpy as np
 
-from renderer.setup_kernels import _fmul_cpu, bind, cpu_loop, fmul
+from renderer.setup_kernels import bind, cpu_body, cpu_loop, fmul
 
 __all__ = ["classify_one", "classify_cpu"]
 
@@ -77,8 +76,7 @@ def body(*args: Any) -> int:  # rebound to the compiled classify_one by _cpu_ker
 
 @functools.cache
 def _cpu_kernel() -> Any:
-    cpu_body = numba.njit(error_model="numpy")(bind(classify_one, fmul=_fmul_cpu))
-    return cpu_loop(bind(_classify_rows, body=cpu_body))
+    return cpu_loop(bind(_classify_rows, body=cpu_body(classify_one, "fmul")))
 
 
 def classify_cpu(clip: np.ndarray, faces: np.ndarray, gx: float, gy: float) -> tuple:

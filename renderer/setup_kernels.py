@@ -17,8 +17,8 @@ into a fused multiply-add: by default NVVM contracts ``a * b + c`` into one ``fm
 rounds once instead of twice and would change the last bit of the window coordinates and
 the depth slopes. LLVM on the CPU contracts nothing unless fast math is asked for.
 
-Importing this module imports Numba's CPU target only; nothing is compiled before the first
-call (or loaded from Numba's on-disk cache).
+Importing this module does not import Numba; the first call does, and compiles the loop
+(or loads it from Numba's on-disk cache).
 """
 
 from __future__ import annotations
@@ -27,12 +27,11 @@ import functools
 import types
 from typing import Any
 
-import numba
 import numpy as np
 
 from renderer.transform import SUBPIXEL
 
-__all__ = ["setup_one", "bind", "cpu_loop", "setup_cpu", "OUTPUTS"]
+__all__ = ["setup_one", "bind", "cpu_body", "cpu_loop", "cpu_primitives", "setup_cpu", "OUTPUTS"]
 
 #: The body's outputs, in argument order: (name, dtype, per-vertex).
 OUTPUTS = (
@@ -211,19 +210,44 @@ def bind(fn: Any, **names: Any) -> Any:
     return out
 
 
-@numba.njit(inline="always")
-def _fmul_cpu(a, b):
-    return a * b
+@functools.cache
+def cpu_primitives() -> dict[str, Any]:
+    """The CPU's primitives, ``numba.njit`` functions inlined into the bodies (imports
+    Numba: building the command line's parser imports this module and must not)."""
+    import numba
+
+    def fmul_cpu(a, b):
+        return a * b
+
+    def rint_cpu(x):
+        return np.rint(x)
+
+    def to_i64_cpu(x):
+        return np.int64(x)
+
+    def floor_cpu(x):
+        return np.floor(x)
+
+    def to_u8_cpu(x):
+        return np.uint8(x)
+
+    inline = numba.njit(inline="always")
+    return {
+        "fmul": inline(fmul_cpu),
+        "rint": inline(rint_cpu),
+        "to_i64": inline(to_i64_cpu),
+        "floor": inline(floor_cpu),
+        "to_u8": inline(to_u8_cpu),
+        "_flag": inline(_flag),
+    }
 
 
-@numba.njit(inline="always")
-def _rint_cpu(x):
-    return np.rint(x)
+def cpu_body(fn: Any, *names: str) -> Any:
+    """Body ``fn`` compiled for the CPU with the primitives ``names`` bound."""
+    import numba
 
-
-@numba.njit(inline="always")
-def _to_i64_cpu(x):
-    return np.int64(x)
+    prims = cpu_primitives()
+    return numba.njit(error_model="numpy")(bind(fn, **{n: prims[n] for n in names}))
 
 
 def _setup_rows(clip, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
@@ -242,11 +266,8 @@ def body(*args: Any) -> int:  # rebound to the compiled body by _cpu_kernel
 
 @functools.cache
 def _cpu_kernel() -> Any:
-    cpu_flag = numba.njit(inline="always")(_flag)
-    cpu_body = numba.njit(error_model="numpy")(
-        bind(setup_one, fmul=_fmul_cpu, rint=_rint_cpu, to_i64=_to_i64_cpu, _flag=cpu_flag)
-    )
-    return cpu_loop(bind(_setup_rows, body=cpu_body))
+    body = cpu_body(setup_one, "fmul", "rint", "to_i64", "_flag")
+    return cpu_loop(bind(_setup_rows, body=body))
 
 
 def cpu_loop(rows: Any) -> Any:
@@ -258,6 +279,8 @@ def cpu_loop(rows: Any) -> Any:
     its idle OpenMP threads spin after the loop, slowing the NumPy stage that follows by
     more than the loop gained.
     """
+    import numba
+
     try:
         return numba.njit(cache=True, nogil=True, error_model="numpy")(rows)
     except RuntimeError:  # no cache locator for this file: compile in memory only

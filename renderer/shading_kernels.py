@@ -15,10 +15,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import numba
 import numpy as np
 
-from renderer.setup_kernels import _fmul_cpu, bind, cpu_loop, fmul
+from renderer.setup_kernels import bind, cpu_body, cpu_loop, fmul
 from renderer.transform import SUBPIXEL
 
 __all__ = ["shade_one", "shade_cpu"]
@@ -84,22 +83,9 @@ def body(*args: Any) -> None:  # rebound to the compiled shade_one by _cpu_kerne
     raise NotImplementedError
 
 
-@numba.njit(inline="always")
-def _floor_cpu(x):
-    return np.floor(x)
-
-
-@numba.njit(inline="always")
-def _to_u8_cpu(x):
-    return np.uint8(x)
-
-
 @functools.cache
 def _cpu_kernel() -> Any:
-    cpu_body = numba.njit(error_model="numpy")(
-        bind(shade_one, fmul=_fmul_cpu, floor=_floor_cpu, to_u8=_to_u8_cpu)
-    )
-    return cpu_loop(bind(_shade_rows, body=cpu_body))
+    return cpu_loop(bind(_shade_rows, body=cpu_body(shade_one, "fmul", "floor", "to_u8")))
 
 
 def shade_cpu(tri: Any, pix: Any, width: int, setup: Any, colours: Any) -> np.ndarray:
