@@ -257,3 +257,26 @@ def test_counting_backend_shading_one_launch():
     with np.errstate(all="ignore"):
         want = shade_pixels_arrays(np, tri, pix, 32, setup, colours)
     np.testing.assert_array_equal(m.asnumpy(got), want)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "counting"])
+def test_frames_equal_the_array_code_frames(monkeypatch, backend):
+    """Whole frames (near-plane clipping, both shadings) with the fused kernels and with
+    the array code (``SIMD_FORCE_REFERENCE=1``): the same pixels, depths, faces and model
+    cycles; on the counting device, the fused frame launches fewer kernels."""
+    mesh = renderer.load_dataset("balanced", 16, cache=False)
+    for kw in ({"shading": "flat"}, {"camera": near_clip_camera(mesh)}):
+        frames, launches = [], []
+        for force in ("", "1"):
+            monkeypatch.setenv("SIMD_FORCE_REFERENCE", force)
+            with counting.measure() as c:
+                m = Machine(backend=backend)
+                frames.append(renderer.render(mesh, size=48, loop="expand", machine=m, **kw))
+            launches.append(c.total.launches)
+        fused, arrays = frames
+        np.testing.assert_array_equal(fused.image, arrays.image)
+        np.testing.assert_array_equal(fused.depth, arrays.depth)
+        np.testing.assert_array_equal(fused.face, arrays.face)
+        assert fused.stats.machine.total.cycles == arrays.stats.machine.total.cycles
+        if backend == "counting":
+            assert launches[0] < launches[1]
