@@ -6,12 +6,14 @@
   (:func:`classify_device`); it counts the crossing and rejected faces likewise.
 - ``shade``: :func:`renderer.shading_kernels.shade_one`, one thread per pixel
   (:func:`shade_device`).
+- ``spans``: :func:`renderer.span_kernels.span_one`, one thread per scan-conversion task
+  (:func:`spans_device`).
 
 Each is one launch over a grid-stride loop (plus the zeroing of its counts); the counts
 stay on the device until the caller reads them. On the counting stand-in for CuPy
 (:mod:`kernels.counting`) a launch counts one and its emulation runs the array code:
 :func:`renderer.scan.setup_triangles_arrays`, :func:`renderer.clip.classify_arrays`,
-:func:`renderer.shading.shade_pixels_arrays`.
+:func:`renderer.shading.shade_pixels_arrays`, :func:`renderer.scan.spans_arrays`.
 
 This module is imported on the CuPy code path only and imports ``numba.cuda`` at the
 first real launch (:func:`build_kernels`), so the counting stand-in needs no CUDA at all.
@@ -32,6 +34,7 @@ import numpy as np
 from renderer.clip_kernels import classify_one
 from renderer.setup_kernels import OUTPUTS, bind, setup_one
 from renderer.shading_kernels import shade_one
+from renderer.span_kernels import span_one
 
 __all__ = [
     "KERNEL_NAMES",
@@ -43,6 +46,8 @@ __all__ = [
     "setup_kernel",
     "shade_device",
     "shade_kernel",
+    "spans_device",
+    "spans_kernel",
 ]
 
 #: The kernels' names on the counting stand-in.
@@ -50,6 +55,7 @@ KERNEL_NAMES = {
     "setup": "renderer.setup_triangles",
     "classify": "renderer.clip_classify",
     "shade": "renderer.shade_pixels",
+    "spans": "renderer.spans",
 }
 
 # Threads per block: one triangle each; 128 keeps the many live registers of the setup body
@@ -99,6 +105,15 @@ def shade_kernel(tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, ou
         p += stride
 
 
+def spans_kernel(items, tasks, row0, col0, col1, a, b, c, row, lo, length):
+    """Tasks ``p = grid position + k * grid size``."""
+    p = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while p < items.shape[0]:
+        body(items, tasks, p, row0, col0, col1, a, b, c, row, lo, length)
+        p += stride
+
+
 def _sim_fmul(a, b):
     return a * b
 
@@ -122,6 +137,7 @@ def kernel_functions() -> dict[str, Any]:
         shade_body = bind(
             shade_one, fmul=_sim_fmul, floor=np.floor, to_u8=np.uint8, float=np.float64
         )
+        spans_body = span_one
     else:
         from numba.cuda import libdevice
 
@@ -133,6 +149,7 @@ def kernel_functions() -> dict[str, Any]:
             )  # fmt: skip
         )
         classify_body = device(bind(classify_one, fmul=libdevice.dmul_rn))
+        spans_body = device(bind(span_one))  # integers only: nothing to bind
         shade_body = device(
             bind(shade_one, fmul=libdevice.dmul_rn, floor=libdevice.floor, to_u8=np.uint8)
         )
@@ -140,6 +157,7 @@ def kernel_functions() -> dict[str, Any]:
         "setup": bind(setup_kernel, cuda=cuda, body=setup_body),
         "classify": bind(classify_kernel, cuda=cuda, body=classify_body),
         "shade": bind(shade_kernel, cuda=cuda, body=shade_body),
+        "spans": bind(spans_kernel, cuda=cuda, body=spans_body),
     }
 
 
@@ -194,6 +212,17 @@ def shade_device(xp: Any, tri: Any, pix: Any, width: int, setup: Any, colours: A
     return out
 
 
+def spans_device(xp: Any, setup: Any, items: Any, tasks: Any) -> tuple:
+    """The fused span computation on ``xp``'s device: ``row, lo, length`` (int64)."""
+    n = int(items.shape[0])
+    row, lo, length = (xp.empty(n, dtype=xp.int64) for _ in range(3))
+    if n:
+        s = setup
+        _launch(xp, "spans", n, (items, tasks, s.row0, s.col0, s.col1, s.a, s.b, s.c, row, lo,
+                                 length))  # fmt: skip
+    return row, lo, length
+
+
 def _launch(xp: Any, name: str, n: int, args: tuple) -> None:
     """Launch kernel ``name`` over ``n`` items on ``xp``'s current stream."""
     emulated = getattr(xp, "launch_emulated", None)
@@ -246,6 +275,17 @@ def _register_emulations() -> None:
             out[...] = shade_pixels_arrays(
                 np, np.asarray(tri), np.asarray(pix), int(width), setup, np.asarray(colours)
             )
+
+    @emulates(KERNEL_NAMES["spans"])
+    def _spans(variant: Any, args: tuple) -> None:
+        from renderer.scan import spans_arrays
+
+        items, tasks, row0, col0, col1, a, b, c, row, lo, length = args
+        fields = {"row0": row0, "col0": col0, "col1": col1, "a": a, "b": b, "c": c}
+        setup = types.SimpleNamespace(**{k: np.asarray(v) for k, v in fields.items()})
+        got = spans_arrays(np, setup, np.asarray(items), np.asarray(tasks))
+        for dest, value in zip((row, lo, length), got, strict=True):
+            dest[...] = value
 
     @emulates(KERNEL_NAMES["classify"])
     def _classify(variant: Any, args: tuple) -> None:

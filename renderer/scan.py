@@ -33,9 +33,18 @@ import numpy as np
 
 from kernels import registry
 from renderer.setup_kernels import setup_cpu
+from renderer.span_kernels import spans_cpu
 from renderer.transform import SUBPIXEL, to_window
 
-__all__ = ["TriangleSetup", "setup_triangles", "setup_triangles_arrays", "ScanConverter", "Spans"]
+__all__ = [
+    "TriangleSetup",
+    "setup_triangles",
+    "setup_triangles_arrays",
+    "spans",
+    "spans_arrays",
+    "ScanConverter",
+    "Spans",
+]
 
 #: Elementwise operations per triangle of the setup (snapping, orientation, edge and depth
 #: plane equations; hand-counted, the golden test pins the effect).
@@ -219,6 +228,52 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
     )
 
 
+def spans(xp: Any, setup: TriangleSetup, items: Any, tasks: Any) -> tuple[Any, Any, Any]:
+    """The scan line, first pixel and length (<= 0: empty) of the span of triangle ``items``
+    on its scan line ``row0 + tasks``: one fused kernel where one is compiled
+    (:mod:`renderer.span_kernels`), else :func:`spans_arrays`, with the same results."""
+    if items.dtype == np.int64 and tasks.dtype == np.int64 and not registry.force_reference():
+        if xp is np:
+            return spans_cpu(setup, items, tasks)
+        from renderer.fused_cuda import spans_device
+
+        return spans_device(xp, setup, items, tasks)
+    return spans_arrays(xp, setup, items, tasks)
+
+
+def spans_arrays(xp: Any, setup: TriangleSetup, items: Any, tasks: Any) -> tuple[Any, Any, Any]:
+    """:func:`spans` as array expressions (the fused kernels' oracle).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clip = np.array([[[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1]]])
+    >>> s = setup_triangles_arrays(np, clip, 16, 16)
+    >>> [x.tolist() for x in spans_arrays(np, s, np.array([0, 0]), np.array([0, 6]))]
+    [[4, 10], [4, 7], [8, 2]]
+    """
+    s = setup
+    row = s.row0[items] + tasks
+    big_y = row * SUBPIXEL
+    lo = s.col0[items]
+    hi = s.col1[items]
+    for k in range(3):
+        a = s.a[items, k]
+        kk = s.b[items, k] * big_y + s.c[items, k]
+        step = a * SUBPIXEL
+        pos, neg = a > 0, a < 0
+        # a > 0: i >= floor(-K / step) + 1 ; a < 0: i <= ceil(K / -step) - 1, which is
+        # -floor(K / step) - 1 = ~floor(K / step) (two's complement), exactly
+        safe = xp.where(a == 0, 1, step)
+        lo_k = xp.floor_divide(-kk, safe) + 1
+        hi_k = ~xp.floor_divide(kk, safe)
+        lo = xp.where(pos, xp.maximum(lo, lo_k), lo)
+        hi = xp.where(neg, xp.minimum(hi, hi_k), hi)
+        # a == 0: the edge is horizontal, the whole row is in or out
+        hi = xp.where((a == 0) & (kk <= 0), lo - 1, hi)
+    return row, lo, hi - lo + 1
+
+
 @dataclass
 class Spans:
     """Spans made by scan conversion (xp arrays of length S).
@@ -259,25 +314,7 @@ class ScanConverter:
         xp, s = self.xp, self.setup
         if items.size == 0:
             return
-        row = s.row0[items] + tasks
-        big_y = row * SUBPIXEL
-        lo = s.col0[items]
-        hi = s.col1[items]
-        for k in range(3):
-            a = s.a[items, k]
-            kk = s.b[items, k] * big_y + s.c[items, k]
-            step = a * SUBPIXEL
-            pos, neg = a > 0, a < 0
-            # a > 0: i >= floor(-K / step) + 1 ; a < 0: i <= ceil(K / -step) - 1, which is
-            # -floor(K / step) - 1 = ~floor(K / step) (two's complement), exactly
-            safe = xp.where(a == 0, 1, step)
-            lo_k = xp.floor_divide(-kk, safe) + 1
-            hi_k = ~xp.floor_divide(kk, safe)
-            lo = xp.where(pos, xp.maximum(lo, lo_k), lo)
-            hi = xp.where(neg, xp.minimum(hi, hi_k), hi)
-            # a == 0: the edge is horizontal, the whole row is in or out
-            hi = xp.where((a == 0) & (kk <= 0), lo - 1, hi)
-        length = hi - lo + 1
+        row, lo, length = spans(xp, s, items, tasks)
         keep = length > 0
         if self.machine is None:
             sel = xp.nonzero(keep)[0]

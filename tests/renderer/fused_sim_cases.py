@@ -34,6 +34,11 @@ CLIP_CASES = {
     "clip-grid-stride": (150, 5, 300, 16, 2),
     "clip-empty": (0, 8, 8, 32, None),
 }
+# spans: (triangles, tasks, width, threads per block, grid cap)
+SPAN_CASES = {
+    "spans-64": (80, 400, 64, 32, None),
+    "spans-grid-stride": (30, 150, 9, 16, 2),
+}
 # shading: (triangles, pixels, width, threads per block, grid cap)
 SHADE_CASES = {
     "shade-32": (60, 400, 32, 32, None),
@@ -42,7 +47,7 @@ SHADE_CASES = {
 
 
 def case_names() -> list[str]:
-    return list(CASES) + list(CLIP_CASES) + list(SHADE_CASES)
+    return list(CASES) + list(CLIP_CASES) + list(SHADE_CASES) + list(SPAN_CASES)
 
 
 def _shape(threads: int, grid: int | None):
@@ -67,6 +72,9 @@ def run_case(name: str) -> None:
         return
     if name in SHADE_CASES:
         run_shade_case(name)
+        return
+    if name in SPAN_CASES:
+        run_span_case(name)
         return
     n, width, height, threads, grid = CASES[name]
     clip = random_triangles(max(n, 8), seed=len(name))[:n]
@@ -121,6 +129,23 @@ def run_shade_case(name: str) -> None:
     with np.errstate(all="ignore"):
         want = shade_pixels_arrays(np, tri, pix, width, setup, colours)
     np.testing.assert_array_equal(got, want)
+
+
+def run_span_case(name: str) -> None:
+    from renderer import fused_cuda
+    from renderer.scan import spans_arrays
+    from tests.renderer.test_fused_kernels import spans_case
+
+    n_tri, n_tasks, width, threads, grid = SPAN_CASES[name]
+    setup, items, tasks = spans_case(n_tri, n_tasks, width, seed=n_tasks)
+    saved = _shape(threads, grid)
+    try:
+        got = fused_cuda.spans_device(np, setup, items, tasks)
+    finally:
+        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+    for g, w in zip(got, spans_arrays(np, setup, items, tasks), strict=True):
+        np.testing.assert_array_equal(g, w)
+    assert (got[2] > 0).any() and (got[2] <= 0).any()
 
 
 def main() -> None:

@@ -1,9 +1,10 @@
-"""The fused kernels (renderer.setup_kernels, clip_kernels, shading_kernels) against the
-array code, bit for bit, on the CPU and on the counting stand-in for CuPy.
+"""The fused kernels (renderer.setup_kernels, clip_kernels, span_kernels, shading_kernels)
+against the array code, bit for bit, on the CPU and on the counting stand-in for CuPy.
 
 The oracles are :func:`renderer.scan.setup_triangles_arrays`,
-:func:`renderer.clip.classify_arrays` and :func:`renderer.shading.shade_pixels_arrays`,
-the chains of array expressions the fused kernels replace. Floats are compared by their
+:func:`renderer.clip.classify_arrays`, :func:`renderer.scan.spans_arrays` and
+:func:`renderer.shading.shade_pixels_arrays`, the chains of array expressions the fused
+kernels replace. Floats are compared by their
 bits (a last-bit difference from a contracted multiply-add, or a -0.0, would fail).
 """
 
@@ -20,7 +21,7 @@ from renderer import clip as clip_module
 from renderer import pipeline, shading
 from renderer.clip import classify_arrays
 from renderer.clip_kernels import classify_cpu
-from renderer.scan import setup_triangles, setup_triangles_arrays
+from renderer.scan import setup_triangles, setup_triangles_arrays, spans, spans_arrays
 from renderer.setup_kernels import OUTPUTS, setup_cpu
 from renderer.shading import shade_pixels, shade_pixels_arrays
 from simd import Machine
@@ -280,3 +281,43 @@ def test_frames_equal_the_array_code_frames(monkeypatch, backend):
         assert fused.stats.machine.total.cycles == arrays.stats.machine.total.cycles
         if backend == "counting":
             assert launches[0] < launches[1]
+
+
+def spans_case(n_tri: int, n_tasks: int, width: int, seed: int = 0):
+    """Tasks of random triangles (every edge direction, horizontal edges, degenerate ones)
+    on scan lines inside and beyond their row range (empty spans, both bounds binding)."""
+    rng = np.random.default_rng(seed)
+    setup = setup_triangles(np, random_triangles(n_tri, seed), width, width)
+    items = rng.integers(0, n_tri, size=n_tasks)
+    inside = rng.integers(0, np.maximum(setup.workload, 1))[items]
+    tasks = inside + rng.integers(-2, 3, size=n_tasks)
+    return setup, items, tasks
+
+
+def test_cpu_spans_match_array_code():
+    setup, items, tasks = spans_case(2000, 30_000, 64)
+    got = spans(np, setup, items, tasks)
+    want = spans_arrays(np, setup, items, tasks)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype == np.int64
+        np.testing.assert_array_equal(g, w)
+    length = got[2]
+    assert (length > 0).any() and (length <= 0).any()
+    # a strided view of the tasks (as the loops may pass) and no task at all
+    got = spans(np, setup, items[::3], tasks[::3])
+    for g, w in zip(got, spans_arrays(np, setup, items[::3], tasks[::3]), strict=True):
+        np.testing.assert_array_equal(g, w)
+    assert all(x.shape == (0,) for x in spans(np, setup, items[:0], tasks[:0]))
+
+
+def test_counting_backend_spans_one_launch():
+    m = Machine(backend="counting")
+    setup, items, tasks = spans_case(300, 4000, 32, seed=5)
+    dsetup = type(setup)(**{f: m.asarray(np.asarray(getattr(setup, f))) for f in FIELDS})
+    ditems, dtasks = m.asarray(items), m.asarray(tasks)
+    with counting.measure() as c:
+        got = spans(m.xp, dsetup, ditems, dtasks)
+    assert c.total.ops["kernel:renderer.spans"] == 1
+    assert c.total.launches == 1 and c.total.syncs == 0
+    for g, w in zip(got, spans_arrays(np, setup, items, tasks), strict=True):
+        np.testing.assert_array_equal(m.asnumpy(g), w)

@@ -55,6 +55,11 @@ sigs = {
         ints, ints, i64, int2, int2, int2, int2, ints, types.Array(f64, 2, "C"), int2,
         types.Array(f64, 3, "A"), types.Array(types.uint8, 2, "C"),
     ),
+    # the loops' task arrays may be strided views
+    "spans": (
+        types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), ints, ints, ints, int2, int2, int2,
+        ints, ints, ints,
+    ),
 }
 kernels = build_kernels()
 sm90 = pytypes.SimpleNamespace(compute_capability=(9, 0))
@@ -97,7 +102,7 @@ def ptx(ptx_all) -> str:
     return ptx_all["setup"]
 
 
-@pytest.mark.parametrize("kernel", ["setup", "classify", "shade"])
+@pytest.mark.parametrize("kernel", ["setup", "classify", "shade", "spans"])
 def test_ptx_targets_sm90(ptx_all, kernel):
     ptx = ptx_all[kernel]
     assert re.search(r"^\.target\s+sm_90\b", ptx, re.M), "PTX does not target sm_90"
@@ -105,7 +110,7 @@ def test_ptx_targets_sm90(ptx_all, kernel):
     assert re.search(r"\.visible\s+\.entry\s+\S+", ptx), "no kernel entry point in the PTX"
     assert not re.search(r"\bfma\.", ptx), "a product was contracted into an fma"
     assert not re.search(r"\b(div|rcp)\.approx|\.ftz\.", ptx), "approximate float division"
-    if kernel != "shade":
+    if kernel in ("setup", "classify"):
         assert re.search(r"\batom\.global\.add\.u64\b", ptx), "no atomic count"
 
 
@@ -137,3 +142,9 @@ def test_rounding_and_count(ptx):
     # divisions are IEEE (div.rn / rcp.rn), never the approximate forms
     assert not re.search(r"\b(div|rcp)\.approx", ptx)
     assert not re.search(r"\.ftz\.", ptx)
+
+
+def test_spans_are_integer_only(ptx_all):
+    ptx = ptx_all["spans"]
+    assert not re.search(r"\.f64\b", ptx), "float arithmetic in the span kernel"
+    assert re.search(r"\bdiv\.s64\b", ptx), "no int64 division for the span bounds"
