@@ -20,7 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ClippedTriangles", "clip_triangles", "GUARD_BAND"]
+import numpy as np
+
+from kernels import registry
+from renderer.clip_kernels import classify_cpu
+
+__all__ = ["ClippedTriangles", "clip_triangles", "classify_arrays", "GUARD_BAND"]
 
 #: Guard band in pixels beyond each side of the viewport.
 GUARD_BAND = 8192
@@ -134,28 +139,13 @@ def clip_triangles(
     m = len(faces)
     gx = 1.0 + 2.0 * GUARD_BAND / width
     gy = 1.0 + 2.0 * GUARD_BAND / height
-    # Cohen-Sutherland outcodes, as flags per vertex and coordinate: outside the view
-    # volume (x < -w, x > w, ... z > w) and outside a clipping plane (near, far, guard band)
-    xyz, w = clip[:, :3], clip[:, 3:4]
-    low, high = xyz < -w, xyz > w  # (N, 3) each
-    gw = w * _guard(xp, gx, gy)  # (N, 2): gx w, gy w
-    xy, z = clip[:, :2], clip[:, 2:3]
-    beyond = (
-        ((z + w < 0) | (w - z < 0))[:, 0]  # near, far
-        | (gw - xy < 0).any(axis=1)  # x > gx w, y > gy w
-        | (gw + xy < 0).any(axis=1)  # x < -gx w, y < -gy w
-    )
-    # a triangle wholly outside one plane of the view volume is dropped; one with a
-    # vertex outside a clipping plane (and not dropped) is clipped
-    rejected = low[faces].all(axis=1).any(axis=1) | high[faces].all(axis=1).any(axis=1)
-    crossing = beyond[faces].any(axis=1) & ~rejected
+    # host read 1 (one transfer): how many faces cross a plane, how many are dropped
+    rejected, crossing, n_clipped, n_rejected = _classify(xp, clip, faces, gx, gy)
     table = xp.concatenate([clip, attrs], axis=1)  # (N, 4 + A), gathered per corner below
     if machine is not None:
         machine.charge("elementwise", clip.shape[0], ops=OUTCODE_OPS)
         machine.charge("elementwise", m, ops=TRIANGLE_TEST_OPS)
 
-    # host read 1 (one transfer): how many faces cross a plane, how many are dropped
-    n_clipped, n_rejected = (int(v) for v in xp.stack([crossing, rejected]).sum(axis=1).tolist())
     counts = xp.where(rejected, 0, 1).astype(xp.int64, copy=False)  # triangles per face
     face_ids = xp.arange(m, dtype=xp.int64)
     if n_clipped:
@@ -192,6 +182,56 @@ def clip_triangles(
         out[fan_row] = xp.stack([first, poly[:, 1:-1], poly[:, 2:]], axis=2)
     out, face = out[:total], face[:total]
     return ClippedTriangles(out[..., :4], out[..., 4:], face, n_clipped, n_rejected)
+
+
+def _classify(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tuple[Any, Any, int, int]:
+    """Each face's flags (rejected, crossing) and their counts, read back in one transfer.
+
+    One fused kernel where one is compiled (:mod:`renderer.clip_kernels`): Numba on the
+    CPU, Numba CUDA on the GPU (the counts by atomic adds); :func:`classify_arrays`
+    otherwise (float32 input, ``SIMD_FORCE_REFERENCE=1``), with the same flags.
+    """
+    if clip.dtype == np.float64 and not registry.force_reference():
+        if xp is np:
+            return classify_cpu(clip, faces, gx, gy)
+        from renderer.fused_cuda import classify_device
+
+        rejected, crossing, counts = classify_device(xp, clip, faces, gx, gy)
+        n_clipped, n_rejected = (int(v) for v in counts.tolist())
+        return rejected, crossing, n_clipped, n_rejected
+    rejected, crossing = classify_arrays(xp, clip, faces, gx, gy)
+    n_clipped, n_rejected = (int(v) for v in xp.stack([crossing, rejected]).sum(axis=1).tolist())
+    return rejected, crossing, n_clipped, n_rejected
+
+
+def classify_arrays(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tuple[Any, Any]:
+    """The faces wholly outside one plane of the view volume (rejected) and, of the others,
+    those with a vertex outside a clipping plane (crossing): the fused kernels' oracle.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clip = np.array([[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1], [0, 0, -2, 1]])
+    >>> rej, cross = classify_arrays(np, clip, np.array([[0, 1, 2], [0, 1, 3]]), 3.0, 3.0)
+    >>> rej.tolist(), cross.tolist()
+    ([False, False], [False, True])
+    """
+    # Cohen-Sutherland outcodes, as flags per vertex and coordinate: outside the view
+    # volume (x < -w, x > w, ... z > w) and outside a clipping plane (near, far, guard band)
+    xyz, w = clip[:, :3], clip[:, 3:4]
+    low, high = xyz < -w, xyz > w  # (N, 3) each
+    gw = w * _guard(xp, gx, gy)  # (N, 2): gx w, gy w
+    xy, z = clip[:, :2], clip[:, 2:3]
+    beyond = (
+        ((z + w < 0) | (w - z < 0))[:, 0]  # near, far
+        | (gw - xy < 0).any(axis=1)  # x > gx w, y > gy w
+        | (gw + xy < 0).any(axis=1)  # x < -gx w, y < -gy w
+    )
+    # a triangle wholly outside one plane of the view volume is dropped; one with a
+    # vertex outside a clipping plane (and not dropped) is clipped
+    rejected = low[faces].all(axis=1).any(axis=1) | high[faces].all(axis=1).any(axis=1)
+    crossing = beyond[faces].any(axis=1) & ~rejected
+    return rejected, crossing
 
 
 def _sutherland_hodgman(

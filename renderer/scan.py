@@ -29,9 +29,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from kernels import registry
+from renderer.setup_kernels import setup_cpu
+from renderer.span_kernels import spans_cpu
 from renderer.transform import SUBPIXEL, to_window
 
-__all__ = ["TriangleSetup", "setup_triangles", "ScanConverter", "Spans"]
+__all__ = [
+    "TriangleSetup",
+    "setup_triangles",
+    "setup_triangles_arrays",
+    "spans",
+    "spans_arrays",
+    "ScanConverter",
+    "Spans",
+]
 
 #: Elementwise operations per triangle of the setup (snapping, orientation, edge and depth
 #: plane equations; hand-counted, the golden test pins the effect).
@@ -92,6 +105,12 @@ def setup_triangles(
     """Snap the triangles ``clip`` (T, 3, 4) to the sub-pixel grid and build edge functions,
     scan-line ranges and depth planes.
 
+    One fused kernel per frame where one is compiled (:mod:`renderer.setup_kernels`):
+    Numba on the CPU (NumPy backend), Numba CUDA on the GPU (CuPy backend; one counted
+    launch on the counting stand-in). Its results are bit for bit those of the array code,
+    :func:`setup_triangles_arrays`, which serves float32 input and
+    ``SIMD_FORCE_REFERENCE=1``.
+
     Parameters
     ----------
     xp : module
@@ -99,6 +118,8 @@ def setup_triangles(
         Clip coordinates after clipping (``w > 0``).
     width, height : int
         Viewport size in pixels.
+    machine : Machine, optional
+        Charged for the elementwise work (:data:`SETUP_OPS` per triangle).
 
     Returns
     -------
@@ -113,6 +134,32 @@ def setup_triangles(
     >>> s = setup_triangles(np, clip, 16, 16)
     >>> int(s.row0[0]), int(s.workload[0]), int(s.col0[0]), int(s.col1[0])  # rows 4..11
     (4, 8, 4, 11)
+    """
+    setup = None
+    if clip.dtype == np.float64 and not registry.force_reference():
+        if xp is np:
+            setup = TriangleSetup(**setup_cpu(clip, width, height))
+        else:
+            from renderer.fused_cuda import setup_device
+
+            setup = TriangleSetup(**setup_device(xp, clip, width, height))
+    if setup is None:
+        setup = setup_triangles_arrays(xp, clip, width, height)
+    if machine is not None:
+        machine.charge("elementwise", int(clip.shape[0]), ops=SETUP_OPS)
+    return setup
+
+
+def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> TriangleSetup:
+    """:func:`setup_triangles` as a chain of array expressions (the fused kernels' oracle).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clip = np.array([[[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1]]])
+    >>> s = setup_triangles_arrays(np, clip, 16, 16)
+    >>> s.xs.tolist(), s.ys.tolist(), s.a.tolist()
+    ([[896, 2944, 1920]], [[896, 896, 2944]], [[0, -2048, 2048]])
     """
     t = clip.shape[0]
     xw, yw, zw, inv_w = to_window(xp, clip, width, height)
@@ -159,8 +206,6 @@ def setup_triangles(
     det = xp.where(flat, 1.0, det)
     dzdx = xp.where(flat, 0.0, (dz1 * dy2 - dz2 * dy1) / det)
     dzdy = xp.where(flat, 0.0, (dz2 * dx1 - dz1 * dx2) / det)
-    if machine is not None:
-        machine.charge("elementwise", t, ops=SETUP_OPS)
     return TriangleSetup(
         a=a,
         b=b,
@@ -181,6 +226,52 @@ def setup_triangles(
         order=order,
         n_degenerate=degenerate.sum(),
     )
+
+
+def spans(xp: Any, setup: TriangleSetup, items: Any, tasks: Any) -> tuple[Any, Any, Any]:
+    """The scan line, first pixel and length (<= 0: empty) of the span of triangle ``items``
+    on its scan line ``row0 + tasks``: one fused kernel where one is compiled
+    (:mod:`renderer.span_kernels`), else :func:`spans_arrays`, with the same results."""
+    if items.dtype == np.int64 and tasks.dtype == np.int64 and not registry.force_reference():
+        if xp is np:
+            return spans_cpu(setup, items, tasks)
+        from renderer.fused_cuda import spans_device
+
+        return spans_device(xp, setup, items, tasks)
+    return spans_arrays(xp, setup, items, tasks)
+
+
+def spans_arrays(xp: Any, setup: TriangleSetup, items: Any, tasks: Any) -> tuple[Any, Any, Any]:
+    """:func:`spans` as array expressions (the fused kernels' oracle).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clip = np.array([[[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1]]])
+    >>> s = setup_triangles_arrays(np, clip, 16, 16)
+    >>> [x.tolist() for x in spans_arrays(np, s, np.array([0, 0]), np.array([0, 6]))]
+    [[4, 10], [4, 7], [8, 2]]
+    """
+    s = setup
+    row = s.row0[items] + tasks
+    big_y = row * SUBPIXEL
+    lo = s.col0[items]
+    hi = s.col1[items]
+    for k in range(3):
+        a = s.a[items, k]
+        kk = s.b[items, k] * big_y + s.c[items, k]
+        step = a * SUBPIXEL
+        pos, neg = a > 0, a < 0
+        # a > 0: i >= floor(-K / step) + 1 ; a < 0: i <= ceil(K / -step) - 1, which is
+        # -floor(K / step) - 1 = ~floor(K / step) (two's complement), exactly
+        safe = xp.where(a == 0, 1, step)
+        lo_k = xp.floor_divide(-kk, safe) + 1
+        hi_k = ~xp.floor_divide(kk, safe)
+        lo = xp.where(pos, xp.maximum(lo, lo_k), lo)
+        hi = xp.where(neg, xp.minimum(hi, hi_k), hi)
+        # a == 0: the edge is horizontal, the whole row is in or out
+        hi = xp.where((a == 0) & (kk <= 0), lo - 1, hi)
+    return row, lo, hi - lo + 1
 
 
 @dataclass
@@ -223,25 +314,7 @@ class ScanConverter:
         xp, s = self.xp, self.setup
         if items.size == 0:
             return
-        row = s.row0[items] + tasks
-        big_y = row * SUBPIXEL
-        lo = s.col0[items]
-        hi = s.col1[items]
-        for k in range(3):
-            a = s.a[items, k]
-            kk = s.b[items, k] * big_y + s.c[items, k]
-            step = a * SUBPIXEL
-            pos, neg = a > 0, a < 0
-            # a > 0: i >= floor(-K / step) + 1 ; a < 0: i <= ceil(K / -step) - 1, which is
-            # -floor(K / step) - 1 = ~floor(K / step) (two's complement), exactly
-            safe = xp.where(a == 0, 1, step)
-            lo_k = xp.floor_divide(-kk, safe) + 1
-            hi_k = ~xp.floor_divide(kk, safe)
-            lo = xp.where(pos, xp.maximum(lo, lo_k), lo)
-            hi = xp.where(neg, xp.minimum(hi, hi_k), hi)
-            # a == 0: the edge is horizontal, the whole row is in or out
-            hi = xp.where((a == 0) & (kk <= 0), lo - 1, hi)
-        length = hi - lo + 1
+        row, lo, length = spans(xp, s, items, tasks)
         keep = length > 0
         if self.machine is None:
             sel = xp.nonzero(keep)[0]

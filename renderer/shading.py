@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from kernels import registry
 from renderer.scan import TriangleSetup
+from renderer.shading_kernels import shade_cpu
 from renderer.transform import SUBPIXEL
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "lambert",
     "parse_colour",
     "shade_pixels",
+    "shade_pixels_arrays",
     "surface_colours",
     "vertex_scalars",
 ]
@@ -219,6 +222,10 @@ def shade_pixels(
 ) -> Any:
     """Colours of the covered pixels ``pix`` (flat indices, GL rows) drawn by triangles ``tri``.
 
+    One fused kernel where one is compiled (:mod:`renderer.shading_kernels`): Numba on
+    the CPU, Numba CUDA on the GPU. Its colours are bit for bit those of the array code,
+    :func:`shade_pixels_arrays`, which serves float32 colours and ``SIMD_FORCE_REFERENCE=1``.
+
     Parameters
     ----------
     colours : (T, 3, 3) float64 xp array
@@ -228,6 +235,21 @@ def shade_pixels(
     -------
     (K, 3) uint8 xp array
     """
+    if tri.size == 0:
+        return xp.zeros((0, 3), dtype=xp.uint8)
+    if colours.dtype == np.float64 and colours.shape[2] == 3 and not registry.force_reference():
+        if xp is np:
+            return shade_cpu(tri, pix, width, setup, colours)
+        from renderer.fused_cuda import shade_device
+
+        return shade_device(xp, tri, pix, width, setup, colours)
+    return shade_pixels_arrays(xp, tri, pix, width, setup, colours)
+
+
+def shade_pixels_arrays(
+    xp: Any, tri: Any, pix: Any, width: int, setup: TriangleSetup, colours: Any
+) -> Any:
+    """:func:`shade_pixels` as array expressions (the fused kernels' oracle)."""
     if tri.size == 0:
         return xp.zeros((0, 3), dtype=xp.uint8)
     j = pix // width

@@ -1,0 +1,299 @@
+"""The renderer's fused kernels on the GPU: Numba CUDA kernels over CuPy arrays.
+
+- ``setup``: :func:`renderer.setup_kernels.setup_one`, one thread per triangle
+  (:func:`setup_device`); it also counts the degenerate triangles with an atomic add.
+- ``classify``: :func:`renderer.clip_kernels.classify_one`, one thread per face
+  (:func:`classify_device`); it counts the crossing and rejected faces likewise.
+- ``shade``: :func:`renderer.shading_kernels.shade_one`, one thread per pixel
+  (:func:`shade_device`).
+- ``spans``: :func:`renderer.span_kernels.span_one`, one thread per scan-conversion task
+  (:func:`spans_device`).
+
+Each is one launch over a grid-stride loop (plus the zeroing of its counts); the counts
+stay on the device until the caller reads them. On the counting stand-in for CuPy
+(:mod:`kernels.counting`) a launch counts one and its emulation runs the array code:
+:func:`renderer.scan.setup_triangles_arrays`, :func:`renderer.clip.classify_arrays`,
+:func:`renderer.shading.shade_pixels_arrays`, :func:`renderer.scan.spans_arrays`.
+
+This module is imported on the CuPy code path only and imports ``numba.cuda`` at the
+first real launch (:func:`build_kernels`), so the counting stand-in needs no CUDA at all.
+The tests run the same kernels in Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, where
+``libdevice`` does not exist and Python's float products are rounded one at a time anyway)
+and compile them to PTX for sm_90.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import warnings
+from typing import Any
+
+import numpy as np
+
+from renderer.clip_kernels import classify_one
+from renderer.setup_kernels import OUTPUTS, bind, setup_one
+from renderer.shading_kernels import shade_one
+from renderer.span_kernels import span_one
+
+__all__ = [
+    "KERNEL_NAMES",
+    "build_kernels",
+    "classify_device",
+    "classify_kernel",
+    "kernel_functions",
+    "setup_device",
+    "setup_kernel",
+    "shade_device",
+    "shade_kernel",
+    "spans_device",
+    "spans_kernel",
+]
+
+#: The kernels' names on the counting stand-in.
+KERNEL_NAMES = {
+    "setup": "renderer.setup_triangles",
+    "classify": "renderer.clip_classify",
+    "shade": "renderer.shade_pixels",
+    "spans": "renderer.spans",
+}
+
+# Threads per block: one triangle each; 128 keeps the many live registers of the setup body
+# (three vertices' coordinates) from limiting occupancy much.
+_THREADS = 128
+_MAX_GRID = 2**31 - 1
+
+#: Bound to ``numba.cuda`` (or its simulator) in the kernels' copies: kernel_functions.
+cuda: Any = None
+
+
+def body(*args: Any) -> int:  # bound to the target's compiled per-item body
+    raise NotImplementedError
+
+
+def setup_kernel(clip, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
+                 col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order, count):  # fmt: skip
+    """Triangles ``t = grid position + k * grid size``; ``count[0]`` += degenerate ones."""
+    t = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while t < clip.shape[0]:
+        if body(clip, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
+                col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
+            cuda.atomic.add(count, 0, 1)
+        t += stride
+
+
+def classify_kernel(clip, faces, gx, gy, rejected, crossing, counts):
+    """Faces ``f = grid position + k * grid size``; ``counts`` += (crossing, rejected)."""
+    f = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while f < faces.shape[0]:
+        code = body(clip, faces, f, gx, gy, rejected, crossing)
+        if code == 1:
+            cuda.atomic.add(counts, 0, 1)
+        elif code == 2:
+            cuda.atomic.add(counts, 1, 1)
+        f += stride
+
+
+def shade_kernel(tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, out):
+    """Pixels ``p = grid position + k * grid size``."""
+    p = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while p < tri.shape[0]:
+        body(tri, pix, p, width, a, b, xs, ys, area2, inv_w, order, colours, out)
+        p += stride
+
+
+def spans_kernel(items, tasks, row0, col0, col1, a, b, c, row, lo, length):
+    """Tasks ``p = grid position + k * grid size``."""
+    p = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while p < items.shape[0]:
+        body(items, tasks, p, row0, col0, col1, a, b, c, row, lo, length)
+        p += stride
+
+
+def _sim_fmul(a, b):
+    return a * b
+
+
+@functools.cache
+def kernel_functions() -> dict[str, Any]:
+    """The kernels' Python functions with the device primitives bound, by name (imports
+    ``numba.cuda``).
+
+    On the GPU ``fmul`` is libdevice's ``dmul_rn`` (never contracted into an ``fma``) and
+    ``rint`` libdevice's; in the simulator, the Python functions run as they are.
+    """
+    from numba import config, cuda
+
+    from renderer import setup_kernels
+
+    if config.ENABLE_CUDASIM:
+        setup_body = bind(setup_one, fmul=_sim_fmul, rint=np.rint, to_i64=np.int64)
+        classify_body = bind(classify_one, fmul=_sim_fmul)
+        # NumPy scalars, not Python floats: x / 0 is inf or NaN (no ZeroDivisionError)
+        shade_body = bind(
+            shade_one, fmul=_sim_fmul, floor=np.floor, to_u8=np.uint8, float=np.float64
+        )
+        spans_body = span_one
+    else:
+        from numba.cuda import libdevice
+
+        device = cuda.jit(device=True)
+        flag = device(bind(setup_kernels._flag))
+        setup_body = device(
+            bind(
+                setup_one, fmul=libdevice.dmul_rn, rint=libdevice.rint, to_i64=np.int64, _flag=flag
+            )  # fmt: skip
+        )
+        classify_body = device(bind(classify_one, fmul=libdevice.dmul_rn))
+        spans_body = device(bind(span_one))  # integers only: nothing to bind
+        shade_body = device(
+            bind(shade_one, fmul=libdevice.dmul_rn, floor=libdevice.floor, to_u8=np.uint8)
+        )
+    return {
+        "setup": bind(setup_kernel, cuda=cuda, body=setup_body),
+        "classify": bind(classify_kernel, cuda=cuda, body=classify_body),
+        "shade": bind(shade_kernel, cuda=cuda, body=shade_body),
+        "spans": bind(spans_kernel, cuda=cuda, body=spans_body),
+    }
+
+
+@functools.cache
+def build_kernels() -> dict[str, Any]:
+    """The ``cuda.jit`` dispatchers of the kernels, built once per process (each compiles
+    on its first launch, one specialisation per argument signature)."""
+    from numba import cuda
+
+    return {name: cuda.jit(fn) for name, fn in kernel_functions().items()}
+
+
+def setup_device(xp: Any, clip: Any, width: int, height: int) -> dict[str, Any]:
+    """The fused setup on ``xp``'s device: the fields of :class:`renderer.scan.TriangleSetup`.
+
+    One launch (and the zeroing of the degenerate count); nothing is read back.
+    """
+    t = int(clip.shape[0])
+    out = {
+        name: xp.empty((t, 3) if per_vertex else t, dtype=dtype)
+        for name, dtype, per_vertex in OUTPUTS
+    }
+    count = xp.zeros(1, dtype=xp.int64)
+    if t:
+        _launch(xp, "setup", t, (clip, width, height, width / 2.0, height / 2.0,
+                                 *out.values(), count))  # fmt: skip
+    out["n_degenerate"] = count.reshape(())
+    return out
+
+
+def classify_device(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tuple:
+    """The fused clipping tests on ``xp``'s device: ``rejected, crossing`` (bool, one per
+    face) and ``counts`` (int64: crossing, rejected faces), nothing read back."""
+    m = int(faces.shape[0])
+    rejected = xp.empty(m, dtype=xp.bool_)
+    crossing = xp.empty(m, dtype=xp.bool_)
+    counts = xp.zeros(2, dtype=xp.int64)
+    if m:
+        _launch(xp, "classify", m, (clip, faces, float(gx), float(gy), rejected, crossing,
+                                    counts))  # fmt: skip
+    return rejected, crossing, counts
+
+
+def shade_device(xp: Any, tri: Any, pix: Any, width: int, setup: Any, colours: Any) -> Any:
+    """The fused shading on ``xp``'s device: ``(K, 3)`` uint8 colours of pixels ``pix``."""
+    k = int(tri.shape[0])
+    out = xp.empty((k, 3), dtype=xp.uint8)
+    if k:
+        s = setup
+        _launch(xp, "shade", k, (tri, pix, int(width), s.a, s.b, s.xs, s.ys, s.area2, s.inv_w,
+                                 s.order, colours, out))  # fmt: skip
+    return out
+
+
+def spans_device(xp: Any, setup: Any, items: Any, tasks: Any) -> tuple:
+    """The fused span computation on ``xp``'s device: ``row, lo, length`` (int64)."""
+    n = int(items.shape[0])
+    row, lo, length = (xp.empty(n, dtype=xp.int64) for _ in range(3))
+    if n:
+        s = setup
+        _launch(xp, "spans", n, (items, tasks, s.row0, s.col0, s.col1, s.a, s.b, s.c, row, lo,
+                                 length))  # fmt: skip
+    return row, lo, length
+
+
+def _launch(xp: Any, name: str, n: int, args: tuple) -> None:
+    """Launch kernel ``name`` over ``n`` items on ``xp``'s current stream."""
+    emulated = getattr(xp, "launch_emulated", None)
+    if emulated is not None:  # the counting stand-in for CuPy (kernels.counting)
+        _register_emulations()
+        emulated(KERNEL_NAMES[name], args)
+        return
+    from numba import cuda
+    from numba.core.errors import NumbaPerformanceWarning
+
+    stream = cuda.default_stream()
+    if xp is not np:
+        ptr = xp.cuda.get_current_stream().ptr
+        if ptr:
+            stream = cuda.external_stream(ptr)
+        # CuPy arrays as Numba device arrays: no copy, no synchronisation
+        args = tuple(
+            cuda.as_cuda_array(a, sync=False) if hasattr(a, "__cuda_array_interface__") else a
+            for a in args
+        )
+    grid = max(1, min(_MAX_GRID, -(-n // _THREADS)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        build_kernels()[name][grid, _THREADS, stream](*args)
+
+
+@functools.cache
+def _register_emulations() -> None:
+    from kernels.counting import emulates
+
+    @emulates(KERNEL_NAMES["setup"])
+    def _setup(variant: Any, args: tuple) -> None:
+        from renderer.scan import setup_triangles_arrays
+
+        clip, width, height = args[0], int(args[1]), int(args[2])
+        outs, count = args[5:-1], args[-1]
+        ref = setup_triangles_arrays(np, np.asarray(clip), width, height)
+        for (name, _, _), dest in zip(OUTPUTS, outs, strict=True):
+            dest[...] = getattr(ref, name)
+        count[0] += int(ref.n_degenerate)
+
+    @emulates(KERNEL_NAMES["shade"])
+    def _shade(variant: Any, args: tuple) -> None:
+        from renderer.shading import shade_pixels_arrays
+
+        tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, out = args
+        fields = {"a": a, "b": b, "xs": xs, "ys": ys, "area2": area2, "inv_w": inv_w}
+        setup = types.SimpleNamespace(order=order, **fields)  # what shading reads of it
+        with np.errstate(all="ignore"):
+            out[...] = shade_pixels_arrays(
+                np, np.asarray(tri), np.asarray(pix), int(width), setup, np.asarray(colours)
+            )
+
+    @emulates(KERNEL_NAMES["spans"])
+    def _spans(variant: Any, args: tuple) -> None:
+        from renderer.scan import spans_arrays
+
+        items, tasks, row0, col0, col1, a, b, c, row, lo, length = args
+        fields = {"row0": row0, "col0": col0, "col1": col1, "a": a, "b": b, "c": c}
+        setup = types.SimpleNamespace(**{k: np.asarray(v) for k, v in fields.items()})
+        got = spans_arrays(np, setup, np.asarray(items), np.asarray(tasks))
+        for dest, value in zip((row, lo, length), got, strict=True):
+            dest[...] = value
+
+    @emulates(KERNEL_NAMES["classify"])
+    def _classify(variant: Any, args: tuple) -> None:
+        from renderer.clip import classify_arrays
+
+        clip, faces, gx, gy, rejected, crossing, counts = args
+        rej, cross = classify_arrays(np, np.asarray(clip), np.asarray(faces), gx, gy)
+        rejected[...] = rej
+        crossing[...] = cross
+        counts[0] += int(cross.sum())
+        counts[1] += int(rej.sum())

@@ -1,0 +1,307 @@
+"""Triangle setup fused into one kernel: a scalar per-triangle body written once.
+
+:func:`setup_one` is the whole of :func:`renderer.scan.setup_triangles_arrays` (the
+window transform, snapping, orientation, edge functions, bounding box and depth plane) for
+one triangle, in the same operation order, so its results are bit for bit the array code's.
+It is compiled twice from the same code object:
+
+- for the CPU with ``numba.njit`` (:func:`setup_cpu`, one loop over triangles,
+  the NumPy backend's path);
+- for the GPU with ``numba.cuda.jit`` (:mod:`renderer.fused_cuda`, one thread per
+  triangle, the CuPy backend's path; also run in Numba's CUDA simulator by the tests).
+
+The body calls three primitives that each target binds (:func:`bind`): ``fmul`` (a float64
+product), ``rint`` (round half to even) and ``to_i64`` (float to int64). The GPU binds
+``fmul`` to libdevice's ``dmul_rn``, a product NVVM never contracts with a following sum
+into a fused multiply-add: by default NVVM contracts ``a * b + c`` into one ``fma``, which
+rounds once instead of twice and would change the last bit of the window coordinates and
+the depth slopes. LLVM on the CPU contracts nothing unless fast math is asked for.
+
+Importing this module does not import Numba; the first call does, and compiles the loop
+(or loads it from Numba's on-disk cache).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any
+
+import numpy as np
+
+from renderer.transform import SUBPIXEL
+
+__all__ = ["setup_one", "bind", "cpu_body", "cpu_loop", "cpu_primitives", "setup_cpu", "OUTPUTS"]
+
+#: The body's outputs, in argument order: (name, dtype, per-vertex).
+OUTPUTS = (
+    ("a", np.int64, True),
+    ("b", np.int64, True),
+    ("c", np.int64, True),
+    ("area2", np.int64, False),
+    ("xs", np.int64, True),
+    ("ys", np.int64, True),
+    ("row0", np.int64, False),
+    ("workload", np.int64, False),
+    ("col0", np.int64, False),
+    ("col1", np.int64, False),
+    ("z0", np.float64, False),
+    ("dzdx", np.float64, False),
+    ("dzdy", np.float64, False),
+    ("x0", np.float64, False),
+    ("y0", np.float64, False),
+    ("inv_w", np.float64, True),
+    ("order", np.int64, True),
+)
+
+_SUB = float(SUBPIXEL)  # snapping multiplies by the float 256.0, as the array code does
+
+
+def fmul(a, b):
+    """A float64 product rounded on its own (each target binds its own)."""
+    return a * b
+
+
+def rint(x):
+    """Round half to even (each target binds its own)."""
+    return np.rint(x)
+
+
+def to_i64(x):
+    """Float to int64, truncating (each target binds its own)."""
+    return np.int64(x)
+
+
+def _flag(a, b):
+    # the fill rule's bias: left edges (a > 0) and bottom edges (a == 0, b > 0) are inside
+    if a > 0 or (a == 0 and b > 0):
+        return 1
+    return 0
+
+
+def setup_one(clip, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
+              col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
+    """Set up triangle ``t`` of ``clip`` (T, 3, 4); write its row of every output array.
+
+    The steps and their operation order are those of
+    :func:`renderer.scan.setup_triangles_arrays` (read it for the why of each step).
+
+    Returns
+    -------
+    int
+        1 when the triangle has zero area after snapping, else 0.
+    """
+    # to_window: x * (1 / w) * (W / 2) + W / 2 (renderer.transform.to_window)
+    w0 = 1.0 / clip[t, 0, 3]
+    w1 = 1.0 / clip[t, 1, 3]
+    w2 = 1.0 / clip[t, 2, 3]
+    xw0 = fmul(fmul(clip[t, 0, 0], w0), sx) + sx
+    xw1 = fmul(fmul(clip[t, 1, 0], w1), sx) + sx
+    xw2 = fmul(fmul(clip[t, 2, 0], w2), sx) + sx
+    yw0 = fmul(fmul(clip[t, 0, 1], w0), sy) + sy
+    yw1 = fmul(fmul(clip[t, 1, 1], w1), sy) + sy
+    yw2 = fmul(fmul(clip[t, 2, 1], w2), sy) + sy
+    zw0 = fmul(fmul(clip[t, 0, 2], w0), 0.5) + 0.5
+    zw1 = fmul(fmul(clip[t, 1, 2], w1), 0.5) + 0.5
+    zw2 = fmul(fmul(clip[t, 2, 2], w2), 0.5) + 0.5
+    # snap (renderer.scan.snap)
+    px0 = to_i64(rint(fmul(xw0 - 0.5, _SUB)))
+    px1 = to_i64(rint(fmul(xw1 - 0.5, _SUB)))
+    px2 = to_i64(rint(fmul(xw2 - 0.5, _SUB)))
+    py0 = to_i64(rint(fmul(yw0 - 0.5, _SUB)))
+    py1 = to_i64(rint(fmul(yw1 - 0.5, _SUB)))
+    py2 = to_i64(rint(fmul(yw2 - 0.5, _SUB)))
+    ar = (px1 - px0) * (py2 - py0) - (px2 - px0) * (py1 - py0)
+    o1 = 1
+    o2 = 2
+    if ar < 0:  # clockwise: swap vertices 1 and 2
+        o1, o2 = 2, 1
+        px1, px2 = px2, px1
+        py1, py2 = py2, py1
+        zw1, zw2 = zw2, zw1
+        w1, w2 = w2, w1
+        xw1, xw2 = xw2, xw1
+        yw1, yw2 = yw2, yw1
+        ar = -ar
+    degenerate = ar == 0
+    # edge functions a X + b Y + c of edges 0-1, 1-2, 2-0 with the fill rule's bias
+    a0 = py0 - py1
+    a1 = py1 - py2
+    a2 = py2 - py0
+    b0 = px1 - px0
+    b1 = px2 - px1
+    b2 = px0 - px2
+    a[t, 0] = a0
+    a[t, 1] = a1
+    a[t, 2] = a2
+    b[t, 0] = b0
+    b[t, 1] = b1
+    b[t, 2] = b2
+    c[t, 0] = -(a0 * px0 + b0 * py0) + _flag(a0, b0)
+    c[t, 1] = -(a1 * px1 + b1 * py1) + _flag(a1, b1)
+    c[t, 2] = -(a2 * px2 + b2 * py2) + _flag(a2, b2)
+    area2[t] = ar
+    xs[t, 0] = px0
+    xs[t, 1] = px1
+    xs[t, 2] = px2
+    ys[t, 0] = py0
+    ys[t, 1] = py1
+    ys[t, 2] = py2
+    # the first and last pixel centres inside the box, clipped to the viewport
+    ymin = min(min(py0, py1), py2)
+    ymax = max(max(py0, py1), py2)
+    xmin = min(min(px0, px1), px2)
+    xmax = max(max(px0, px1), px2)
+    r0 = max(-((-ymin) // SUBPIXEL), 0)
+    r1 = min(ymax // SUBPIXEL, height - 1)
+    k0 = max(-((-xmin) // SUBPIXEL), 0)
+    k1 = min(xmax // SUBPIXEL, width - 1)
+    row0[t] = r0
+    col0[t] = k0
+    col1[t] = k1
+    if degenerate or k1 < k0:
+        workload[t] = 0
+    else:
+        workload[t] = max(r1 - r0 + 1, 0)
+    # the depth plane through the unsnapped vertices, in pixels from pixel centres
+    xf0 = xw0 - 0.5
+    xf1 = xw1 - 0.5
+    xf2 = xw2 - 0.5
+    yf0 = yw0 - 0.5
+    yf1 = yw1 - 0.5
+    yf2 = yw2 - 0.5
+    dx1 = xf1 - xf0
+    dy1 = yf1 - yf0
+    dx2 = xf2 - xf0
+    dy2 = yf2 - yf0
+    dz1 = zw1 - zw0
+    dz2 = zw2 - zw0
+    det = fmul(dx1, dy2) - fmul(dx2, dy1)
+    if degenerate or det == 0:
+        dzdx[t] = 0.0
+        dzdy[t] = 0.0
+    else:
+        dzdx[t] = (fmul(dz1, dy2) - fmul(dz2, dy1)) / det
+        dzdy[t] = (fmul(dz2, dx1) - fmul(dz1, dx2)) / det
+    z0[t] = zw0
+    x0[t] = xf0
+    y0[t] = yf0
+    inv_w[t, 0] = w0
+    inv_w[t, 1] = w1
+    inv_w[t, 2] = w2
+    order[t, 0] = 0
+    order[t, 1] = o1
+    order[t, 2] = o2
+    if degenerate:
+        return 1
+    return 0
+
+
+def bind(fn: Any, **names: Any) -> Any:
+    """A copy of function ``fn`` whose global ``names`` are rebound (the same code object).
+
+    This is how one body is compiled for several targets: Numba resolves a function's
+    globals when it compiles it, so each target's copy sees that target's primitives.
+    """
+    scope = dict(fn.__globals__)
+    scope.update(names)
+    out = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    out.__qualname__, out.__doc__ = fn.__qualname__, fn.__doc__
+    return out
+
+
+@functools.cache
+def cpu_primitives() -> dict[str, Any]:
+    """The CPU's primitives, ``numba.njit`` functions inlined into the bodies (imports
+    Numba: building the command line's parser imports this module and must not)."""
+    import numba
+
+    def fmul_cpu(a, b):
+        return a * b
+
+    def rint_cpu(x):
+        return np.rint(x)
+
+    def to_i64_cpu(x):
+        return np.int64(x)
+
+    def floor_cpu(x):
+        return np.floor(x)
+
+    def to_u8_cpu(x):
+        return np.uint8(x)
+
+    inline = numba.njit(inline="always")
+    return {
+        "fmul": inline(fmul_cpu),
+        "rint": inline(rint_cpu),
+        "to_i64": inline(to_i64_cpu),
+        "floor": inline(floor_cpu),
+        "to_u8": inline(to_u8_cpu),
+        "_flag": inline(_flag),
+    }
+
+
+def cpu_body(fn: Any, *names: str) -> Any:
+    """Body ``fn`` compiled for the CPU with the primitives ``names`` bound."""
+    import numba
+
+    prims = cpu_primitives()
+    return numba.njit(error_model="numpy")(bind(fn, **{n: prims[n] for n in names}))
+
+
+def _setup_rows(clip, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
+                col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
+    """Every triangle (the CPU's loop); returns the number of degenerate ones."""
+    n = 0
+    for t in range(clip.shape[0]):
+        n += body(clip, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
+                  col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order)  # fmt: skip
+    return n
+
+
+def body(*args: Any) -> int:  # rebound to the compiled body by _cpu_kernel
+    raise NotImplementedError
+
+
+@functools.cache
+def _cpu_kernel() -> Any:
+    body = cpu_body(setup_one, "fmul", "rint", "to_i64", "_flag")
+    return cpu_loop(bind(_setup_rows, body=body))
+
+
+def cpu_loop(rows: Any) -> Any:
+    """``rows`` (a loop over items calling a body) compiled for the CPU with IEEE float
+    division (``error_model="numpy"``: x / 0 gives inf or NaN as in NumPy, not an
+    exception), cached on disk where a cache folder can be used.
+
+    The loop is serial: a parallel one (``prange``) was no faster on a 2-core machine, and
+    its idle OpenMP threads spin after the loop, slowing the NumPy stage that follows by
+    more than the loop gained.
+    """
+    import numba
+
+    try:
+        return numba.njit(cache=True, nogil=True, error_model="numpy")(rows)
+    except RuntimeError:  # no cache locator for this file: compile in memory only
+        return numba.njit(nogil=True, error_model="numpy")(rows)
+
+
+def setup_cpu(clip: np.ndarray, width: int, height: int) -> dict[str, Any]:
+    """The fused setup on the CPU: the fields of :class:`renderer.scan.TriangleSetup`.
+
+    Examples
+    --------
+    >>> clip = np.array([[[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1]]])
+    >>> f = setup_cpu(clip, 16, 16)
+    >>> int(f["row0"][0]), int(f["workload"][0]), f["order"].tolist(), int(f["n_degenerate"])
+    (4, 8, [[0, 1, 2]], 0)
+    """
+    t = clip.shape[0]
+    out = {
+        name: np.empty((t, 3) if per_vertex else t, dtype=dtype)
+        for name, dtype, per_vertex in OUTPUTS
+    }
+    n = _cpu_kernel()(clip, width, height, width / 2.0, height / 2.0, *out.values())
+    out["n_degenerate"] = np.int64(n)
+    return out

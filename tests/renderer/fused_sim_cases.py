@@ -1,0 +1,163 @@
+"""Cases for the fused kernels in Numba's CUDA simulator (run as a script).
+
+``tests/renderer/test_fused_cudasim.py`` runs this file in a subprocess with
+``NUMBA_ENABLE_CUDASIM=1`` (the simulator is chosen when ``numba.cuda`` is first imported;
+see ``tests/kernels/test_numba_shift_cudasim.py`` for why a subprocess). Each case runs
+:func:`renderer.fused_cuda.setup_device` or ``classify_device`` on host arrays (the
+simulator copies them in and back) and compares every output, bit for bit, with the array
+code: :func:`renderer.scan.setup_triangles_arrays`, :func:`renderer.clip.classify_arrays`.
+Prints one JSON line ``{case: null | "error message"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+# (triangles, width, height, threads per block, grid cap): a capped grid makes every
+# thread's grid-stride loop take several triangles
+CASES = {
+    "random-64x48": (192, 64, 48, 32, None),
+    "grid-stride-17x5": (150, 17, 5, 16, 2),
+    "one-pixel": (40, 1, 1, 32, None),
+    "empty": (0, 8, 8, 32, None),
+}
+# clipping tests: (faces, width, height, threads per block, grid cap)
+CLIP_CASES = {
+    "clip-64x48": (300, 64, 48, 32, None),
+    "clip-grid-stride": (150, 5, 300, 16, 2),
+    "clip-empty": (0, 8, 8, 32, None),
+}
+# spans: (triangles, tasks, width, threads per block, grid cap)
+SPAN_CASES = {
+    "spans-64": (80, 400, 64, 32, None),
+    "spans-grid-stride": (30, 150, 9, 16, 2),
+}
+# shading: (triangles, pixels, width, threads per block, grid cap)
+SHADE_CASES = {
+    "shade-32": (60, 400, 32, 32, None),
+    "shade-grid-stride": (20, 150, 7, 16, 2),
+}
+
+
+def case_names() -> list[str]:
+    return list(CASES) + list(CLIP_CASES) + list(SHADE_CASES) + list(SPAN_CASES)
+
+
+def _shape(threads: int, grid: int | None):
+    from renderer import fused_cuda
+
+    saved = fused_cuda._THREADS, fused_cuda._MAX_GRID
+    fused_cuda._THREADS = threads
+    fused_cuda._MAX_GRID = grid or saved[1]
+    return saved
+
+
+def run_case(name: str) -> None:
+    from numba import config
+
+    from renderer import fused_cuda
+    from renderer.scan import TriangleSetup, setup_triangles_arrays
+    from tests.renderer.test_fused_kernels import FIELDS, assert_same_setup, random_triangles
+
+    assert config.ENABLE_CUDASIM, "run with NUMBA_ENABLE_CUDASIM=1"
+    if name in CLIP_CASES:
+        run_clip_case(name)
+        return
+    if name in SHADE_CASES:
+        run_shade_case(name)
+        return
+    if name in SPAN_CASES:
+        run_span_case(name)
+        return
+    n, width, height, threads, grid = CASES[name]
+    clip = random_triangles(max(n, 8), seed=len(name))[:n]
+    saved = _shape(threads, grid)
+    try:
+        got = fused_cuda.setup_device(np, clip, width, height)
+    finally:
+        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+    got = TriangleSetup(**{f: np.asarray(got[f]) for f in FIELDS})
+    assert_same_setup(got, setup_triangles_arrays(np, clip, width, height))
+
+
+def run_clip_case(name: str) -> None:
+    from renderer import fused_cuda
+    from renderer.clip import classify_arrays
+    from tests.renderer.test_fused_kernels import clip_space_vertices
+
+    m, width, height, threads, grid = CLIP_CASES[name]
+    clip = clip_space_vertices(200, seed=m)
+    faces = np.random.default_rng(m).integers(0, len(clip), size=(m, 3))
+    gx = 1.0 + 2.0 * 8192 / width
+    gy = 1.0 + 2.0 * 8192 / height
+    saved = _shape(threads, grid)
+    try:
+        rej, cross, counts = fused_cuda.classify_device(np, clip, faces, gx, gy)
+    finally:
+        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+    want_rej, want_cross = classify_arrays(np, clip, faces, gx, gy)
+    np.testing.assert_array_equal(rej, want_rej)
+    np.testing.assert_array_equal(cross, want_cross)
+    assert counts.tolist() == [int(want_cross.sum()), int(want_rej.sum())]
+    if m:
+        assert 0 < counts[0] < m and 0 < counts[1] < m
+
+
+def run_shade_case(name: str) -> None:
+    from renderer import fused_cuda
+    from renderer.shading import shade_pixels_arrays
+    from tests.renderer.test_fused_kernels import shading_case
+
+    n_tri, n_pix, width, threads, grid = SHADE_CASES[name]
+    tri, pix, setup, colours = shading_case(n_tri, n_pix, width, seed=n_pix)
+    # host arrays go to the simulated device whole: a contiguous copy (CuPy's strided
+    # views go as they are: the PTX test compiles that signature)
+    colours = np.ascontiguousarray(colours)
+    saved = _shape(threads, grid)
+    try:
+        with np.errstate(all="ignore"):
+            got = fused_cuda.shade_device(np, tri, pix, width, setup, colours)
+    finally:
+        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+    with np.errstate(all="ignore"):
+        want = shade_pixels_arrays(np, tri, pix, width, setup, colours)
+    np.testing.assert_array_equal(got, want)
+
+
+def run_span_case(name: str) -> None:
+    from renderer import fused_cuda
+    from renderer.scan import spans_arrays
+    from tests.renderer.test_fused_kernels import spans_case
+
+    n_tri, n_tasks, width, threads, grid = SPAN_CASES[name]
+    setup, items, tasks = spans_case(n_tri, n_tasks, width, seed=n_tasks)
+    saved = _shape(threads, grid)
+    try:
+        got = fused_cuda.spans_device(np, setup, items, tasks)
+    finally:
+        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+    for g, w in zip(got, spans_arrays(np, setup, items, tasks), strict=True):
+        np.testing.assert_array_equal(g, w)
+    assert (got[2] > 0).any() and (got[2] <= 0).any()
+
+
+def main() -> None:
+    results = {}
+    for name in case_names():
+        try:
+            run_case(name)
+            results[name] = None
+        except Exception:  # reported per case by the test
+            results[name] = traceback.format_exc()
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

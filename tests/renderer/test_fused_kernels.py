@@ -1,0 +1,323 @@
+"""The fused kernels (renderer.setup_kernels, clip_kernels, span_kernels, shading_kernels)
+against the array code, bit for bit, on the CPU and on the counting stand-in for CuPy.
+
+The oracles are :func:`renderer.scan.setup_triangles_arrays`,
+:func:`renderer.clip.classify_arrays`, :func:`renderer.scan.spans_arrays` and
+:func:`renderer.shading.shade_pixels_arrays`, the chains of array expressions the fused
+kernels replace. Floats are compared by their
+bits (a last-bit difference from a contracted multiply-add, or a -0.0, would fail).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import renderer
+from kernels import counting
+from renderer import clip as clip_module
+from renderer import pipeline, shading
+from renderer.clip import classify_arrays
+from renderer.clip_kernels import classify_cpu
+from renderer.scan import setup_triangles, setup_triangles_arrays, spans, spans_arrays
+from renderer.setup_kernels import OUTPUTS, setup_cpu
+from renderer.shading import shade_pixels, shade_pixels_arrays
+from simd import Machine
+
+FIELDS = [name for name, _, _ in OUTPUTS] + ["n_degenerate"]
+
+
+def assert_same_setup(got, want) -> None:
+    for name in FIELDS:
+        g, w = np.asarray(getattr(got, name)), np.asarray(getattr(want, name))
+        assert g.dtype == w.dtype and g.shape == w.shape, name
+        if g.dtype.kind == "f":
+            bits = f"i{g.itemsize}"
+            g, w = np.ascontiguousarray(g).view(bits), np.ascontiguousarray(w).view(bits)
+        np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+def random_triangles(n: int, seed: int = 0) -> np.ndarray:
+    """Clip coordinates with every special case of setup: degenerate triangles (repeated
+    and collinear vertices), both orientations, vertices on pixel centres and half-way
+    between sub-pixel steps (round half to even), horizontal edges, ones beyond the
+    viewport, tiny and huge ones."""
+    rng = np.random.default_rng(seed)
+    clip = rng.normal(scale=0.8, size=(n, 3, 4))
+    clip[..., 3] = rng.uniform(0.05, 4.0, size=(n, 3))
+    k = n // 8
+    clip[:k, 1] = clip[:k, 0]  # a repeated vertex
+    clip[k : 2 * k, 2] = 0.5 * (clip[k : 2 * k, 0] + clip[k : 2 * k, 1])  # collinear
+    clip[2 * k : 3 * k, 1, 1] = clip[2 * k : 3 * k, 0, 1]  # a horizontal edge (w = 1 below)
+    clip[2 * k : 3 * k, :2, 3] = 1.0
+    clip[3 * k : 4 * k, :, :2] *= 1e-4  # sub-pixel triangles
+    clip[4 * k : 5 * k, :, :2] *= 40.0  # far beyond the viewport (inside the guard band)
+    # window x = 0.5 + j / 512 exactly (a tie of the 1/256 snapping) on a 64-wide viewport
+    j = rng.integers(-2000, 2000, size=(k, 3))
+    clip[5 * k : 6 * k, :, 3] = 1.0
+    clip[5 * k : 6 * k, :, 0] = (0.5 + j / 512.0) / 32.0 - 1.0
+    return clip
+
+
+@pytest.mark.parametrize(("width", "height"), [(64, 48), (17, 1), (1, 1)])
+def test_cpu_kernel_matches_array_code(width, height):
+    clip = random_triangles(4000)
+    got = renderer.scan.TriangleSetup(**setup_cpu(clip, width, height))
+    want = setup_triangles_arrays(np, clip, width, height)
+    assert int(want.n_degenerate) >= 800  # the degenerate cases above are really there
+    assert_same_setup(got, want)
+
+
+def test_empty_and_non_contiguous_input():
+    for clip in (np.zeros((0, 3, 4)), random_triangles(64)[:, :, :4][::2]):
+        want = setup_triangles_arrays(np, clip, 32, 32)
+        assert_same_setup(setup_triangles(np, clip, 32, 32), want)
+
+
+def test_float32_input_takes_the_array_code():
+    clip = random_triangles(64).astype(np.float32)
+    assert_same_setup(setup_triangles(np, clip, 32, 32), setup_triangles_arrays(np, clip, 32, 32))
+
+
+def clip_space_vertices(n: int, seed: int = 0) -> np.ndarray:
+    """Vertices on and around every plane of the view volume and of the guard band: exact
+    ties (x == w, z == -w, x == gx w), NaN-free, both signs of w's neighbourhood."""
+    rng = np.random.default_rng(seed)
+    v = rng.normal(scale=1.5, size=(n, 4))
+    v[:, 3] = rng.uniform(0.01, 2.0, size=n)
+    k = n // 6
+    v[:k, 0] = v[:k, 3]  # on x = w
+    v[k : 2 * k, 2] = -v[k : 2 * k, 3]  # on the near plane
+    v[2 * k : 3 * k, :2] *= 600.0  # around the guard band
+    g = 1.0 + 2.0 * 8192 / 64
+    v[3 * k : 4 * k, 0] = g * v[3 * k : 4 * k, 3]  # on the guard band's plane, as rounded
+    v[4 * k : 5 * k, 2] = rng.choice([-1.0, 1.0], size=k) * v[4 * k : 5 * k, 3] * 1.5
+    return v
+
+
+@pytest.mark.parametrize(("width", "height"), [(64, 48), (3, 1000)])
+def test_cpu_clip_tests_match_array_code(width, height):
+    clip = clip_space_vertices(3000)
+    faces = np.random.default_rng(1).integers(0, len(clip), size=(9000, 3))
+    gx = 1.0 + 2.0 * 8192 / width
+    gy = 1.0 + 2.0 * 8192 / height
+    rej, cross, n_c, n_r = classify_cpu(clip, faces, gx, gy)
+    want_rej, want_cross = classify_arrays(np, clip, faces, gx, gy)
+    np.testing.assert_array_equal(rej, want_rej)
+    np.testing.assert_array_equal(cross, want_cross)
+    assert (n_c, n_r) == (int(want_cross.sum()), int(want_rej.sum()))
+    assert 0 < n_c < len(faces) and 0 < n_r < len(faces)  # all kinds are there
+    rej, cross, n_c, n_r = classify_cpu(clip, faces[:0], gx, gy)
+    assert rej.shape == cross.shape == (0,) and n_c == n_r == 0
+
+
+def test_counting_backend_clip_tests_one_launch():
+    m = Machine(backend="counting")
+    clip = clip_space_vertices(600)
+    faces = np.random.default_rng(2).integers(0, len(clip), size=(1000, 3))
+    dclip, dfaces = m.asarray(clip), m.asarray(faces)
+    with counting.measure() as c:
+        rej, cross, n_c, n_r = clip_module._classify(m.xp, dclip, dfaces, 3.5, 4.5)
+    # the fused kernel, the zeroing of its counts and their read back (one sync)
+    assert c.total.ops["kernel:renderer.clip_classify"] == 1
+    assert c.total.launches == 2 and c.total.syncs == 1
+    want_rej, want_cross = classify_arrays(np, clip, faces, 3.5, 4.5)
+    np.testing.assert_array_equal(m.asnumpy(rej), want_rej)
+    np.testing.assert_array_equal(m.asnumpy(cross), want_cross)
+    assert (n_c, n_r) == (int(want_cross.sum()), int(want_rej.sum()))
+
+
+def _recording_setups(monkeypatch) -> list:
+    """Wrap the pipeline's setup and clipping tests: every call compares the fused result
+    with the array code."""
+    seen = []
+    classify = clip_module._classify
+
+    def checked_classify(xp, clip, faces, gx, gy):
+        got = classify(xp, clip, faces, gx, gy)
+        host = [np.asarray(xp.asnumpy(a)) if xp is not np else a for a in (clip, faces)]
+        want = classify_arrays(np, *host, gx, gy)
+        for g, w in zip(got[:2], want, strict=True):
+            np.testing.assert_array_equal(np.asarray(xp.asnumpy(g)) if xp is not np else g, w)
+        assert got[2:] == (int(want[1].sum()), int(want[0].sum()))
+        return got
+
+    monkeypatch.setattr(clip_module, "_classify", checked_classify)
+
+    def checked_shade(xp, tri, pix, width, setup, colours):
+        got = shade_pixels(xp, tri, pix, width, setup, colours)
+        if xp is np:
+            want = shade_pixels_arrays(np, tri, pix, width, setup, colours)
+        else:
+            host = [np.asarray(xp.asnumpy(x)) for x in (tri, pix, colours)]
+            s = type(setup)(**{f: _host_xp(xp, getattr(setup, f)) for f in FIELDS})
+            with np.errstate(all="ignore"):
+                want = shade_pixels_arrays(np, host[0], host[1], width, s, host[2])
+            got = xp.asnumpy(got)
+        np.testing.assert_array_equal(np.asarray(got), want)
+        return got if xp is np else xp.asarray(got)
+
+    monkeypatch.setattr(pipeline, "shade_pixels", checked_shade)
+
+    def checked(xp, clip, width, height, *, machine=None):
+        got = setup_triangles(xp, clip, width, height, machine=machine)
+        host = machine.asnumpy(clip) if machine is not None else clip
+        assert_same_setup(
+            type(got)(**{f: _host(machine, getattr(got, f)) for f in FIELDS}),
+            setup_triangles_arrays(np, host, width, height),
+        )
+        seen.append(int(clip.shape[0]))
+        return got
+
+    monkeypatch.setattr(pipeline, "setup_triangles", checked)
+    return seen
+
+
+def _host_xp(xp, a):
+    return np.asarray(xp.asnumpy(a))
+
+
+def _host(machine, a):
+    return np.asarray(machine.asnumpy(a)) if machine is not None else a
+
+
+def near_clip_camera(mesh):
+    cam = renderer.default_camera(mesh, (45.0, 45.0))
+    distance = math.dist(cam.eye, cam.target)
+    return renderer.Camera(
+        eye=cam.eye, target=cam.target, up=cam.up, fovy=cam.fovy, near=distance, far=cam.far
+    )
+
+
+@pytest.mark.parametrize("backend", ["numpy", "counting"])
+def test_frames_set_up_as_the_array_code(monkeypatch, backend):
+    seen = _recording_setups(monkeypatch)
+    mesh = renderer.load_dataset("balanced", 16, cache=False)
+    for kw in ({}, {"camera": near_clip_camera(mesh)}):
+        m = Machine(backend=backend)
+        frame = renderer.render(mesh, size=64, loop="expand", machine=m, **kw)
+        if kw:
+            assert frame.stats.counts.clipped > 0
+    assert len(seen) == 2
+
+
+def test_250k_frame_set_up_as_the_array_code(monkeypatch):
+    seen = _recording_setups(monkeypatch)
+    mesh = renderer.load_dataset("balanced", "250k")
+    renderer.render(mesh, size=512, loop="expand", machine=Machine(backend="numpy"))
+    assert seen == [241_802]
+
+
+def test_counting_backend_one_launch():
+    m = Machine(backend="counting")
+    clip = random_triangles(500)
+    dclip = m.asarray(clip)
+    with counting.measure() as c:
+        got = setup_triangles(m.xp, dclip, 64, 48, machine=m)
+    # the fused kernel and the zeroing of its degenerate count; nothing read back
+    assert c.total.ops["kernel:renderer.setup_triangles"] == 1
+    assert c.total.launches == 2 and c.total.syncs == 0
+    want = setup_triangles_arrays(np, clip, 64, 48)
+    assert_same_setup(type(got)(**{f: _host(m, getattr(got, f)) for f in FIELDS}), want)
+
+
+def shading_case(n_tri: int, n_pix: int, width: int, seed: int = 0):
+    """Triangles set up from random clip coordinates and random pixels drawn by them,
+    degenerate triangles included (the GPU path shades every pixel, uncovered ones with
+    triangle 0, and drops those colours: NaN and infinities must not differ either)."""
+    rng = np.random.default_rng(seed)
+    clip = random_triangles(n_tri, seed)
+    setup = setup_triangles(np, clip, width, width)
+    tri = rng.integers(0, n_tri, size=n_pix)
+    pix = rng.integers(0, width * width, size=n_pix)
+    colours = rng.uniform(-0.1, 1.1, size=(n_tri, 3, 5))[:, :, 1:4]  # a strided view
+    return tri, pix, setup, colours
+
+
+def test_cpu_shading_matches_array_code():
+    tri, pix, setup, colours = shading_case(500, 20_000, 64)
+    with np.errstate(all="ignore"):
+        want = shade_pixels_arrays(np, tri, pix, 64, setup, colours)
+        got = shading.shade_cpu(tri, pix, 64, setup, colours)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.uint8 and got.shape == (20_000, 3)
+    assert 0 < (got == 0).mean() < 1 and (got == 255).any()  # clamped both ways
+
+
+def test_counting_backend_shading_one_launch():
+    m = Machine(backend="counting")
+    tri, pix, setup, colours = shading_case(300, 5000, 32, seed=3)
+    dev = [m.asarray(x) for x in (tri, pix, colours)]
+    dsetup = type(setup)(**{f: m.asarray(np.asarray(getattr(setup, f))) for f in FIELDS})
+    with counting.measure() as c, np.errstate(all="ignore"):
+        got = shade_pixels(m.xp, dev[0], dev[1], 32, dsetup, dev[2])
+    assert c.total.ops["kernel:renderer.shade_pixels"] == 1
+    assert c.total.launches == 1 and c.total.syncs == 0
+    with np.errstate(all="ignore"):
+        want = shade_pixels_arrays(np, tri, pix, 32, setup, colours)
+    np.testing.assert_array_equal(m.asnumpy(got), want)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "counting"])
+def test_frames_equal_the_array_code_frames(monkeypatch, backend):
+    """Whole frames (near-plane clipping, both shadings) with the fused kernels and with
+    the array code (``SIMD_FORCE_REFERENCE=1``): the same pixels, depths, faces and model
+    cycles; on the counting device, the fused frame launches fewer kernels."""
+    mesh = renderer.load_dataset("balanced", 16, cache=False)
+    for kw in ({"shading": "flat"}, {"camera": near_clip_camera(mesh)}):
+        frames, launches = [], []
+        for force in ("", "1"):
+            monkeypatch.setenv("SIMD_FORCE_REFERENCE", force)
+            with counting.measure() as c:
+                m = Machine(backend=backend)
+                frames.append(renderer.render(mesh, size=48, loop="expand", machine=m, **kw))
+            launches.append(c.total.launches)
+        fused, arrays = frames
+        np.testing.assert_array_equal(fused.image, arrays.image)
+        np.testing.assert_array_equal(fused.depth, arrays.depth)
+        np.testing.assert_array_equal(fused.face, arrays.face)
+        assert fused.stats.machine.total.cycles == arrays.stats.machine.total.cycles
+        if backend == "counting":
+            assert launches[0] < launches[1]
+
+
+def spans_case(n_tri: int, n_tasks: int, width: int, seed: int = 0):
+    """Tasks of random triangles (every edge direction, horizontal edges, degenerate ones)
+    on scan lines inside and beyond their row range (empty spans, both bounds binding)."""
+    rng = np.random.default_rng(seed)
+    setup = setup_triangles(np, random_triangles(n_tri, seed), width, width)
+    items = rng.integers(0, n_tri, size=n_tasks)
+    inside = rng.integers(0, np.maximum(setup.workload, 1))[items]
+    tasks = inside + rng.integers(-2, 3, size=n_tasks)
+    return setup, items, tasks
+
+
+def test_cpu_spans_match_array_code():
+    setup, items, tasks = spans_case(2000, 30_000, 64)
+    got = spans(np, setup, items, tasks)
+    want = spans_arrays(np, setup, items, tasks)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype == np.int64
+        np.testing.assert_array_equal(g, w)
+    length = got[2]
+    assert (length > 0).any() and (length <= 0).any()
+    # a strided view of the tasks (as the loops may pass) and no task at all
+    got = spans(np, setup, items[::3], tasks[::3])
+    for g, w in zip(got, spans_arrays(np, setup, items[::3], tasks[::3]), strict=True):
+        np.testing.assert_array_equal(g, w)
+    assert all(x.shape == (0,) for x in spans(np, setup, items[:0], tasks[:0]))
+
+
+def test_counting_backend_spans_one_launch():
+    m = Machine(backend="counting")
+    setup, items, tasks = spans_case(300, 4000, 32, seed=5)
+    dsetup = type(setup)(**{f: m.asarray(np.asarray(getattr(setup, f))) for f in FIELDS})
+    ditems, dtasks = m.asarray(items), m.asarray(tasks)
+    with counting.measure() as c:
+        got = spans(m.xp, dsetup, ditems, dtasks)
+    assert c.total.ops["kernel:renderer.spans"] == 1
+    assert c.total.launches == 1 and c.total.syncs == 0
+    for g, w in zip(got, spans_arrays(np, setup, items, tasks), strict=True):
+        np.testing.assert_array_equal(m.asnumpy(g), w)

@@ -1,0 +1,150 @@
+"""The fused kernels (renderer.fused_cuda) compile to PTX for sm_90 without a GPU, with
+no fused multiply-add: NVVM contracts ``a * b + c`` into one ``fma`` unless the
+product is libdevice's ``dmul_rn``, and an ``fma`` rounds once where the array code (one
+CuPy kernel per operation) rounds twice, which would change the last bits.
+
+The compilation runs in a child process with ``NUMBA_ENABLE_CUDASIM=0`` (the simulator
+cannot share a process with it). Device functions ask the current GPU for its compute
+capability when they compile; with no GPU here, the child answers sm_90 for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.gpu_compile import require_installed
+
+require_installed("numba_cuda", "numba-cuda (the CUDA target of Numba)")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_SCRIPT = """
+import json
+import types as pytypes
+from unittest import mock
+
+import numpy as np
+from numba import cuda, types
+
+from renderer.fused_cuda import build_kernels, kernel_functions
+from renderer.setup_kernels import OUTPUTS
+
+f64, i64 = types.float64, types.int64
+outs = tuple(
+    types.Array(i64 if dtype is np.int64 else f64, 2 if per_vertex else 1, "C")
+    for _, dtype, per_vertex in OUTPUTS
+)
+flags = types.Array(types.bool_, 1, "C")
+ints, int2 = types.Array(i64, 1, "C"), types.Array(i64, 2, "C")
+sigs = {
+    # what setup_device passes: the clip coordinates may be a strided view
+    "setup": (types.Array(f64, 3, "A"), i64, i64, f64, f64, *outs, types.Array(i64, 1, "C")),
+    "classify": (
+        types.Array(f64, 2, "C"), types.Array(i64, 2, "C"), f64, f64, flags, flags,
+        types.Array(i64, 1, "C"),
+    ),
+    # the vertex colours are a strided view of the clipped triangles' attributes
+    "shade": (
+        ints, ints, i64, int2, int2, int2, int2, ints, types.Array(f64, 2, "C"), int2,
+        types.Array(f64, 3, "A"), types.Array(types.uint8, 2, "C"),
+    ),
+    # the loops' task arrays may be strided views
+    "spans": (
+        types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), ints, ints, ints, int2, int2, int2,
+        ints, ints, ints,
+    ),
+}
+kernels = build_kernels()
+sm90 = pytypes.SimpleNamespace(compute_capability=(9, 0))
+out = {}
+for name, sig in sigs.items():
+    assert kernels[name].py_func is kernel_functions()[name]
+    with mock.patch("numba.cuda.dispatcher.get_current_device", return_value=sm90):
+        out[name] = cuda.compile_ptx(kernels[name].py_func, sig, cc=(9, 0))[0]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def ptx_all() -> dict[str, str]:
+    env = dict(os.environ)
+    env["NUMBA_ENABLE_CUDASIM"] = "0"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "error",
+            "-W",
+            "ignore:The 'generic' unit for NumPy timedelta:DeprecationWarning",
+            "-c",
+            _SCRIPT,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, f"PTX compilation failed:\n{proc.stderr[-4000:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def ptx(ptx_all) -> str:
+    return ptx_all["setup"]
+
+
+@pytest.mark.parametrize("kernel", ["setup", "classify", "shade", "spans"])
+def test_ptx_targets_sm90(ptx_all, kernel):
+    ptx = ptx_all[kernel]
+    assert re.search(r"^\.target\s+sm_90\b", ptx, re.M), "PTX does not target sm_90"
+    assert re.search(r"^\.address_size\s+64", ptx, re.M)
+    assert re.search(r"\.visible\s+\.entry\s+\S+", ptx), "no kernel entry point in the PTX"
+    assert not re.search(r"\bfma\.", ptx), "a product was contracted into an fma"
+    assert not re.search(r"\b(div|rcp)\.approx|\.ftz\.", ptx), "approximate float division"
+    if kernel in ("setup", "classify"):
+        assert re.search(r"\batom\.global\.add\.u64\b", ptx), "no atomic count"
+
+
+def test_shading_rounds_every_product(ptx_all):
+    ptx = ptx_all["shade"]
+    # 3 perspective weights, 3 channels x (3 colour products + the scaling to 255); the
+    # channel loop may be unrolled or not
+    assert len(re.findall(r"\bmul\.rn\.f64\b", ptx)) in (7, 15)
+    assert re.search(r"\bcvt\.rmi\.f64\.f64\b", ptx), "no floor"
+    assert re.search(r"\bst\.global\.u8\b", ptx), "no 8-bit colour store"
+
+
+def test_clip_tests_round_the_guard_band_products(ptx_all):
+    # gx w and gy w of the three corners, each rounded on its own
+    assert len(re.findall(r"\bmul\.rn\.f64\b", ptx_all["classify"])) == 6
+
+
+def test_no_fused_multiply_add(ptx):
+    assert not re.search(r"\bfma\.", ptx), "a product was contracted into an fma"
+    # the 30 products of the body, each rounded on its own: 18 of the window transform,
+    # 6 of snapping, 6 of the depth plane
+    assert len(re.findall(r"\bmul\.rn\.f64\b", ptx)) == 30
+
+
+def test_rounding_and_count(ptx):
+    assert re.search(r"\bcvt\.rni\.f64\.f64\b", ptx), "snapping does not round to nearest even"
+    assert re.search(r"\bcvt\.rzi\.s64\.f64\b", ptx), "no float to int64 conversion"
+    assert re.search(r"\batom\.global\.add\.u64\b", ptx), "no atomic count of degenerate ones"
+    # divisions are IEEE (div.rn / rcp.rn), never the approximate forms
+    assert not re.search(r"\b(div|rcp)\.approx", ptx)
+    assert not re.search(r"\.ftz\.", ptx)
+
+
+def test_spans_are_integer_only(ptx_all):
+    ptx = ptx_all["spans"]
+    assert not re.search(r"\.f64\b", ptx), "float arithmetic in the span kernel"
+    assert re.search(r"\bdiv\.s64\b", ptx), "no int64 division for the span bounds"
