@@ -8,12 +8,15 @@
   (:func:`shade_device`).
 - ``spans``: :func:`renderer.span_kernels.span_one`, one thread per scan-conversion task
   (:func:`spans_device`).
+- ``fragments``: :func:`renderer.zbuffer_kernels.fragment_one`, one thread per z-buffer
+  task (:func:`fragments_device`).
 
 Each is one launch over a grid-stride loop (plus the zeroing of its counts); the counts
 stay on the device until the caller reads them. On the counting stand-in for CuPy
 (:mod:`kernels.counting`) a launch counts one and its emulation runs the array code:
 :func:`renderer.scan.setup_triangles_arrays`, :func:`renderer.clip.classify_arrays`,
-:func:`renderer.shading.shade_pixels_arrays`, :func:`renderer.scan.spans_arrays`.
+:func:`renderer.shading.shade_pixels_arrays`, :func:`renderer.scan.spans_arrays`,
+:func:`renderer.zbuffer.fragments_arrays`.
 
 This module is imported on the CuPy code path only and imports ``numba.cuda`` at the
 first real launch (:func:`build_kernels`), so the counting stand-in needs no CUDA at all.
@@ -35,12 +38,15 @@ from renderer.clip_kernels import classify_one
 from renderer.setup_kernels import OUTPUTS, bind, setup_one
 from renderer.shading_kernels import shade_one
 from renderer.span_kernels import span_one
+from renderer.zbuffer_kernels import fragment_one, spans_args
 
 __all__ = [
     "KERNEL_NAMES",
     "build_kernels",
     "classify_device",
     "classify_kernel",
+    "fragments_device",
+    "fragments_kernel",
     "kernel_functions",
     "setup_device",
     "setup_kernel",
@@ -56,6 +62,7 @@ KERNEL_NAMES = {
     "classify": "renderer.clip_classify",
     "shade": "renderer.shade_pixels",
     "spans": "renderer.spans",
+    "fragments": "renderer.zbuffer_fragments",
 }
 
 # Threads per block: one triangle each; 128 keeps the many live registers of the setup body
@@ -65,6 +72,8 @@ _MAX_GRID = 2**31 - 1
 
 #: Bound to ``numba.cuda`` (or its simulator) in the kernels' copies: kernel_functions.
 cuda: Any = None
+#: Bound to ``numba.cuda.libdevice`` in the GPU's copy of _gpu_f32_bits.
+libdevice: Any = None
 
 
 def body(*args: Any) -> int:  # bound to the target's compiled per-item body
@@ -114,8 +123,22 @@ def spans_kernel(items, tasks, row0, col0, col1, a, b, c, row, lo, length):
         p += stride
 
 
+def fragments_kernel(items, tasks, tri, row, col, zrow, dzdx, x0, width, bits, first, keys,
+                     dest):  # fmt: skip
+    """Tasks ``p = grid position + k * grid size``."""
+    p = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while p < items.shape[0]:
+        body(items, tasks, p, tri, row, col, zrow, dzdx, x0, width, bits, first, keys, dest)
+        p += stride
+
+
 def _sim_fmul(a, b):
     return a * b
+
+
+def _sim_f32_bits(z):
+    return np.int64(np.float32(z).view(np.int32))
 
 
 @functools.cache
@@ -138,6 +161,7 @@ def kernel_functions() -> dict[str, Any]:
             shade_one, fmul=_sim_fmul, floor=np.floor, to_u8=np.uint8, float=np.float64
         )
         spans_body = span_one
+        fragments_body = bind(fragment_one, fmul=_sim_fmul, f32_bits=_sim_f32_bits)
     else:
         from numba.cuda import libdevice
 
@@ -153,12 +177,20 @@ def kernel_functions() -> dict[str, Any]:
         shade_body = device(
             bind(shade_one, fmul=libdevice.dmul_rn, floor=libdevice.floor, to_u8=np.uint8)
         )
+        f32_bits = device(bind(_gpu_f32_bits, libdevice=libdevice))
+        fragments_body = device(bind(fragment_one, fmul=libdevice.dmul_rn, f32_bits=f32_bits))
     return {
         "setup": bind(setup_kernel, cuda=cuda, body=setup_body),
         "classify": bind(classify_kernel, cuda=cuda, body=classify_body),
         "shade": bind(shade_kernel, cuda=cuda, body=shade_body),
         "spans": bind(spans_kernel, cuda=cuda, body=spans_body),
+        "fragments": bind(fragments_kernel, cuda=cuda, body=fragments_body),
     }
+
+
+def _gpu_f32_bits(z):
+    # float64 to float32 rounding to nearest (cvt.rn.f32.f64), then its bits
+    return np.int64(libdevice.float_as_int(libdevice.double2float_rn(z)))
 
 
 @functools.cache
@@ -221,6 +253,19 @@ def spans_device(xp: Any, setup: Any, items: Any, tasks: Any) -> tuple:
         _launch(xp, "spans", n, (items, tasks, s.row0, s.col0, s.col1, s.a, s.b, s.c, row, lo,
                                  length))  # fmt: skip
     return row, lo, length
+
+
+def fragments_device(
+    xp: Any, spans: Any, items: Any, tasks: Any, width: int, bits: int, first: int
+) -> tuple:
+    """The fused fragment work on ``xp``'s device: ``keys, dest`` (int64, one per task)."""
+    n = int(items.shape[0])
+    keys = xp.empty(n, dtype=xp.int64)
+    dest = xp.empty(n, dtype=xp.int64)
+    if n:
+        _launch(xp, "fragments", n, (items, tasks, *spans_args(spans), int(width), int(bits),
+                                     int(first), keys, dest))  # fmt: skip
+    return keys, dest
 
 
 def _launch(xp: Any, name: str, n: int, args: tuple) -> None:
@@ -286,6 +331,18 @@ def _register_emulations() -> None:
         got = spans_arrays(np, setup, np.asarray(items), np.asarray(tasks))
         for dest, value in zip((row, lo, length), got, strict=True):
             dest[...] = value
+
+    @emulates(KERNEL_NAMES["fragments"])
+    def _fragments(variant: Any, args: tuple) -> None:
+        from renderer.scan import Spans
+        from renderer.zbuffer import fragments_arrays
+
+        items, tasks, tri, row, col, zrow, dzdx, x0, width, bits, first, keys, dest = args
+        fields = (tri, row, col, np.zeros(0, dtype=np.int64), zrow, dzdx, x0)
+        spans = Spans(*(np.asarray(f) for f in fields))
+        got = fragments_arrays(np, spans, np.asarray(items), np.asarray(tasks), width, bits,
+                               first)  # fmt: skip
+        keys[...], dest[...] = got
 
     @emulates(KERNEL_NAMES["classify"])
     def _classify(variant: Any, args: tuple) -> None:

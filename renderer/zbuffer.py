@@ -19,9 +19,19 @@ from typing import Any
 
 import numpy as np
 
+from kernels import registry
 from renderer.scan import Spans
+from renderer.zbuffer_kernels import fragments_cpu
 
-__all__ = ["EMPTY", "id_bits", "depth_keys", "decode_keys", "ZBufferBody"]
+__all__ = [
+    "EMPTY",
+    "id_bits",
+    "depth_keys",
+    "decode_keys",
+    "fragments",
+    "fragments_arrays",
+    "ZBufferBody",
+]
 
 #: Key of a pixel nothing was drawn to (greater than every real key).
 EMPTY = np.iinfo(np.int64).max
@@ -71,6 +81,52 @@ def decode_keys(xp: Any, keys: Any, bits: int) -> tuple[Any, Any, Any]:
     return covered, tri, depth
 
 
+def fragments(
+    xp: Any, spans: Spans, items: Any, tasks: Any, width: int, bits: int, first: int = 0
+) -> tuple[Any, Any]:
+    """The depth keys and z-buffer addresses of pixel ``col + tasks`` of spans ``items``
+    (triangle indices offset by ``first``): one fused kernel where one is compiled
+    (:mod:`renderer.zbuffer_kernels`), else :func:`fragments_arrays`, with the same results.
+    """
+    s = spans
+    ints = (items, tasks, s.tri, s.row, s.col)
+    if (
+        all(a.dtype == np.int64 for a in ints)
+        and all(a.dtype == np.float64 for a in (s.zrow, s.dzdx, s.x0))
+        and not registry.force_reference()
+    ):
+        if xp is np:
+            return fragments_cpu(s, items, tasks, width, bits, first)
+        from renderer.fused_cuda import fragments_device
+
+        return fragments_device(xp, s, items, tasks, width, bits, first)
+    return fragments_arrays(xp, s, items, tasks, width, bits, first)
+
+
+def fragments_arrays(
+    xp: Any, spans: Spans, items: Any, tasks: Any, width: int, bits: int, first: int = 0
+) -> tuple[Any, Any]:
+    """:func:`fragments` as array expressions (the fused kernels' oracle).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.array([0])
+    >>> s = Spans(one + 2, one + 1, one + 3, one + 4, np.array([0.5]), np.array([0.25]),
+    ...           np.array([3.0]))
+    >>> keys, dest = fragments_arrays(np, s, np.array([0, 0]), np.array([0, 2]), 8, 4)
+    >>> dest.tolist(), decode_keys(np, keys, 4)[1].tolist()
+    ([11, 13], [2, 2])
+    """
+    s = spans
+    col = s.col[items] + tasks
+    z = s.zrow[items] + s.dzdx[items] * (col.astype(xp.float64) - s.x0[items])
+    tri = s.tri[items]
+    if first:  # only on ranks: no extra operation on one
+        tri = tri + first
+    return depth_keys(xp, z, tri, bits), s.row[items] * width + col
+
+
 class ZBufferBody:
     """Solution phase of the z-buffer loop: ``body(items, tasks)`` depth-tests pixel
     ``col + tasks`` of spans ``items`` with a combining send (``combine="min"``)."""
@@ -99,13 +155,7 @@ class ZBufferBody:
         xp, s = self.xp, self.spans
         if items.size == 0:
             return
-        col = s.col[items] + tasks
-        z = s.zrow[items] + s.dzdx[items] * (col.astype(xp.float64) - s.x0[items])
-        tri = s.tri[items]
-        if self.first:  # only on ranks: no extra operation on one
-            tri = tri + self.first
-        keys = depth_keys(xp, z, tri, self.bits)
-        dest = s.row[items] * self.width + col
+        keys, dest = fragments(xp, s, items, tasks, self.width, self.bits, self.first)
         self.machine.send(keys, dest, combine="min", into=self.zbuffer)
         if self.writes is not None:
             self.machine.send(

@@ -5,7 +5,8 @@
 see ``tests/kernels/test_numba_shift_cudasim.py`` for why a subprocess). Each case runs
 :func:`renderer.fused_cuda.setup_device` or ``classify_device`` on host arrays (the
 simulator copies them in and back) and compares every output, bit for bit, with the array
-code: :func:`renderer.scan.setup_triangles_arrays`, :func:`renderer.clip.classify_arrays`.
+code: :func:`renderer.scan.setup_triangles_arrays`, :func:`renderer.clip.classify_arrays`,
+:func:`renderer.zbuffer.fragments_arrays` and the others.
 Prints one JSON line ``{case: null | "error message"}``.
 """
 
@@ -44,10 +45,17 @@ SHADE_CASES = {
     "shade-32": (60, 400, 32, 32, None),
     "shade-grid-stride": (20, 150, 7, 16, 2),
 }
+# z-buffer fragments: (spans, tasks, width, threads per block, grid cap)
+FRAGMENT_CASES = {
+    "fragments-64": (90, 500, 64, 32, None),
+    "fragments-grid-stride": (25, 160, 9, 16, 2),
+}
 
 
 def case_names() -> list[str]:
-    return list(CASES) + list(CLIP_CASES) + list(SHADE_CASES) + list(SPAN_CASES)
+    return (
+        list(CASES) + list(CLIP_CASES) + list(SHADE_CASES) + list(SPAN_CASES) + list(FRAGMENT_CASES)
+    )
 
 
 def _shape(threads: int, grid: int | None):
@@ -75,6 +83,9 @@ def run_case(name: str) -> None:
         return
     if name in SPAN_CASES:
         run_span_case(name)
+        return
+    if name in FRAGMENT_CASES:
+        run_fragment_case(name)
         return
     n, width, height, threads, grid = CASES[name]
     clip = random_triangles(max(n, 8), seed=len(name))[:n]
@@ -146,6 +157,22 @@ def run_span_case(name: str) -> None:
     for g, w in zip(got, spans_arrays(np, setup, items, tasks), strict=True):
         np.testing.assert_array_equal(g, w)
     assert (got[2] > 0).any() and (got[2] <= 0).any()
+
+
+def run_fragment_case(name: str) -> None:
+    from renderer import fused_cuda
+    from renderer.zbuffer import fragments_arrays
+    from tests.renderer.test_fused_kernels import fragments_case
+
+    n_spans, n_tasks, width, threads, grid = FRAGMENT_CASES[name]
+    spans, items, tasks = fragments_case(n_spans, n_tasks, width, seed=n_tasks)
+    saved = _shape(threads, grid)
+    try:
+        got = fused_cuda.fragments_device(np, spans, items, tasks, width, 11, 5)
+    finally:
+        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+    for g, w in zip(got, fragments_arrays(np, spans, items, tasks, width, 11, 5), strict=True):
+        np.testing.assert_array_equal(g, w)
 
 
 def main() -> None:

@@ -1,9 +1,11 @@
-"""The fused kernels (renderer.setup_kernels, clip_kernels, span_kernels, shading_kernels)
-against the array code, bit for bit, on the CPU and on the counting stand-in for CuPy.
+"""The fused kernels (renderer.setup_kernels, clip_kernels, span_kernels, shading_kernels,
+zbuffer_kernels) against the array code, bit for bit, on the CPU and on the counting
+stand-in for CuPy.
 
 The oracles are :func:`renderer.scan.setup_triangles_arrays`,
-:func:`renderer.clip.classify_arrays`, :func:`renderer.scan.spans_arrays` and
-:func:`renderer.shading.shade_pixels_arrays`, the chains of array expressions the fused
+:func:`renderer.clip.classify_arrays`, :func:`renderer.scan.spans_arrays`,
+:func:`renderer.shading.shade_pixels_arrays` and :func:`renderer.zbuffer.fragments_arrays`,
+the chains of array expressions the fused
 kernels replace. Floats are compared by their
 bits (a last-bit difference from a contracted multiply-add, or a -0.0, would fail).
 """
@@ -21,9 +23,10 @@ from renderer import clip as clip_module
 from renderer import pipeline, shading
 from renderer.clip import classify_arrays
 from renderer.clip_kernels import classify_cpu
-from renderer.scan import setup_triangles, setup_triangles_arrays, spans, spans_arrays
+from renderer.scan import Spans, setup_triangles, setup_triangles_arrays, spans, spans_arrays
 from renderer.setup_kernels import OUTPUTS, setup_cpu
 from renderer.shading import shade_pixels, shade_pixels_arrays
+from renderer.zbuffer import fragments, fragments_arrays
 from simd import Machine
 
 FIELDS = [name for name, _, _ in OUTPUTS] + ["n_degenerate"]
@@ -320,4 +323,65 @@ def test_counting_backend_spans_one_launch():
     assert c.total.ops["kernel:renderer.spans"] == 1
     assert c.total.launches == 1 and c.total.syncs == 0
     for g, w in zip(got, spans_arrays(np, setup, items, tasks), strict=True):
+        np.testing.assert_array_equal(m.asnumpy(g), w)
+
+
+def fragments_case(n_spans: int, n_tasks: int, width: int, seed: int = 0):
+    """Tasks of random spans whose depths run below 0, above 1, through -0.0 and NaN (the
+    clamping's edges), on every pixel of each span."""
+    rng = np.random.default_rng(seed)
+    length = rng.integers(1, width + 1, size=n_spans)
+    col = rng.integers(0, width - length + 1)
+    zrow = rng.uniform(-0.2, 1.2, size=n_spans)
+    zrow[::7] = -0.0
+    zrow[3::11] = np.nan
+    zrow[5::13] = 1.0
+    dzdx = rng.normal(0.0, 0.01, size=n_spans)
+    dzdx[::5] = 0.0
+    x0 = rng.uniform(-2.0, width + 2.0, size=n_spans)
+    tri = rng.integers(0, 1000, size=n_spans)
+    row = rng.integers(0, width, size=n_spans)
+    spans = Spans(tri, row, col, length, zrow, dzdx, x0)
+    items = rng.integers(0, n_spans, size=n_tasks)
+    tasks = rng.integers(0, length[items])
+    return spans, items, tasks
+
+
+@pytest.mark.parametrize("first", [0, 4096])
+def test_cpu_fragments_match_array_code(first):
+    spans, items, tasks = fragments_case(3000, 40_000, 64)
+    got = fragments(np, spans, items, tasks, 64, 13, first)
+    want = fragments_arrays(np, spans, items, tasks, 64, 13, first)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype == np.int64
+        np.testing.assert_array_equal(g, w)
+    depth = (got[0] >> 13).astype(np.int32).view(np.float32)
+    assert (depth == 0).any() and (depth == 1).any() and ((depth > 0) & (depth < 1)).any()
+    # a strided view of the tasks (as the loops may pass) and no task at all
+    got = fragments(np, spans, items[::3], tasks[::3], 64, 13, first)
+    want = fragments_arrays(np, spans, items[::3], tasks[::3], 64, 13, first)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    assert all(x.shape == (0,) for x in fragments(np, spans, items[:0], tasks[:0], 64, 13))
+
+
+def test_float32_depths_take_the_array_code():
+    spans, items, tasks = fragments_case(50, 300, 16, seed=2)
+    spans.zrow = spans.zrow.astype(np.float32)
+    got = fragments(np, spans, items, tasks, 16, 10)
+    for g, w in zip(got, fragments_arrays(np, spans, items, tasks, 16, 10), strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_counting_backend_fragments_one_launch():
+    m = Machine(backend="counting")
+    spans, items, tasks = fragments_case(300, 4000, 32, seed=5)
+    dspans = Spans(*(m.asarray(getattr(spans, f)) for f in Spans.__dataclass_fields__))
+    ditems, dtasks = m.asarray(items), m.asarray(tasks)
+    with counting.measure() as c:
+        got = fragments(m.xp, dspans, ditems, dtasks, 32, 9, 7)
+    assert c.total.ops["kernel:renderer.zbuffer_fragments"] == 1
+    assert c.total.launches == 1 and c.total.syncs == 0
+    want = fragments_arrays(np, spans, items, tasks, 32, 9, 7)
+    for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(m.asnumpy(g), w)

@@ -43,6 +43,7 @@ outs = tuple(
 )
 flags = types.Array(types.bool_, 1, "C")
 ints, int2 = types.Array(i64, 1, "C"), types.Array(i64, 2, "C")
+floats = types.Array(f64, 1, "C")
 sigs = {
     # what setup_device passes: the clip coordinates may be a strided view
     "setup": (types.Array(f64, 3, "A"), i64, i64, f64, f64, *outs, types.Array(i64, 1, "C")),
@@ -59,6 +60,11 @@ sigs = {
     "spans": (
         types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), ints, ints, ints, int2, int2, int2,
         ints, ints, ints,
+    ),
+    # spans' fields, the loops' (maybe strided) tasks, the keys and addresses
+    "fragments": (
+        types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), ints, ints, ints, floats, floats,
+        floats, i64, i64, i64, ints, ints,
     ),
 }
 kernels = build_kernels()
@@ -102,7 +108,7 @@ def ptx(ptx_all) -> str:
     return ptx_all["setup"]
 
 
-@pytest.mark.parametrize("kernel", ["setup", "classify", "shade", "spans"])
+@pytest.mark.parametrize("kernel", ["setup", "classify", "shade", "spans", "fragments"])
 def test_ptx_targets_sm90(ptx_all, kernel):
     ptx = ptx_all[kernel]
     assert re.search(r"^\.target\s+sm_90\b", ptx, re.M), "PTX does not target sm_90"
@@ -148,3 +154,14 @@ def test_spans_are_integer_only(ptx_all):
     ptx = ptx_all["spans"]
     assert not re.search(r"\.f64\b", ptx), "float arithmetic in the span kernel"
     assert re.search(r"\bdiv\.s64\b", ptx), "no int64 division for the span bounds"
+
+
+def test_fragments_round_the_depth_product_and_to_float32(ptx_all):
+    ptx = ptx_all["fragments"]
+    # per copy of the body (NVVM peels the grid-stride loop): dz/dx times the distance
+    # from x0 rounded on its own (then added: no fma), and one rounding to float32
+    products = len(re.findall(r"\bmul\.rn\.f64\b", ptx))
+    assert products >= 1
+    assert len(re.findall(r"\bcvt\.rn\.f32\.f64\b", ptx)) == products
+    assert len(re.findall(r"\badd\.f64\b", ptx)) == products
+    assert re.search(r"\bshl\.b64\b", ptx), "no shift of the depth bits above the index"

@@ -1,0 +1,91 @@
+"""The z-buffer loop's per-task work fused into one kernel: a scalar body written once.
+
+:func:`fragment_one` computes, for task ``p`` (pixel ``col + tasks[p]`` of span
+``items[p]``), the depth key and the z-buffer address that
+:func:`renderer.zbuffer.fragments_arrays` computes with array expressions: the depth at the
+pixel (the product rounded on its own: ``fmul``), clamped to [0, 1], rounded to float32,
+its bits above the triangle's drawing index. The combining send that follows stays the
+machine's (the router). Compiled for the CPU with ``numba.njit`` (:func:`fragments_cpu`)
+and for the GPU with ``numba.cuda.jit`` (:mod:`renderer.fused_cuda`), as
+:mod:`renderer.setup_kernels` does for setup.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from renderer.setup_kernels import bind, cpu_loop, cpu_primitives, fmul
+
+__all__ = ["fragment_one", "fragments_cpu", "f32_bits"]
+
+
+def f32_bits(z):
+    """The IEEE bits of float64 ``z`` rounded to float32, as an int64 (each target binds
+    its own)."""
+    return np.int64(np.float32(z).view(np.int32))
+
+
+def fragment_one(items, tasks, p, tri, row, col, zrow, dzdx, x0, width, bits, first, keys,
+                 dest):  # fmt: skip
+    """Write the depth key ``keys[p]`` and z-buffer address ``dest[p]`` of task ``p``."""
+    s = items[p]
+    c = col[s] + tasks[p]
+    z = zrow[s] + fmul(dzdx[s], float(c) - x0[s])
+    if not z > 0.0:  # clamped to [0, 1]: NaN and -0.0 become +0.0
+        z = 0.0
+    if not z < 1.0:
+        z = 1.0
+    keys[p] = (f32_bits(z) << bits) | (tri[s] + first)
+    dest[p] = row[s] * width + c
+
+
+def _fragment_rows(items, tasks, tri, row, col, zrow, dzdx, x0, width, bits, first, keys,
+                   dest):  # fmt: skip
+    """Every task (the CPU's loop)."""
+    for p in range(items.shape[0]):
+        body(items, tasks, p, tri, row, col, zrow, dzdx, x0, width, bits, first, keys, dest)
+
+
+def body(*args: Any) -> None:  # rebound to the compiled fragment_one by _cpu_kernel
+    raise NotImplementedError
+
+
+@functools.cache
+def _cpu_kernel() -> Any:
+    import numba
+
+    inline = numba.njit(inline="always")
+    body = numba.njit(error_model="numpy")(
+        bind(fragment_one, fmul=cpu_primitives()["fmul"], f32_bits=inline(f32_bits))
+    )
+    return cpu_loop(bind(_fragment_rows, body=body))
+
+
+def fragments_cpu(spans: Any, items: Any, tasks: Any, width: int, bits: int, first: int) -> tuple:
+    """The fused fragment work on the CPU: ``keys, dest`` (int64, one per task).
+
+    Examples
+    --------
+    >>> from renderer.scan import Spans
+    >>> one = np.array([0])
+    >>> s = Spans(one + 2, one + 1, one + 3, one + 4, np.array([0.5]), np.array([0.25]),
+    ...           np.array([3.0]))
+    >>> keys, dest = fragments_cpu(s, np.array([0, 0]), np.array([0, 2]), 8, 4, 0)
+    >>> dest.tolist(), [int(k) & 15 for k in keys], [float(np.int32(k >> 4).view(np.float32))
+    ...                                              for k in keys]
+    ([11, 13], [2, 2], [0.5, 1.0])
+    """
+    n = items.shape[0]
+    keys = np.empty(n, dtype=np.int64)
+    dest = np.empty(n, dtype=np.int64)
+    _cpu_kernel()(items, tasks, *spans_args(spans), int(width), int(bits), int(first), keys, dest)
+    return keys, dest
+
+
+def spans_args(spans: Any) -> tuple:
+    """The span fields the body reads, in argument order."""
+    s = spans
+    return (s.tri, s.row, s.col, s.zrow, s.dzdx, s.x0)
