@@ -8,6 +8,8 @@
   (:func:`shade_device`).
 - ``spans``: :func:`renderer.span_kernels.span_one`, one thread per scan-conversion task
   (:func:`spans_device`).
+- ``compact``: :func:`renderer.span_kernels.compact_one`, one thread per kept span
+  (:func:`compact_device`).
 - ``fragments``: :func:`renderer.zbuffer_kernels.fragment_one`, one thread per z-buffer
   task (:func:`fragments_device`).
 
@@ -16,7 +18,7 @@ stay on the device until the caller reads them. On the counting stand-in for CuP
 (:mod:`kernels.counting`) a launch counts one and its emulation runs the array code:
 :func:`renderer.scan.setup_triangles_arrays`, :func:`renderer.clip.classify_arrays`,
 :func:`renderer.shading.shade_pixels_arrays`, :func:`renderer.scan.spans_arrays`,
-:func:`renderer.zbuffer.fragments_arrays`.
+:func:`renderer.scan.compact_spans_arrays`, :func:`renderer.zbuffer.fragments_arrays`.
 
 This module is imported on the CuPy code path only and imports ``numba.cuda`` at the
 first real launch (:func:`build_kernels`), so the counting stand-in needs no CUDA at all.
@@ -37,7 +39,7 @@ import numpy as np
 from renderer.clip_kernels import classify_one
 from renderer.setup_kernels import OUTPUTS, bind, setup_one
 from renderer.shading_kernels import shade_one
-from renderer.span_kernels import span_one
+from renderer.span_kernels import compact_args, compact_one, span_one
 from renderer.zbuffer_kernels import fragment_one, spans_args
 
 __all__ = [
@@ -45,6 +47,8 @@ __all__ = [
     "build_kernels",
     "classify_device",
     "classify_kernel",
+    "compact_device",
+    "compact_kernel",
     "fragments_device",
     "fragments_kernel",
     "kernel_functions",
@@ -63,6 +67,7 @@ KERNEL_NAMES = {
     "shade": "renderer.shade_pixels",
     "spans": "renderer.spans",
     "fragments": "renderer.zbuffer_fragments",
+    "compact": "renderer.compact_spans",
 }
 
 # Threads per block: one triangle each; 128 keeps the many live registers of the setup body
@@ -123,6 +128,17 @@ def spans_kernel(items, tasks, row0, col0, col1, a, b, c, row, lo, length):
         p += stride
 
 
+def compact_kernel(sel, items, row, lo, length, z0, dzdy, y0, tri_out, row_out, col_out,
+                   len_out, zrow_out):  # fmt: skip
+    """Kept spans ``p = grid position + k * grid size``."""
+    p = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while p < sel.shape[0]:
+        body(sel, items, row, lo, length, z0, dzdy, y0, p, tri_out, row_out, col_out, len_out,
+             zrow_out)  # fmt: skip
+        p += stride
+
+
 def fragments_kernel(items, tasks, tri, row, col, zrow, dzdx, x0, width, bits, first, keys,
                      dest):  # fmt: skip
     """Tasks ``p = grid position + k * grid size``."""
@@ -162,6 +178,7 @@ def kernel_functions() -> dict[str, Any]:
         )
         spans_body = span_one
         fragments_body = bind(fragment_one, fmul=_sim_fmul, f32_bits=_sim_f32_bits)
+        compact_body = bind(compact_one, fmul=_sim_fmul)
     else:
         from numba.cuda import libdevice
 
@@ -179,12 +196,14 @@ def kernel_functions() -> dict[str, Any]:
         )
         f32_bits = device(bind(_gpu_f32_bits, libdevice=libdevice))
         fragments_body = device(bind(fragment_one, fmul=libdevice.dmul_rn, f32_bits=f32_bits))
+        compact_body = device(bind(compact_one, fmul=libdevice.dmul_rn))
     return {
         "setup": bind(setup_kernel, cuda=cuda, body=setup_body),
         "classify": bind(classify_kernel, cuda=cuda, body=classify_body),
         "shade": bind(shade_kernel, cuda=cuda, body=shade_body),
         "spans": bind(spans_kernel, cuda=cuda, body=spans_body),
         "fragments": bind(fragments_kernel, cuda=cuda, body=fragments_body),
+        "compact": bind(compact_kernel, cuda=cuda, body=compact_body),
     }
 
 
@@ -253,6 +272,20 @@ def spans_device(xp: Any, setup: Any, items: Any, tasks: Any) -> tuple:
         _launch(xp, "spans", n, (items, tasks, s.row0, s.col0, s.col1, s.a, s.b, s.c, row, lo,
                                  length))  # fmt: skip
     return row, lo, length
+
+
+def compact_device(
+    xp: Any, setup: Any, sel: Any, items: Any, row: Any, lo: Any, length: Any
+) -> tuple:
+    """The fused compaction on ``xp``'s device: ``tri, row, col, length`` (int64) and
+    ``zrow`` (float64) of the kept spans ``sel``."""
+    n = int(sel.shape[0])
+    tri, row_out, col, len_out = (xp.empty(n, dtype=xp.int64) for _ in range(4))
+    zrow = xp.empty(n, dtype=xp.float64)
+    if n:
+        _launch(xp, "compact", n, (sel, items, row, lo, length, *compact_args(setup), tri,
+                                   row_out, col, len_out, zrow))  # fmt: skip
+    return tri, row_out, col, len_out, zrow
 
 
 def fragments_device(
@@ -343,6 +376,17 @@ def _register_emulations() -> None:
         got = fragments_arrays(np, spans, np.asarray(items), np.asarray(tasks), width, bits,
                                first)  # fmt: skip
         keys[...], dest[...] = got
+
+    @emulates(KERNEL_NAMES["compact"])
+    def _compact(variant: Any, args: tuple) -> None:
+        from renderer.scan import compact_spans_arrays
+
+        sel, items, row, lo, length, z0, dzdy, y0, *outs = args
+        setup = types.SimpleNamespace(z0=np.asarray(z0), dzdy=np.asarray(dzdy), y0=np.asarray(y0))
+        host = (np.asarray(a) for a in (sel, items, row, lo, length))
+        got = compact_spans_arrays(np, setup, *host)
+        for dest, value in zip(outs, got, strict=True):
+            dest[...] = value
 
     @emulates(KERNEL_NAMES["classify"])
     def _classify(variant: Any, args: tuple) -> None:

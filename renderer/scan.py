@@ -33,7 +33,7 @@ import numpy as np
 
 from kernels import registry
 from renderer.setup_kernels import setup_cpu
-from renderer.span_kernels import spans_cpu
+from renderer.span_kernels import compact_cpu, spans_cpu
 from renderer.transform import SUBPIXEL, to_window
 
 __all__ = [
@@ -42,6 +42,8 @@ __all__ = [
     "setup_triangles_arrays",
     "spans",
     "spans_arrays",
+    "compact_spans",
+    "compact_spans_arrays",
     "ScanConverter",
     "Spans",
 ]
@@ -274,6 +276,50 @@ def spans_arrays(xp: Any, setup: TriangleSetup, items: Any, tasks: Any) -> tuple
     return row, lo, hi - lo + 1
 
 
+def compact_spans(
+    xp: Any, setup: TriangleSetup, sel: Any, items: Any, row: Any, lo: Any, length: Any
+) -> tuple[Any, Any, Any, Any, Any]:
+    """The kept spans ``sel`` of tasks ``items`` (spans ``row, lo, length``): their
+    triangle, scan line, first pixel, length and depth at (x0 of the triangle, row): one
+    fused kernel where one is compiled (:mod:`renderer.span_kernels`), else
+    :func:`compact_spans_arrays`, with the same results."""
+    ints = (sel, items, row, lo, length)
+    floats = (setup.z0, setup.dzdy, setup.y0)
+    if (
+        all(a.dtype == np.int64 for a in ints)
+        and all(a.dtype == np.float64 for a in floats)
+        and not registry.force_reference()
+    ):
+        if xp is np:
+            return compact_cpu(setup, sel, items, row, lo, length)
+        from renderer.fused_cuda import compact_device
+
+        return compact_device(xp, setup, sel, items, row, lo, length)
+    return compact_spans_arrays(xp, setup, sel, items, row, lo, length)
+
+
+def compact_spans_arrays(
+    xp: Any, setup: TriangleSetup, sel: Any, items: Any, row: Any, lo: Any, length: Any
+) -> tuple[Any, Any, Any, Any, Any]:
+    """:func:`compact_spans` as array expressions (the fused kernels' oracle).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clip = np.array([[[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1]]])
+    >>> s = setup_triangles_arrays(np, clip, 16, 16)
+    >>> row, lo, length = spans_arrays(np, s, np.array([0, 0]), np.array([0, 6]))
+    >>> out = compact_spans_arrays(np, s, np.array([1]), np.array([0, 0]), row, lo, length)
+    >>> [x.tolist() for x in out]
+    [[0], [10], [7], [2], [0.5]]
+    """
+    s = setup
+    tri = items[sel]
+    row = row[sel]
+    zrow = s.z0[tri] + s.dzdy[tri] * (row.astype(xp.float64) - s.y0[tri])
+    return tri, row, lo[sel], length[sel], zrow
+
+
 @dataclass
 class Spans:
     """Spans made by scan conversion (xp arrays of length S).
@@ -327,10 +373,7 @@ class ScanConverter:
         if count == 0:
             return
         self._add_figures(count, figures)
-        tri = items[sel]
-        row = row[sel]
-        zrow = s.z0[tri] + s.dzdy[tri] * (row.astype(xp.float64) - s.y0[tri])
-        self._parts.append((tri, row, lo[sel], length[sel], zrow))
+        self._parts.append(compact_spans(xp, s, sel, items, row, lo, length))
 
     def _pack(self, keep: Any, length: Any) -> tuple[Any, int, tuple[int, int, int]]:
         """The positions of the kept spans, their number and their lengths' sum, max, min.

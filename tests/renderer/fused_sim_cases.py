@@ -50,6 +50,11 @@ FRAGMENT_CASES = {
     "fragments-64": (90, 500, 64, 32, None),
     "fragments-grid-stride": (25, 160, 9, 16, 2),
 }
+# compaction of the kept spans: (triangles, tasks, width, threads per block, grid cap)
+COMPACT_CASES = {
+    "compact-64": (80, 400, 64, 32, None),
+    "compact-grid-stride": (30, 150, 9, 16, 2),
+}
 
 
 def case_names() -> list[str]:
@@ -86,6 +91,9 @@ def run_case(name: str) -> None:
         return
     if name in FRAGMENT_CASES:
         run_fragment_case(name)
+        return
+    if name in COMPACT_CASES:
+        run_compact_case(name)
         return
     n, width, height, threads, grid = CASES[name]
     clip = random_triangles(max(n, 8), seed=len(name))[:n]
@@ -173,6 +181,22 @@ def run_fragment_case(name: str) -> None:
         fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
     for g, w in zip(got, fragments_arrays(np, spans, items, tasks, width, 11, 5), strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+def run_compact_case(name: str) -> None:
+    from renderer import fused_cuda
+    from renderer.scan import compact_spans_arrays
+    from tests.renderer.test_fused_kernels import assert_same_arrays, compact_case
+
+    n_tri, n_tasks, width, threads, grid = COMPACT_CASES[name]
+    setup, sel, items, row, lo, length = compact_case(n_tri, n_tasks, width, seed=n_tasks)
+    saved = _shape(threads, grid)
+    try:
+        got = fused_cuda.compact_device(np, setup, sel, items, row, lo, length)
+    finally:
+        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+    assert_same_arrays(got, compact_spans_arrays(np, setup, sel, items, row, lo, length))
+    assert 0 < sel.size < items.size
 
 
 def main() -> None:

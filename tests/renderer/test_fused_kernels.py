@@ -4,7 +4,8 @@ stand-in for CuPy.
 
 The oracles are :func:`renderer.scan.setup_triangles_arrays`,
 :func:`renderer.clip.classify_arrays`, :func:`renderer.scan.spans_arrays`,
-:func:`renderer.shading.shade_pixels_arrays` and :func:`renderer.zbuffer.fragments_arrays`,
+:func:`renderer.scan.compact_spans_arrays`, :func:`renderer.shading.shade_pixels_arrays` and
+:func:`renderer.zbuffer.fragments_arrays`,
 the chains of array expressions the fused
 kernels replace. Floats are compared by their
 bits (a last-bit difference from a contracted multiply-add, or a -0.0, would fail).
@@ -23,7 +24,15 @@ from renderer import clip as clip_module
 from renderer import pipeline, shading
 from renderer.clip import classify_arrays
 from renderer.clip_kernels import classify_cpu
-from renderer.scan import Spans, setup_triangles, setup_triangles_arrays, spans, spans_arrays
+from renderer.scan import (
+    Spans,
+    compact_spans,
+    compact_spans_arrays,
+    setup_triangles,
+    setup_triangles_arrays,
+    spans,
+    spans_arrays,
+)
 from renderer.setup_kernels import OUTPUTS, setup_cpu
 from renderer.shading import shade_pixels, shade_pixels_arrays
 from renderer.zbuffer import fragments, fragments_arrays
@@ -385,3 +394,46 @@ def test_counting_backend_fragments_one_launch():
     want = fragments_arrays(np, spans, items, tasks, 32, 9, 7)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(m.asnumpy(g), w)
+
+
+def compact_case(n_tri: int, n_tasks: int, width: int, seed: int = 0):
+    """The spans of :func:`spans_case` and the positions of the non-empty ones."""
+    setup, items, tasks = spans_case(n_tri, n_tasks, width, seed)
+    row, lo, length = spans_arrays(np, setup, items, tasks)
+    return setup, np.nonzero(length > 0)[0], items, row, lo, length
+
+
+def assert_same_arrays(got, want) -> None:
+    for g, w in zip(got, want, strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        if g.dtype.kind == "f":  # by their bits
+            g, w = g.view(np.int64), w.view(np.int64)
+        np.testing.assert_array_equal(g, w)
+
+
+def test_cpu_compaction_matches_array_code():
+    setup, sel, items, row, lo, length = compact_case(2000, 30_000, 64)
+    assert 0 < sel.size < items.size
+    got = compact_spans(np, setup, sel, items, row, lo, length)
+    assert_same_arrays(got, compact_spans_arrays(np, setup, sel, items, row, lo, length))
+    # strided views and nothing kept
+    args = (sel[::2], items[::3], row[::3], lo[::3], length[::3])
+    args = (args[0][args[0] < args[1].size], *args[1:])
+    got = compact_spans(np, setup, *args)
+    assert_same_arrays(got, compact_spans_arrays(np, setup, *args))
+    none = compact_spans(np, setup, sel[:0], items, row, lo, length)
+    assert all(x.shape == (0,) for x in none)
+
+
+def test_counting_backend_compaction_one_launch():
+    m = Machine(backend="counting")
+    setup, sel, items, row, lo, length = compact_case(300, 4000, 32, seed=5)
+    dsetup = type(setup)(**{f: m.asarray(np.asarray(getattr(setup, f))) for f in FIELDS})
+    dargs = [m.asarray(a) for a in (sel, items, row, lo, length)]
+    with counting.measure() as c:
+        got = compact_spans(m.xp, dsetup, *dargs)
+    assert c.total.ops["kernel:renderer.compact_spans"] == 1
+    assert c.total.launches == 1 and c.total.syncs == 0
+    want = compact_spans_arrays(np, setup, sel, items, row, lo, length)
+    assert_same_arrays([m.asnumpy(g) for g in got], want)

@@ -66,6 +66,11 @@ sigs = {
         types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), ints, ints, ints, floats, floats,
         floats, i64, i64, i64, ints, ints,
     ),
+    # the kept spans' positions, the tasks (maybe strided) and their spans, setup's fields
+    "compact": (
+        ints, types.Array(i64, 1, "A"), ints, ints, ints, floats, floats, floats, ints, ints,
+        ints, ints, floats,
+    ),
 }
 kernels = build_kernels()
 sm90 = pytypes.SimpleNamespace(compute_capability=(9, 0))
@@ -108,7 +113,7 @@ def ptx(ptx_all) -> str:
     return ptx_all["setup"]
 
 
-@pytest.mark.parametrize("kernel", ["setup", "classify", "shade", "spans", "fragments"])
+@pytest.mark.parametrize("kernel", ["setup", "classify", "shade", "spans", "fragments", "compact"])
 def test_ptx_targets_sm90(ptx_all, kernel):
     ptx = ptx_all[kernel]
     assert re.search(r"^\.target\s+sm_90\b", ptx, re.M), "PTX does not target sm_90"
@@ -165,3 +170,11 @@ def test_fragments_round_the_depth_product_and_to_float32(ptx_all):
     assert len(re.findall(r"\bcvt\.rn\.f32\.f64\b", ptx)) == products
     assert len(re.findall(r"\badd\.f64\b", ptx)) == products
     assert re.search(r"\bshl\.b64\b", ptx), "no shift of the depth bits above the index"
+
+
+def test_compaction_rounds_the_depth_product(ptx_all):
+    ptx = ptx_all["compact"]
+    # per copy of the body: dz/dy times the distance from y0, rounded on its own, then added
+    products = len(re.findall(r"\bmul\.rn\.f64\b", ptx))
+    assert products >= 1
+    assert len(re.findall(r"\badd\.f64\b", ptx)) == products

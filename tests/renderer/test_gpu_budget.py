@@ -33,15 +33,17 @@ from simd import Machine
 #: spans and shading's per-pixel work are one fused kernel each (renderer.fused_cuda):
 #: expand 486 -> 178 launches, the original form on the unbalanced set 3484 -> 1070.
 #: The z-buffer loop's per-task work (depth, key, address) is one fused kernel too
-#: (renderer.zbuffer_kernels): expand 178 -> 158, the unbalanced original form 1070 -> 870.
+#: (renderer.zbuffer_kernels): expand 178 -> 158, the unbalanced original form 1070 -> 870;
+#: and so is scan conversion's gathering of the kept spans with their depth at the row
+#: (renderer.span_kernels.compact_one): expand 158 -> 148, unbalanced original 870 -> 590.
 BUDGETS = {
-    "expand": {"launches": 158, "syncs": 4, "d2h_bytes": 61_592},
-    "cost-effective": {"launches": 332, "syncs": 11, "d2h_bytes": 61_776},
-    "original": {"launches": 244, "syncs": 11, "d2h_bytes": 61_776},
+    "expand": {"launches": 148, "syncs": 4, "d2h_bytes": 61_592},
+    "cost-effective": {"launches": 282, "syncs": 11, "d2h_bytes": 61_776},
+    "original": {"launches": 194, "syncs": 11, "d2h_bytes": 61_776},
     # the original form on the unbalanced set (many loop iterations)
-    "original/unbalanced": {"launches": 870, "syncs": 33, "d2h_bytes": 62_624},
+    "original/unbalanced": {"launches": 590, "syncs": 33, "d2h_bytes": 62_624},
     # expand with the near plane through the surface (clipping in depth)
-    "expand/near-clip": {"launches": 387, "syncs": 5, "d2h_bytes": 61_600},
+    "expand/near-clip": {"launches": 377, "syncs": 5, "d2h_bytes": 61_600},
 }
 SIZE = 64
 RESOLUTION = 16
