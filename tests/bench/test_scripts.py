@@ -26,6 +26,7 @@ SCRIPTS = {
     "primitives": ("run", None),  # primitives-<backend>-<host>.json
     "opengl_agreement": ("measure", "opengl_agreement-quick.json"),
     "render_speed": ("measure", "render_speed-quick.json"),
+    "render_scale": ("measure", "render_scale-quick.json"),
     "gpu_budget": ("measure", "gpu_budget-quick.json"),
     "scaling": ("measure", "scaling-quick.json"),
     "table1": ("measure", "table1-quick.json"),
@@ -139,4 +140,21 @@ def test_gpu_budget_quickest_real_run(tmp_path, monkeypatch, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["gpu_budget-quick.json"]
     data = json.loads((tmp_path / "gpu_budget-quick.json").read_text())
     assert data["benchmark"] == "gpu_budget" and data["frames"]
+    assert _snapshot() == before
+
+
+def test_render_scale_quickest_real_run(tmp_path, monkeypatch):
+    script = _load("render_scale")
+    before = _snapshot()
+    monkeypatch.chdir(tmp_path)
+    argv = ["--quick", "--sets", "24", "--forms", "expand", "--images", "64", "--frames", "1"]
+    assert script.main(argv) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "render_scale-quick.json",
+        "render_scale-quick.png",
+    ]
+    data = json.loads((tmp_path / "render_scale-quick.json").read_text())
+    (row,) = data["rows"]
+    assert row["triangles"] > 0 and row["median_s"] > 0 and row["peak_bytes"] > 0
+    assert row["bytes_per_triangle"] == row["peak_bytes"] / row["triangles"]
     assert _snapshot() == before
