@@ -230,6 +230,9 @@ def rank_worker(args: argparse.Namespace) -> None:
             "bytes_per_triangle": max(r["peak_bytes"] / max(r["triangles"], 1) for r in per_rank),
             "peak_method": record["peak_method"] + ", per rank", "per_rank": per_rank,
             "tracemalloc_peak_bytes": max(r["traced_bytes"] for r in per_rank),
+            "traced_bytes_per_triangle": max(
+                r["traced_bytes"] / max(r["triangles"], 1) for r in per_rank
+            ),
             "backend": machine.backend,
         }  # fmt: skip
         Path(args.rank_worker).write_text(json.dumps(out))
@@ -281,9 +284,10 @@ def table(rows: list[dict[str, Any]]) -> str:
     ]
     for r in rows:
         traced = r.get("tracemalloc_peak_bytes")
-        # per rank: the worst rank's traced peak over the mean share
-        share = r["triangles"] / r["ranks"]
-        traced_text = "-" if traced is None else f"{traced / max(share, 1):.0f}"
+        per = r.get("traced_bytes_per_triangle")  # on ranks: the worst rank's own share
+        if per is None and traced is not None:
+            per = traced / max(r["triangles"], 1)
+        traced_text = "-" if per is None else f"{per:.0f}"
         goal = "met" if r["bytes_per_triangle"] <= GOAL_BYTES_PER_TRIANGLE else "no"
         lines.append(
             f"{r['set']:>5} {r['ranks']:>5} {r['image']:>5} {r['triangles']:>10} {r['form']:<15}"
@@ -296,14 +300,17 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def linearity(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per (form, image) on one rank: the log-log slope of time against triangles (1 is
-    linear) and the ratio of the largest to the smallest set's time per triangle.
+    proportional), the ratio of the largest to the smallest set's time per triangle, and
+    the least-squares line time = fixed + per triangle x triangles (linear with a fixed,
+    per-pixel part) with its largest relative miss.
 
     Examples
     --------
-    >>> rows = [{"form": "f", "image": 8, "ranks": 1, "triangles": n, "median_s": n * 1e-6}
-    ...         for n in (10, 100)]
-    >>> linearity(rows)["f 8"]["slope"]
-    1.0
+    >>> rows = [{"form": "f", "image": 8, "ranks": 1, "triangles": n,
+    ...          "median_s": 0.1 + n * 1e-6} for n in (10**5, 10**6, 4 * 10**6)]
+    >>> fit = linearity(rows)["f 8"]
+    >>> round(fit["fixed_s"], 6), round(fit["ns_per_triangle"], 3), fit["max_miss"] < 1e-9
+    (0.1, 1000.0, True)
     """
     import numpy as np
 
@@ -315,13 +322,17 @@ def linearity(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
         )
         if len(sel) < 2:
             continue
-        x = np.log([r["triangles"] for r in sel])
-        y = np.log([r["median_s"] for r in sel])
-        slope = float(np.polyfit(x, y, 1)[0])
-        per = [r["median_s"] / r["triangles"] for r in sel]
+        n = np.array([r["triangles"] for r in sel], dtype=np.float64)
+        t = np.array([r["median_s"] for r in sel], dtype=np.float64)
+        slope = float(np.polyfit(np.log(n), np.log(t), 1)[0])
+        per_triangle, fixed = np.polyfit(n, t, 1)
+        miss = np.abs(fixed + per_triangle * n - t) / t
         out[f"{key[0]} {key[1]}"] = {
             "slope": round(slope, 3),
-            "per_triangle_ratio": per[-1] / per[0],
+            "per_triangle_ratio": float(t[-1] / n[-1] / (t[0] / n[0])),
+            "fixed_s": float(fixed),
+            "ns_per_triangle": float(1e9 * per_triangle),
+            "max_miss": float(miss.max()),
         }
     return out
 
@@ -331,7 +342,9 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
+    fits = linearity(rows)
     fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(13, 5))
     keys = sorted({(r["form"], r["image"]) for r in rows})
     for form, image in keys:
@@ -354,13 +367,14 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
             ax_b.loglog(
                 r["triangles"], r["bytes_per_triangle"], "s", color=line.get_color(), mfc="none"
             )
-        if one:  # linear in triangles through the smallest set
-            t0, s0 = one[0]["triangles"], one[0]["median_s"]
-            xs = [t0, max(r["triangles"] for r in sel)]
-            ax_t.loglog(xs, [s0 * x / t0 for x in xs], ":", color=line.get_color(), lw=0.8)
+        fit = fits.get(f"{form} {image}")
+        if fit:  # the fitted line: a fixed (per-pixel) part + a cost per triangle
+            xs = np.geomspace(one[0]["triangles"], max(r["triangles"] for r in sel), 32)
+            ys = fit["fixed_s"] + 1e-9 * fit["ns_per_triangle"] * xs
+            ax_t.loglog(xs, ys, ":", color=line.get_color(), lw=0.9)
     ax_t.set_xlabel("triangles")
     ax_t.set_ylabel("seconds per frame (median)")
-    ax_t.set_title("frame time (dotted: linear from the smallest set; squares: 4 MPI ranks)")
+    ax_t.set_title("frame time (dotted: fixed + per-triangle fit; squares: MPI ranks, slowest)")
     ax_t.legend(fontsize=7)
     ax_b.axhline(GOAL_BYTES_PER_TRIANGLE, color="k", ls="--", lw=0.8, label="goal: 250 B")
     ax_b.set_xlabel("triangles")
@@ -406,7 +420,9 @@ def measure(args: argparse.Namespace, stage: StagedOutputs, picture: Path) -> di
     for key, fit in slopes.items():
         print(
             f"{key}: time ~ triangles^{fit['slope']:.2f}; time per triangle, largest / "
-            f"smallest set: {fit['per_triangle_ratio']:.2f}"
+            f"smallest set: {fit['per_triangle_ratio']:.2f}; line: {1e3 * fit['fixed_s']:.0f} ms"
+            f" + {fit['ns_per_triangle']:.0f} ns x triangles (largest miss "
+            f"{100 * fit['max_miss']:.0f}%)"
         )
     plot(rows, stage.path(picture))
     return {
