@@ -37,7 +37,6 @@ import gc
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -242,17 +241,17 @@ def rank_worker(args: argparse.Namespace) -> None:
 
 
 def _env() -> dict[str, str]:
-    return {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        "OMPI_ALLOW_RUN_AS_ROOT": "1",
-        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-        "OMPI_MCA_mpi_yield_when_idle": "1",
-    }
+    from simd.launch import launch_environment
+
+    env = launch_environment()
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    return env
 
 
 def _mpiexec() -> str | None:
-    return shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+    from simd.launch import find_mpiexec
+
+    return find_mpiexec()
 
 
 def launch(args: argparse.Namespace, size: str, form: str, image: int, ranks: int = 1) -> dict:

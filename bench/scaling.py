@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -192,9 +190,9 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def _mpiexec() -> str:
-    found = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which(
-        "mpiexec"
-    )
+    from simd.launch import find_mpiexec
+
+    found = find_mpiexec()
     if found is None:
         raise SystemExit("bench/scaling.py: no mpiexec: pip install 'simd-emu[mpi]'")
     return found
@@ -212,13 +210,9 @@ def launch(ranks: int, mode: str, args: argparse.Namespace) -> dict[str, Any]:
             "--diffusion-cols", str(args.diffusion_cols), "--niter", str(args.niter),
             "--repeats", str(args.repeats), "--backend", args.backend,
         ]  # fmt: skip
-        env = {
-            **os.environ,
-            "OMPI_ALLOW_RUN_AS_ROOT": "1",
-            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            "OMPI_MCA_mpi_yield_when_idle": "1",
-        }
-        subprocess.run(command, check=True, timeout=args.timeout, env=env)
+        from simd.launch import launch_environment
+
+        subprocess.run(command, check=True, timeout=args.timeout, env=launch_environment())
         return json.loads(out.read_text())
 
 

