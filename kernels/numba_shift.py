@@ -30,12 +30,12 @@ References
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 
 from kernels import registry
+from kernels.numba_stream import launch_on_stream
 
 __all__ = ["halo_exchange", "shift"]
 
@@ -104,33 +104,14 @@ def _grid(extents: tuple[int, int, int], threads: int) -> tuple[tuple, tuple]:
 
 
 def _launch(xp: Any, name: str, extents: tuple[int, int, int], *args: Any) -> None:
-    """Launch kernel ``name`` over ``extents`` on ``xp``'s current stream.
-
-    CuPy arrays become Numba device arrays without a copy and without synchronising on
-    their stream (the launch is ordered after their producers on the same stream); host
-    arrays are left to Numba, which copies them in and back. Numba's low-occupancy warning
-    is silenced: small meshes are legitimate here.
-    """
+    """Launch kernel ``name`` over ``extents`` on ``xp``'s current stream
+    (:func:`kernels.numba_stream.launch_on_stream`)."""
     emulated = getattr(xp, "launch_emulated", None)
     if emulated is not None:  # the counting stand-in for CuPy (kernels.counting) runs it
         emulated(f"numba_shift.{name}", args)
         return
-    from numba import cuda
-    from numba.core.errors import NumbaPerformanceWarning
-
-    stream = cuda.default_stream()
-    if xp is not np:
-        ptr = xp.cuda.get_current_stream().ptr
-        if ptr:
-            stream = cuda.external_stream(ptr)
-        args = tuple(
-            cuda.as_cuda_array(a, sync=False) if hasattr(a, "__cuda_array_interface__") else a
-            for a in args
-        )
     grid, block = _grid(extents, _THREADS)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NumbaPerformanceWarning)
-        _kernels()[name][grid, block, stream](*args)
+    launch_on_stream(xp, _kernels()[name], grid, block, args)
 
 
 def shift(xp: Any, x: Any, offsets: tuple[int, ...], boundary: Any = "wrap") -> Any:

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import functools
 import types
-import warnings
 from typing import Any
 
 import numpy as np
 
+from kernels.numba_stream import launch_on_stream
 from renderer.clip_kernels import classify_one
 from renderer.setup_kernels import OUTPUTS, bind, setup_one
 from renderer.shading_kernels import shade_one
@@ -302,29 +302,15 @@ def fragments_device(
 
 
 def _launch(xp: Any, name: str, n: int, args: tuple) -> None:
-    """Launch kernel ``name`` over ``n`` items on ``xp``'s current stream."""
+    """Launch kernel ``name`` over ``n`` items on ``xp``'s current stream
+    (:func:`kernels.numba_stream.launch_on_stream`)."""
     emulated = getattr(xp, "launch_emulated", None)
     if emulated is not None:  # the counting stand-in for CuPy (kernels.counting)
         _register_emulations()
         emulated(KERNEL_NAMES[name], args)
         return
-    from numba import cuda
-    from numba.core.errors import NumbaPerformanceWarning
-
-    stream = cuda.default_stream()
-    if xp is not np:
-        ptr = xp.cuda.get_current_stream().ptr
-        if ptr:
-            stream = cuda.external_stream(ptr)
-        # CuPy arrays as Numba device arrays: no copy, no synchronisation
-        args = tuple(
-            cuda.as_cuda_array(a, sync=False) if hasattr(a, "__cuda_array_interface__") else a
-            for a in args
-        )
     grid = max(1, min(_MAX_GRID, -(-n // _THREADS)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NumbaPerformanceWarning)
-        build_kernels()[name][grid, _THREADS, stream](*args)
+    launch_on_stream(xp, build_kernels()[name], grid, _THREADS, args)
 
 
 @functools.cache
