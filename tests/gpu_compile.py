@@ -9,11 +9,24 @@ NVRTC/SASS compilation tests and the CUDA simulator tests cannot stop running un
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-__all__ = ["EXTRA", "require_installed", "required", "skip"]
+__all__ = [
+    "EXTRA",
+    "require_installed",
+    "required",
+    "run_in_simulator",
+    "simulator_case_names",
+    "skip",
+]
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: How to install what these tests need.
 EXTRA = "pip install '.[test-gpu-compile]'"
@@ -42,3 +55,30 @@ def skip(reason: str) -> None:
     if required():
         pytest.fail(f"REQUIRE_GPU_COMPILE=1 but {reason}", pytrace=False)
     pytest.skip(reason, allow_module_level=True)
+
+
+def simulator_case_names(worker: Path) -> list[str]:
+    """The case names of a CUDA-simulator worker script (its ``case_names()``), read
+    without enabling the simulator in this process."""
+    spec = importlib.util.spec_from_file_location(worker.stem, worker)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.case_names()
+
+
+def run_in_simulator(worker: Path) -> dict[str, str | None]:
+    """Run a worker script in one child process with ``NUMBA_ENABLE_CUDASIM=1``; its result
+    per case (None, or the error), read from the JSON of its last line of output."""
+    env = dict(os.environ)
+    env["NUMBA_ENABLE_CUDASIM"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    proc = subprocess.run(
+        [sys.executable, str(worker)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, f"simulator run failed:\n{proc.stdout}\n{proc.stderr}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
