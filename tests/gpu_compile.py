@@ -21,6 +21,7 @@ __all__ = [
     "EXTRA",
     "require_installed",
     "required",
+    "ptx_from_child",
     "run_in_simulator",
     "simulator_case_names",
     "skip",
@@ -81,4 +82,32 @@ def run_in_simulator(worker: Path) -> dict[str, str | None]:
         timeout=600,
     )
     assert proc.returncode == 0, f"simulator run failed:\n{proc.stdout}\n{proc.stderr}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def ptx_from_child(script: str) -> dict[str, str]:
+    """Run ``script`` (Python source that prints a JSON object of PTX texts on its last
+    line) in a child process with the real ``numba.cuda``, warnings as errors as in the
+    pytest configuration (with its exception for numba-cuda's own import under
+    NumPy >= 2.5); that object."""
+    env = dict(os.environ)
+    env["NUMBA_ENABLE_CUDASIM"] = "0"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "error",
+            "-W",
+            "ignore:The 'generic' unit for NumPy timedelta:DeprecationWarning",
+            "-c",
+            script,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, f"PTX compilation failed:\n{proc.stderr[-4000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -10,20 +10,14 @@ process with ``NUMBA_ENABLE_CUDASIM=0`` so this holds however the suite was star
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.gpu_compile import require_installed
+from tests.gpu_compile import ptx_from_child, require_installed
 
 require_installed("numba_cuda", "numba-cuda (the CUDA target of Numba)")
 
-ROOT = Path(__file__).resolve().parents[2]
 KERNELS = [(k, t) for k in ("shift3", "halo") for t in ("uint8", "uint16", "uint32", "uint64")]
 
 _SCRIPT = """
@@ -35,29 +29,7 @@ print(json.dumps({f"{k}:{t}": ptx for (k, t), ptx in compile_ptx(cc=(9, 0)).item
 
 @pytest.fixture(scope="module")
 def ptx() -> dict[str, str]:
-    env = dict(os.environ)
-    env["NUMBA_ENABLE_CUDASIM"] = "0"
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    proc = subprocess.run(
-        # Warnings are errors, as in the pytest configuration, with its exception for
-        # numba-cuda's own import under NumPy >= 2.5.
-        [
-            sys.executable,
-            "-W",
-            "error",
-            "-W",
-            "ignore:The 'generic' unit for NumPy timedelta:DeprecationWarning",
-            "-c",
-            _SCRIPT,
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, f"PTX compilation failed:\n{proc.stderr[-4000:]}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return ptx_from_child(_SCRIPT)
 
 
 def test_every_specialisation_is_compiled(ptx):

@@ -10,20 +10,14 @@ capability when they compile; with no GPU here, the child answers sm_90 for it.
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.gpu_compile import require_installed
+from tests.gpu_compile import ptx_from_child, require_installed
 
 require_installed("numba_cuda", "numba-cuda (the CUDA target of Numba)")
 
-ROOT = Path(__file__).resolve().parents[2]
 
 _SCRIPT = """
 import json
@@ -85,27 +79,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def ptx_all() -> dict[str, str]:
-    env = dict(os.environ)
-    env["NUMBA_ENABLE_CUDASIM"] = "0"
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-W",
-            "error",
-            "-W",
-            "ignore:The 'generic' unit for NumPy timedelta:DeprecationWarning",
-            "-c",
-            _SCRIPT,
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, f"PTX compilation failed:\n{proc.stderr[-4000:]}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return ptx_from_child(_SCRIPT)
 
 
 @pytest.fixture(scope="module")
