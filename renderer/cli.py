@@ -446,11 +446,10 @@ def _names(paths: list[str]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``simd-emu render``; returns the exit status."""
-    from renderer.image import save_depth
     from renderer.pipeline import render
     from simd import Machine, SimdError
     from simd.launch import world
-    from simd.outputs import StagedOutputs, announce_replace
+    from simd.outputs import announce_replace
 
     def fail(err: Exception) -> int:
         print(f"simd-emu render: {err}", file=sys.stderr)
@@ -530,11 +529,8 @@ def run(args: argparse.Namespace) -> int:
             f"{counts.clipped}, spans {counts.spans}, fragments {counts.fragments}, "
             f"pixels {counts.pixels}"
         )
-        if counts.pixels == 0 and form == forms[-1]:
-            print(
-                f"note: nothing was drawn ({counts.degenerate} triangles of zero area on "
-                f"screen, {counts.rejected} outside the view); the image is empty"
-            )
+        if form == forms[-1]:
+            _note_if_empty(counts)
     status = 0
     if args.compare:
         detail()
@@ -544,13 +540,7 @@ def run(args: argparse.Namespace) -> int:
         status = 0 if same else 1
     last = frames[forms[-1]]
     try:
-        with StagedOutputs() as stage:
-            last.save(stage.path(args.output))
-            if args.depth:
-                save_depth(last.depth, stage.path(args.depth))
-            if args.json:
-                with open(stage.path(args.json), "w") as fh:
-                    json.dump(_jsonable(frames, mesh, args), fh, indent=2)
+        _write_outputs(last, args, lambda: _jsonable(frames, mesh, args))
     except (ValueError, OSError) as err:
         return fail(err)
     stats = last.stats
@@ -560,6 +550,30 @@ def run(args: argparse.Namespace) -> int:
         f"({machine.cost.seconds(stats.cycles):.4f} s on the emulated machine)"
     )
     return status
+
+
+def _note_if_empty(counts: Any) -> None:
+    """Say so when a frame drew nothing (every triangle degenerate or outside the view)."""
+    if counts.pixels == 0:
+        print(
+            f"note: nothing was drawn ({counts.degenerate} triangles of zero area on "
+            f"screen, {counts.rejected} outside the view); the image is empty"
+        )
+
+
+def _write_outputs(frame: Any, args: argparse.Namespace, record: Any) -> None:
+    """Write the image, and the depth and JSON (``record()``) when asked, together
+    (:class:`simd.outputs.StagedOutputs`)."""
+    from renderer.image import save_depth
+    from simd.outputs import StagedOutputs
+
+    with StagedOutputs() as stage:
+        frame.save(stage.path(args.output))
+        if args.depth:
+            save_depth(frame.depth, stage.path(args.depth))
+        if args.json:
+            with open(stage.path(args.json), "w") as fh:
+                json.dump(record(), fh, indent=2)
 
 
 def _orbit(args: argparse.Namespace, mesh: Any, machine: Any) -> int:

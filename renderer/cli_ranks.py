@@ -14,7 +14,6 @@ one line from rank 0, and every rank exits with status 2.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -23,11 +22,18 @@ __all__ = ["run_ranks"]
 
 def run_ranks(args: argparse.Namespace, comm: Any) -> int:
     """Handler of ``simd-emu render`` on the ranks of ``comm``; returns the exit status."""
-    from renderer.cli import _check_outputs, _loop_table, _names, _picture_options, _warm_up
-    from renderer.image import save_depth
+    from renderer.cli import (
+        _check_outputs,
+        _loop_table,
+        _names,
+        _note_if_empty,
+        _picture_options,
+        _warm_up,
+        _write_outputs,
+    )
     from renderer.pipeline import render
     from simd import Machine, SimdError
-    from simd.outputs import StagedOutputs, announce_replace
+    from simd.outputs import announce_replace
     from simd.ranks import CollectiveError
 
     root = comm.Get_rank() == 0
@@ -100,19 +106,9 @@ def run_ranks(args: argparse.Namespace, comm: Any) -> int:
         detail(f"loop form: {args.loop}")
         detail("\n".join(_loop_table(frame, machine)))
         detail("\n".join(_rank_table(frame.stats.ranks)))
-        if counts.pixels == 0:
-            print(
-                f"note: nothing was drawn ({counts.degenerate} triangles of zero area on "
-                f"screen, {counts.rejected} outside the view); the image is empty"
-            )
+        _note_if_empty(counts)
         try:
-            with StagedOutputs() as stage:
-                frame.save(stage.path(args.output))
-                if args.depth:
-                    save_depth(frame.depth, stage.path(args.depth))
-                if args.json:
-                    with open(stage.path(args.json), "w") as fh:
-                        json.dump(_jsonable(frame, args, ranks.size), fh, indent=2)
+            _write_outputs(frame, args, lambda: _jsonable(frame, args, ranks.size))
         except (ValueError, OSError) as err:
             error = err
     try:
