@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+# PAPER_TABLE1: Table 1 of seed 000, (scan max, scan avg, z-buffer max, z-buffer avg) per view.
+from bench.render import PAPER_TABLE1  # noqa: E402
 from simd import Machine  # noqa: E402
 from simd.info import environment  # noqa: E402
 from simd.outputs import (  # noqa: E402
@@ -34,21 +36,6 @@ from simd.outputs import (  # noqa: E402
     write_text,
 )
 
-#: Table 1 of seed 000: (scan max, scan avg, z-buffer max, z-buffer avg) per view.
-PAPER_TABLE1 = {
-    "balanced": {
-        "(0,0)": (8, 5, 7, 1),
-        "(45,45)": (10, 5, 8, 1),
-        "M(0,0)": (13, 5, 17, 2),
-        "M(45,45)": (21, 1, 21, 3),
-    },
-    "unbalanced": {
-        "(0,0)": (231, 6, 9, 1),
-        "(45,45)": (169, 6, 30, 1),
-        "M(0,0)": (512, 8, 14, 1),
-        "M(45,45)": (468, 4, 119, 2),
-    },
-}
 #: Data-set families: name -> (our balanced kind, our unbalanced kind).
 FAMILIES = {
     "marschner-lobb": ("balanced", "unbalanced"),
