@@ -11,6 +11,10 @@ bits and the triangle's drawing index in the low bits. The minimum key is the ne
 fragment and, on equal depths, the triangle drawn first, which is what OpenGL's
 ``GL_LESS`` depth test keeps. Every loop form and backend therefore writes the same
 z-buffer.
+
+Depths below float32's smallest normal number count as 0: CuPy compiles its elementwise
+kernels with ``-ftz=true``, which would flush such a depth to zero on the GPU's array path
+and keep it elsewhere, so every path flushes it explicitly and no backend differs.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import numpy as np
 
 from kernels import registry
 from renderer.scan import Spans
-from renderer.zbuffer_kernels import fragments_cpu
+from renderer.zbuffer_kernels import FLOAT32_TINY, fragments_cpu
 
 __all__ = [
     "EMPTY",
@@ -53,8 +57,18 @@ def id_bits(n_triangles: int) -> int:
 
 def depth_keys(xp: Any, z: Any, tri: Any, bits: int) -> Any:
     """Pack float64 depths ``z`` (clamped to [0, 1], rounded to float32) and triangle
-    indices ``tri`` into int64 keys ordered by (depth, index)."""
-    z = xp.where(z > 0.0, z, 0.0)  # also turns -0.0 into +0.0
+    indices ``tri`` into int64 keys ordered by (depth, index).
+
+    Depths below float32's smallest normal number (and -0.0, NaN) count as +0.0.
+
+    Examples
+    --------
+    >>> keys = depth_keys(np, np.array([0.5, 1e-40, -0.0, 2.0]), np.array([1, 2, 3, 0]), 4)
+    >>> [(int(k) >> 4, int(k) & 15) for k in keys] == [(0x3F000000, 1), (0, 2), (0, 3),
+    ...                                                (0x3F800000, 0)]
+    True
+    """
+    z = xp.where(z >= FLOAT32_TINY, z, 0.0)  # no subnormals: CuPy's -ftz would flush them
     z = xp.where(z < 1.0, z, 1.0).astype(xp.float32)
     return (z.view(xp.int32).astype(xp.int64) << bits) | tri
 

@@ -3,7 +3,8 @@
 :func:`fragment_one` computes, for task ``p`` (pixel ``col + tasks[p]`` of span
 ``items[p]``), the depth key and the z-buffer address that
 :func:`renderer.zbuffer.fragments_arrays` computes with array expressions: the depth at the
-pixel (the product rounded on its own: ``fmul``), clamped to [0, 1], rounded to float32,
+pixel (the product rounded on its own: ``fmul``), clamped to [0, 1] (below float32's
+smallest normal number: 0), rounded to float32,
 its bits above the triangle's drawing index. The combining send that follows stays the
 machine's (the router). Compiled for the CPU with ``numba.njit`` (:func:`fragments_cpu`)
 and for the GPU with ``numba.cuda.jit`` (:mod:`renderer.fused_cuda`), as
@@ -18,6 +19,10 @@ from typing import Any
 import numpy as np
 
 from renderer.setup_kernels import bind, cpu_loop, cpu_primitives, fmul
+
+#: float32's smallest normal number: depths below it are keyed as 0 on every path (CuPy's
+#: elementwise kernels compile with -ftz=true and would flush them; the others would not).
+FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 
 __all__ = ["fragment_one", "fragments_cpu", "f32_bits"]
 
@@ -34,7 +39,7 @@ def fragment_one(items, tasks, p, tri, row, col, zrow, dzdx, x0, width, bits, fi
     s = items[p]
     c = col[s] + tasks[p]
     z = zrow[s] + fmul(dzdx[s], float(c) - x0[s])
-    if not z > 0.0:  # clamped to [0, 1]: NaN and -0.0 become +0.0
+    if not z >= FLOAT32_TINY:  # clamped to [0, 1]: NaN, -0.0 and subnormals become +0.0
         z = 0.0
     if not z < 1.0:
         z = 1.0

@@ -35,7 +35,7 @@ from renderer.scan import (
 )
 from renderer.setup_kernels import OUTPUTS, setup_cpu
 from renderer.shading import shade_pixels, shade_pixels_arrays
-from renderer.zbuffer import fragments, fragments_arrays
+from renderer.zbuffer import FLOAT32_TINY, fragments, fragments_arrays
 from simd import Machine
 
 FIELDS = [name for name, _, _ in OUTPUTS] + ["n_degenerate"]
@@ -336,8 +336,8 @@ def test_counting_backend_spans_one_launch():
 
 
 def fragments_case(n_spans: int, n_tasks: int, width: int, seed: int = 0):
-    """Tasks of random spans whose depths run below 0, above 1, through -0.0 and NaN (the
-    clamping's edges), on every pixel of each span."""
+    """Tasks of random spans whose depths run below 0, above 1, through -0.0, NaN and
+    float32's subnormal range (the clamping's edges), on every pixel of each span."""
     rng = np.random.default_rng(seed)
     length = rng.integers(1, width + 1, size=n_spans)
     col = rng.integers(0, width - length + 1)
@@ -347,6 +347,11 @@ def fragments_case(n_spans: int, n_tasks: int, width: int, seed: int = 0):
     zrow[5::13] = 1.0
     dzdx = rng.normal(0.0, 0.01, size=n_spans)
     dzdx[::5] = 0.0
+    # constant depths at float32's smallest normal number and below it: CuPy's -ftz would
+    # flush a subnormal float32 depth, so every path keys them as 0 (renderer.zbuffer)
+    edge = np.arange(10, n_spans, 25)
+    zrow[edge] = np.resize([1e-40, FLOAT32_TINY * (1 - 1e-9), FLOAT32_TINY, 5e-45], edge.size)
+    dzdx[edge] = 0.0
     x0 = rng.uniform(-2.0, width + 2.0, size=n_spans)
     tri = rng.integers(0, 1000, size=n_spans)
     row = rng.integers(0, width, size=n_spans)
@@ -366,6 +371,8 @@ def test_cpu_fragments_match_array_code(first):
         np.testing.assert_array_equal(g, w)
     depth = (got[0] >> 13).astype(np.int32).view(np.float32)
     assert (depth == 0).any() and (depth == 1).any() and ((depth > 0) & (depth < 1)).any()
+    # no subnormal depth reaches a key; the smallest normal one does
+    assert not ((depth > 0) & (depth < FLOAT32_TINY)).any() and (depth == FLOAT32_TINY).any()
     # a strided view of the tasks (as the loops may pass) and no task at all
     got = fragments(np, spans, items[::3], tasks[::3], 64, 13, first)
     want = fragments_arrays(np, spans, items[::3], tasks[::3], 64, 13, first)
