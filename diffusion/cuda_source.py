@@ -113,11 +113,32 @@ __device__ __forceinline__ void load_row(const float* __restrict__ p, float* v) 
 #endif
 }}
 
+// Global memory only (st.global).
 __device__ __forceinline__ void store_row(float* __restrict__ p, const float* v) {{
 #if VEC == 4
-    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+    // __stwb (a plain store, written as one st.global.v4): NVVM splits a float4
+    // assignment into four stores in the 64-bit-index variant.
+    __stwb(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
 #else
     p[0] = v[0];
+#endif
+}}
+
+// VEC flags as bytes (one 4-byte access when VEC is 4).
+__device__ __forceinline__ void load_flags(const unsigned char* p, bool* f) {{
+#if VEC == 4
+    uchar4 t = *reinterpret_cast<const uchar4*>(p);
+    f[0] = t.x; f[1] = t.y; f[2] = t.z; f[3] = t.w;
+#else
+    f[0] = p[0];
+#endif
+}}
+
+__device__ __forceinline__ void store_flags(unsigned char* p, const bool* f) {{
+#if VEC == 4
+    *reinterpret_cast<uchar4*>(p) = make_uchar4(f[0], f[1], f[2], f[3]);
+#else
+    p[0] = f[0];
 #endif
 }}
 
@@ -194,7 +215,8 @@ extern "C" __global__ void {name}(
             if (ok && y + 1 < n1) load_row(in + at + n2, below);
 #pragma unroll
             for (int j = 0; j < VEC; ++j) yd[j] = pm_flux(below[j] - cur[j], ik, kt);  // 0 at end
-            store_row(&yflux[buf][threadIdx.y][threadIdx.x * VEC], yd);
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) yflux[buf][threadIdx.y][threadIdx.x * VEC + j] = yd[j];
             __syncthreads();
             if (threadIdx.y > 0) {{
                 load_row(&yflux[buf][threadIdx.y - 1][threadIdx.x * VEC], yu);
@@ -210,27 +232,35 @@ extern "C" __global__ void {name}(
             for (int j = 0; j < VEC; ++j) acc[j] += (yd[j] - yu[j]) * is1;
 #endif
             float res[VEC];
+#if EPS
+            bool frz[VEC], chg[VEC];
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) frz[j] = false;
+#if EPS == 2
+            if (ok) load_flags(frozen + at, frz);
+#endif
+#endif
 #pragma unroll
             for (int j = 0; j < VEC; ++j) {{
                 acc[j] += (fx[j + 1] - fx[j]) * is2;
 #if EPS
                 const float u = gamma * acc[j];
-                bool ch = fabsf(u) >= eps;
-#if EPS == 2
-                if (ok) {{
-                    ch = ch && !frozen[at + j];
-                    frozen[at + j] = !ch;  // frozen for good once below epsilon
-                }}
-#endif
-                res[j] = ch ? cur[j] + u : cur[j];
-                if (ok) {{
-                    changed += ch ? 1u : 0u;
-                    if (mask) mask[at + j] = ch;
-                }}
+                chg[j] = fabsf(u) >= eps && !frz[j];
+                frz[j] = !chg[j];  // with freeze: frozen for good once below epsilon
+                res[j] = chg[j] ? cur[j] + u : cur[j];
+                changed += (ok && chg[j]) ? 1u : 0u;
 #else
                 res[j] = cur[j] + gamma * acc[j];
 #endif
             }}
+#if EPS
+            if (ok) {{
+#if EPS == 2
+                store_flags(frozen + at, frz);
+#endif
+                if (mask) store_flags(mask + at, chg);
+            }}
+#endif
             if (ok) store_row(out + at, res);
 #pragma unroll
             for (int j = 0; j < VEC; ++j) {{ up[j] = down[j]; cur[j] = nxt[j]; nxt[j] = after[j]; }}

@@ -39,6 +39,11 @@ _PRELUDE = r"""
 struct dim3 { unsigned x, y, z; };
 struct float4 { float x, y, z, w; };
 static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+struct uchar4 { unsigned char x, y, z, w; };
+static inline uchar4 make_uchar4(unsigned char a, unsigned char b, unsigned char c,
+                                 unsigned char d) {
+    return {a, b, c, d};
+}
 static thread_local dim3 threadIdx, blockIdx;
 static dim3 blockDim, gridDim;
 static std::barrier<>* block_barrier;
@@ -49,6 +54,7 @@ static std::barrier<>* block_barrier;
 #define __align__(n) __attribute__((aligned(n)))
 static inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 static inline float __fdividef(float a, float b) { return a / b; }
+static inline void __stwb(float4* p, float4 v) { *p = v; }
 template <class T> static inline T atomicAdd(T* p, T v) {
     return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
 }
