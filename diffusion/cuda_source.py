@@ -384,7 +384,7 @@ def step_launch(
     >>> step_launch((8192, 8192))
     ((16, 256, 1), (128, 1), 4, False)
     >>> step_launch((9, 10, 11))
-    ((11, 2, 1), (32, 8), 1, False)
+    ((1, 2, 1), (32, 8), 1, False)
     """
     ndim = len(shape)
     tile = tile or (TILE_3D if ndim == 3 else TILE_2D)
