@@ -189,8 +189,8 @@ def _image(shape, seed=5):
 
 
 CPU_CASES = [
-    # (shape, spacing, option, epsilon, freeze): odd and multiple-of-4 rows, strips of 32
-    # rows crossed, 3-D blocks of 8 rows crossed.
+    # (shape, spacing, option, epsilon, freeze): odd and multiple-of-4 rows, 2-D strips (16
+    # rows) and 3-D strips (32 planes) and blocks (8 rows) crossed.
     ((37, 44), (1.0, 1.5), 1, 0.0, False),
     ((70, 45), None, 2, 0.0, False),
     ((33, 20), None, 3, 0.0, False),
