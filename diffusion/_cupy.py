@@ -1,7 +1,16 @@
-"""Run the fused Perona-Malik step (:mod:`diffusion.cuda_source`) with CuPy.
+"""Run the fused Perona-Malik kernels (:mod:`diffusion.cuda_source`) with CuPy.
 
-Imported only when the input is a CuPy array. Kernels are compiled once per device,
-conduction option and dimension.
+Imported only for device arrays. ``xp`` is ``cupy`` or the counting stand-in
+(:mod:`kernels.counting`), on which a launch is counted once and computed by the NumPy
+model of the kernel's arithmetic below. Kernels are compiled once per namespace,
+device and variant.
+
+With ``epsilon`` the loop reads the per-iteration counts of changed points back once
+every :data:`CHECK_EVERY` iterations (and after the last), not every iteration: once an
+iteration changes no point, every later one changes none either (the input of the next
+is the same image, or every point is frozen), so the extra iterations leave the image
+as it is, and the counts read back say at which iteration the NumPy path would have
+stopped.
 """
 
 from __future__ import annotations
@@ -9,44 +18,190 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import cupy
 import numpy as np
 
-from diffusion.cuda_source import KERNEL_NAME, pm_source
+from diffusion.cuda_source import (
+    ACTIVE_NAME,
+    active_launch,
+    active_source,
+    pm_source,
+    step_launch,
+    step_name,
+)
 
-__all__ = ["pm_iterate"]
+__all__ = ["CHECK_EVERY", "pm_iterate", "pm_iterate_epsilon"]
 
-_THREADS = 256
+#: Iterations between read backs of the activity counts with ``epsilon``: one sync per
+#: 8 iterations, and at most 7 iterations that change nothing after convergence.
+CHECK_EVERY = 8
+
+_NULL = np.uint64(0)  # a null pointer argument
 
 
 @functools.cache
-def _kernel(option: int, ndim: int, device_id: int) -> cupy.RawKernel:
-    return cupy.RawKernel(pm_source(option, ndim), KERNEL_NAME, options=("-std=c++17",))
+def _step_kernel(xp: Any, option: int, ndim: int, eps: int, vec: int, index64: bool,
+                 device: int) -> Any:  # fmt: skip
+    name = step_name(option, ndim, eps, vec, index64)
+    if hasattr(xp, "launch_emulated"):  # the counting stand-in: a NumPy model
+        from kernels.counting import emulates
+
+        emulates(name)(functools.partial(_model_step, option, ndim, eps))
+    source = pm_source(option, ndim, eps, vec, index64)
+    return xp.RawKernel(source, name, options=("-std=c++17",))
+
+
+@functools.cache
+def _active_kernel(xp: Any, index64: bool, device: int) -> Any:
+    if hasattr(xp, "launch_emulated"):
+        from kernels.counting import emulates
+
+        emulates(ACTIVE_NAME)(_model_active)
+    return xp.RawKernel(active_source(index64), ACTIVE_NAME, options=("-std=c++17",))
+
+
+def _device(xp: Any) -> int:
+    return int(xp.cuda.Device().id)
+
+
+def _scalars(kappa: float, gamma: float, spacing: tuple[float, ...], option: int) -> tuple:
+    """``ik, kt, gamma, is0, is1, is2`` in float32: reciprocals of the float32 values
+    NumPy divides by (``kappa``, ``kappa sqrt 2`` for option 3, the spacings)."""
+    k = np.float32(kappa * (2**0.5) if option == 3 else kappa)
+    inv = [np.float32(1.0 / float(np.float32(s))) for s in spacing]
+    if len(inv) == 2:
+        inv = [inv[0], np.float32(1.0), inv[1]]  # is1 (the middle axis) is 3-D only
+    return (np.float32(1.0 / float(k)), k, np.float32(gamma), *inv)
+
+
+def _shape_args(shape: tuple[int, ...], index64: bool) -> tuple:
+    n = (1,) * (3 - len(shape)) + tuple(int(s) for s in shape)
+    t = np.int64 if index64 else np.int32
+    return tuple(t(s) for s in n)
+
+
+def _buffers(xp: Any, out: Any, vec: int) -> tuple[Any, Any]:
+    """A C-contiguous source (16-byte aligned for ``float4``) and its twin."""
+    src = xp.ascontiguousarray(out)
+    ptr = getattr(getattr(src, "data", None), "ptr", 0)
+    if vec == 4 and ptr % 16:
+        src = src.copy()
+    return src, xp.empty_like(src)
 
 
 def pm_iterate(
-    out: Any, niter: int, kappa: float, gamma: float, spacing: tuple[float, ...], option: int
+    xp: Any,
+    out: Any,
+    niter: int,
+    kappa: float,
+    gamma: float,
+    spacing: tuple[float, ...],
+    option: int,
 ) -> Any:
-    """``niter`` plain Perona-Malik steps of the float32 CuPy array ``out``; returns the
-    result (``out`` or its twin buffer)."""
-    kernel = _kernel(option, out.ndim, cupy.cuda.Device().id)
-    shape = (1,) * (3 - out.ndim) + tuple(out.shape)
-    sp = (1.0,) * (3 - out.ndim) + tuple(spacing)
-    k = kappa * (2**0.5) if option == 3 else kappa
-    src = cupy.ascontiguousarray(out)
-    dst = cupy.empty_like(src)
-    blocks = int(min(-(-src.size // _THREADS), 65535 * 32))
-    args = (
-        np.int64(shape[0]),
-        np.int64(shape[1]),
-        np.int64(shape[2]),
-        np.float32(k),
-        np.float32(gamma),
-        np.float32(sp[0]),
-        np.float32(sp[1]),
-        np.float32(sp[2]),
-    )
+    """``niter`` plain Perona-Malik steps of the float32 device array ``out`` (which it
+    may overwrite); returns the result. One launch per iteration, no sync."""
+    grid, block, vec, index64 = step_launch(out.shape)
+    kernel = _step_kernel(xp, option, out.ndim, 0, vec, index64, _device(xp))
+    args = _shape_args(out.shape, index64) + _scalars(kappa, gamma, spacing, option)
+    src, dst = _buffers(xp, out, vec)
     for _ in range(niter):
-        kernel((blocks,), (_THREADS,), (src, dst) + args)
+        kernel(grid, block, (src, dst, *args))
         src, dst = dst, src
     return src
+
+
+def pm_iterate_epsilon(
+    xp: Any,
+    out: Any,
+    niter: int,
+    kappa: float,
+    gamma: float,
+    spacing: tuple[float, ...],
+    option: int,
+    epsilon: float,
+    freeze: bool,
+    dilated: bool,
+) -> tuple[Any, np.ndarray, np.ndarray | None]:
+    """Steps with the fixed point ``epsilon`` (and ``freeze``) of ``out``, as the NumPy
+    path of :func:`diffusion.anisotropic_diffusion`, until an iteration changes no point
+    or after ``niter``. Returns ``(image, changed, active)``: the points changed by each
+    iteration run (its length is the iteration count) and, with ``dilated``, the points
+    active after each (the changed ones and their neighbours; None otherwise)."""
+    eps = 2 if freeze else 1
+    grid, block, vec, index64 = step_launch(out.shape)
+    kernel = _step_kernel(xp, option, out.ndim, eps, vec, index64, _device(xp))
+    args = _shape_args(out.shape, index64) + _scalars(kappa, gamma, spacing, option)
+    src, dst = _buffers(xp, out, vec)
+    frozen = xp.zeros(out.shape, dtype=np.uint8) if freeze else _NULL
+    mask = xp.empty(out.shape, dtype=np.uint8) if (dilated and not freeze) else _NULL
+    counts = xp.zeros((max(niter, 1), 2), dtype=np.uint64)  # changed, active
+    if mask is not _NULL:
+        a_grid, a_block, a_index64 = active_launch(out.shape)
+        active = _active_kernel(xp, a_index64, _device(xp))
+        a_args = _shape_args(out.shape, a_index64)
+    host = np.zeros((0, 2), dtype=np.uint64)
+    for it in range(niter):
+        kernel(grid, block, (src, dst, *args, np.float32(epsilon), frozen, mask, counts[it]))
+        if mask is not _NULL:
+            active(a_grid, a_block, (mask, *a_args, counts[it, 1:]))
+        src, dst = dst, src
+        if (it + 1) % CHECK_EVERY == 0 or it + 1 == niter:
+            host = np.concatenate([host, xp.asnumpy(counts[len(host) : it + 1])])
+            still = host[:, 0] > 0
+            if not still.all():
+                host = host[: int(np.argmin(still)) + 1]
+                break
+    changed = host[:, 0]
+    return src, changed, (host[:, 1] if mask is not _NULL else None)
+
+
+# ----------------------------------------------------------------- counting stand-in
+
+
+def _model_flux(d: np.ndarray, ik: np.float32, kt: np.float32, option: int) -> np.ndarray:
+    q = d * ik
+    if option == 1:
+        return np.exp(-(q * q)) * d
+    if option == 2:
+        return (np.float32(1.0) / (np.float32(1.0) + q * q)) * d
+    r = np.float32(1.0) - q * q
+    return np.where(np.abs(d) <= kt, np.float32(0.5) * (r * r), np.float32(0.0)) * d
+
+
+def _model_step(option: int, ndim: int, eps: int, variant: Any, args: tuple) -> None:
+    """NumPy model of one launch of the step kernel (its float32 arithmetic, without the
+    tiling and without fused multiply-adds)."""
+    src, dst, n0, n1, n2, ik, kt, gamma, is0, is1, is2 = args[:11]
+    shape = (int(n0), int(n1), int(n2))[3 - ndim :]
+    v = np.asarray(src).reshape(shape)
+    inv = (is0, is1, is2) if ndim == 3 else (is0, is2)
+    acc = np.zeros(shape, np.float32)
+    for axis in range(ndim):
+        f = _model_flux(np.diff(v, axis=axis), ik, kt, option)
+        pad = [(0, 0)] * ndim
+        pad[axis] = (1, 1)  # no flux through the border faces
+        f = np.pad(f, pad)
+        hi = tuple(slice(1, None) if a == axis else slice(None) for a in range(ndim))
+        lo = tuple(slice(None, -1) if a == axis else slice(None) for a in range(ndim))
+        acc += (f[hi] - f[lo]) * inv[axis]
+    res = dst.reshape(shape)
+    if eps == 0:
+        res[...] = v + gamma * acc
+        return
+    epsilon, frozen, mask, count = args[11:]
+    u = gamma * acc
+    ch = np.abs(u) >= epsilon
+    if eps == 2:
+        ch &= frozen.reshape(shape) == 0
+        frozen.reshape(shape)[...] = ~ch
+    res[...] = np.where(ch, v + u, v)
+    if isinstance(mask, np.ndarray):
+        mask.reshape(shape)[...] = ch
+    count[0] += np.uint64(ch.sum())
+
+
+def _model_active(variant: Any, args: tuple) -> None:
+    from diffusion.dense import dilate
+
+    mask, n0, n1, n2, count = args
+    m = np.asarray(mask).reshape(int(n0), int(n1), int(n2)).astype(bool)
+    count[0] += np.uint64(dilate(np, m).sum())

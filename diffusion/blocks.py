@@ -124,7 +124,7 @@ def block_anisotropic_diffusion(
 
             # One fused step on the extended block: its border rows are ghosts or the
             # image border, which the kernel treats as the one-rank kernel does.
-            out = pm_iterate(ext, 1, float(kappa), float(gamma), spacing, option)[own].copy()
+            out = pm_iterate(xp, ext, 1, float(kappa), float(gamma), spacing, option)[own].copy()
         elif xp is np:
             if ws is None or ws.d.shape != ext.shape:
                 ws = _Workspace(ext.shape)

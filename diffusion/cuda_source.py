@@ -1,87 +1,433 @@
 """CUDA source of the fused Perona-Malik step (the dense path on a GPU).
 
-One thread per point reads its value and its 2k orthogonal neighbours, computes medpy's
-update (forward flux minus backward flux per axis, zero flux at the border, summed over
-the axes in NumPy axis order, times gamma) and writes the new value into a second buffer:
-one read and one write of a float32 per point and iteration, the memory floor of the
-method (8 bytes per point per iteration; the neighbours come from cache). This module only
-builds source text, so it can be compiled with NVRTC without a GPU;
-:mod:`diffusion._cupy` runs it with CuPy.
+One launch per iteration reads every point once and writes it once: 8 bytes per point
+and iteration, the memory floor of the method. The update is medpy's (forward flux minus
+backward flux per axis, zero flux through the border faces, times ``gamma``), as in
+:func:`diffusion.dense.pm_update`. This module only builds source text and launch shapes,
+so it compiles with NVRTC without a GPU; :mod:`diffusion._cupy` runs it.
 
-The algorithm is the update of :func:`diffusion.dense.pm_update` (Perona & Malik, 1990, as
-in medpy's ``anisotropic_diffusion``); the exponential is CUDA's ``expf``, so results agree
-with NumPy's to float32 rounding, not bit for bit.
+How the kernel reaches the floor (issue 10: the first version issued about 224
+instructions per point and ran at about 2.6x the floor):
+
+- A 2-D or 3-D grid: a thread owns ``VEC`` consecutive points of a row (``VEC`` = 4 with
+  ``float4`` loads and stores when the row length is a multiple of 4, else 1) and marches
+  along the outermost axis (rows in 2-D, planes in 3-D) through a strip of ``R`` steps.
+  No integer division per point (a thread divides once, by the constant ``R``); indices
+  are 32-bit unless the volume needs 64 (chosen when the source is built).
+- Every face flux is computed once, except at seams: the flux through the face behind a
+  point along the marching axis is the one computed a step before (kept in registers;
+  the first step of a strip computes it); in 3-D the faces between rows come from the
+  thread of the row above through shared memory (its first row computes them); along a
+  row, a thread computes the ``VEC + 1`` faces around its points, so the face between two
+  threads is computed by both. That costs the same as a shuffle: the lane that would
+  compute the seam face alone still takes a whole warp issue slot.
+- Reciprocals of ``kappa`` and of the spacings come from the host, so no division is left
+  (option 2's ``1 / (1 + q^2)`` is the hardware reciprocal, ``__fdividef``, within 2
+  ulp); ``expf`` is kept.
+
+The main loop of option 1 in 2-D is 190 SASS instructions for 4 points (about 48 a
+point, against 288 for one point in the first version's loop, which also called the
+division subroutines); ``tests/diffusion/test_cuda_source.py`` pins these counts.
+
+With ``EPS`` (``epsilon > 0``) the same kernel applies medpy's step only where
+``|update| >= epsilon`` (and, with ``freeze``, only where the point is not frozen,
+freezing it otherwise), optionally writes the changed mask, and adds the number of changed
+points to a device counter: the activity test stays on the device. :data:`ACTIVE_NAME`
+counts the points with a changed point in their neighbourhood (the dilated mask of the
+NumPy path) for :class:`diffusion.DiffusionInfo`.
+
+Agreement: multiplying by a host reciprocal and applying the spacing to the difference of
+two fluxes round differently from NumPy's divisions, and ``expf`` is not NumPy's ``exp``:
+results agree with the NumPy path to float32 rounding (about ``2e-4`` on 0..255 data after
+10 iterations), not bit for bit; with ``epsilon``, a point whose update lies within that
+rounding of ``epsilon`` may fall on the other side of the test.
 """
 
 from __future__ import annotations
 
-__all__ = ["KERNEL_NAME", "pm_source"]
+from dataclasses import dataclass
 
-KERNEL_NAME = "pm_step"
+__all__ = [
+    "ACTIVE_NAME",
+    "INDEX32_LIMIT",
+    "Tile",
+    "active_launch",
+    "active_source",
+    "pm_source",
+    "step_launch",
+    "step_name",
+]
+
+#: Entry point of the counting kernel (points with a changed point in their neighbourhood).
+ACTIVE_NAME = "pm_active"
+#: Volumes of at least this many points use 64-bit indices: 32-bit ones keep a margin
+#: for the tile overhang past the last point.
+INDEX32_LIMIT = 2**31 - 2**24
+#: The largest grid extent used along y and z (loops stride over the rest).
+_GRID_YZ = 65535
+
+
+@dataclass(frozen=True)
+class Tile:
+    """Threads of a block along a row (``tx``), rows of a block (``by``, 3-D only), and
+    steps of a strip along the marching axis (``r``)."""
+
+    tx: int
+    by: int
+    r: int
+
+
+#: 2-D: 128 threads x 4 points = 512 columns, 16 rows a strip: 8192 blocks at 8192^2, about
+#: 5 waves of resident blocks on an H100, so the last, partial wave costs little; the
+#: strip's extra row (its first backward faces) adds 1/16 to the vertical fluxes.
+TILE_2D = Tile(tx=128, by=1, r=16)
+#: 3-D: 32 x 8 threads, 32 planes a strip.
+TILE_3D = Tile(tx=32, by=8, r=32)
 
 _TEMPLATE = r"""
 #define OPTION {option}
 #define NDIM {ndim}
+#define EPS {eps}
+#define VEC {vec}
+#define TX {tx}
+#define BY {by}
+#define R {r}
+typedef {idx} idx_t;
 
-// c(d) * d through one face: options 1 (exponential), 2 (rational), 3 (Tukey; kappa is
-// kappa * sqrt(2) there).
-__device__ __forceinline__ float pm_flux(float d, float kappa, float sp) {{
-    float q = d / kappa;
+// c(d) * d through one face, the spacing left out: options 1 (exponential), 2
+// (rational), 3 (Tukey; ik is 1 / (kappa sqrt 2) there and kt is kappa sqrt 2).
+__device__ __forceinline__ float pm_flux(float d, float ik, float kt) {{
+    float q = d * ik;
 #if OPTION == 1
-    return (expf(-(q * q)) / sp) * d;
+    return expf(-(q * q)) * d;
 #elif OPTION == 2
-    return (1.0f / (1.0f + q * q) / sp) * d;
+    return __fdividef(1.0f, 1.0f + q * q) * d;  // a reciprocal (MUFU.RCP), 2 ulp
 #else
     float r = 1.0f - q * q;
-    float top = 0.5f * (r * r) / sp;
-    return (fabsf(d) <= kappa ? top : 0.0f) * d;
+    return (fabsf(d) <= kt ? 0.5f * (r * r) : 0.0f) * d;
 #endif
 }}
 
-// Forward flux minus backward flux along one axis; no flux through the border faces.
-__device__ __forceinline__ float pm_axis(const float* __restrict__ in, long long i,
-                                         long long pos, long long size, long long stride,
-                                         float v, float kappa, float sp) {{
-    float fwd = (pos + 1 < size) ? in[i + stride] - v : 0.0f;
-    float bwd = (pos > 0) ? v - in[i - stride] : 0.0f;
-    return pm_flux(fwd, kappa, sp) - pm_flux(bwd, kappa, sp);
-}}
-
-extern "C" __global__ void {name}(const float* __restrict__ in, float* __restrict__ out,
-                                  long long n0, long long n1, long long n2, float kappa,
-                                  float gamma, float s0, float s1, float s2) {{
-    long long total = n0 * n1 * n2;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {{
-        long long x2 = i % n2;
-        long long t = i / n2;
-        long long x1 = t % n1;
-        long long x0 = t / n1;
-        float v = in[i];
-        float acc;
-#if NDIM == 3
-        acc = pm_axis(in, i, x0, n0, n1 * n2, v, kappa, s0);
-        acc = acc + pm_axis(in, i, x1, n1, n2, v, kappa, s1);
+// VEC consecutive floats (one float4 load when VEC is 4; the row length is then a
+// multiple of 4, so every thread's first point is 16-byte aligned).
+__device__ __forceinline__ void load_row(const float* __restrict__ p, float* v) {{
+#if VEC == 4
+    float4 t = *reinterpret_cast<const float4*>(p);
+    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
 #else
-        acc = pm_axis(in, i, x1, n1, n2, v, kappa, s1);
+    v[0] = p[0];
 #endif
-        acc = acc + pm_axis(in, i, x2, n2, 1, v, kappa, s2);
-        out[i] = v + gamma * acc;
+}}
+
+// Global memory only (st.global).
+__device__ __forceinline__ void store_row(float* __restrict__ p, const float* v) {{
+#if VEC == 4
+    // __stwb (a plain store, written as one st.global.v4): NVVM splits a float4
+    // assignment into four stores in the 64-bit-index variant.
+    __stwb(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
+#else
+    p[0] = v[0];
+#endif
+}}
+
+// VEC flags as bytes (one 4-byte access when VEC is 4).
+__device__ __forceinline__ void load_flags(const unsigned char* p, bool* f) {{
+#if VEC == 4
+    uchar4 t = *reinterpret_cast<const uchar4*>(p);
+    f[0] = t.x; f[1] = t.y; f[2] = t.z; f[3] = t.w;
+#else
+    f[0] = p[0];
+#endif
+}}
+
+__device__ __forceinline__ void store_flags(unsigned char* p, const bool* f) {{
+#if VEC == 4
+    *reinterpret_cast<uchar4*>(p) = make_uchar4(f[0], f[1], f[2], f[3]);
+#else
+    p[0] = f[0];
+#endif
+}}
+
+extern "C" __global__ void {name}(
+    const float* __restrict__ in, float* __restrict__ out, idx_t n0, idx_t n1, idx_t n2,
+    float ik, float kt, float gamma, float is0, float is1, float is2
+#if EPS
+    , float eps, unsigned char* __restrict__ frozen, unsigned char* __restrict__ mask,
+    unsigned long long* __restrict__ count
+#endif
+) {{
+    // The marching axis (rows in 2-D, planes in 3-D): nm steps of stride sm.
+#if NDIM == 3
+    const idx_t nm = n0, sm = n1 * n2;
+    const idx_t y = (idx_t)blockIdx.y * BY + threadIdx.y;
+    const idx_t nstrips = (nm + R - 1) / R, first = blockIdx.z, step = gridDim.z;
+    __shared__ __align__(16) float yflux[2][BY][TX * VEC];  // faces between rows, 2 buffers
+#else
+    const idx_t nm = n1, sm = n2;
+    const idx_t y = 0;
+    const idx_t nstrips = (nm + R - 1) / R, first = blockIdx.y, step = gridDim.y;
+#endif
+    const idx_t x0 = ((idx_t)blockIdx.x * TX + threadIdx.x) * VEC;
+    const bool ok = x0 < n2 && y < n1;  // 2-D: n1 is the row count and y is 0
+    const idx_t base = y * n2 + x0;     // offset within a plane (3-D) or row (2-D)
+    const bool has_left = x0 > 0, has_right = x0 + VEC < n2;
+#if EPS
+    unsigned int changed = 0;
+#endif
+    // Strips are block-uniform (every thread runs the same steps: the barriers hold).
+    for (idx_t strip = first; strip < nstrips; strip += step) {{
+        const idx_t m0 = strip * R;
+        const idx_t m1 = (m0 + R < nm) ? m0 + R : nm;
+        float cur[VEC], nxt[VEC], up[VEC];
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {{ cur[j] = 0.0f; nxt[j] = 0.0f; up[j] = 0.0f; }}
+        if (ok) {{
+            load_row(in + m0 * sm + base, cur);
+            if (m0 + 1 < nm) load_row(in + (m0 + 1) * sm + base, nxt);
+            if (m0 > 0) {{  // the face behind the strip's first step
+                float prev[VEC];
+                load_row(in + (m0 - 1) * sm + base, prev);
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) up[j] = pm_flux(cur[j] - prev[j], ik, kt);
+            }}
+        }}
+        for (idx_t m = m0; m < m1; ++m) {{
+            const idx_t at = m * sm + base;
+            float after[VEC];  // prefetch of step m + 2
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) after[j] = 0.0f;
+            if (ok && m + 2 < nm) load_row(in + at + 2 * sm, after);
+            // Faces along the row: VEC + 1 around this thread's points.
+            float fx[VEC + 1];
+            fx[0] = (ok && has_left) ? pm_flux(cur[0] - in[at - 1], ik, kt) : 0.0f;
+#pragma unroll
+            for (int j = 1; j < VEC; ++j) fx[j] = pm_flux(cur[j] - cur[j - 1], ik, kt);
+            fx[VEC] = (ok && has_right) ? pm_flux(in[at + VEC] - cur[VEC - 1], ik, kt) : 0.0f;
+            // Faces ahead along the marching axis (the ones behind are in up).
+            float down[VEC];
+            const bool more = m + 1 < nm;
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) down[j] = more ? pm_flux(nxt[j] - cur[j], ik, kt) : 0.0f;
+            float acc[VEC];
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) acc[j] = (down[j] - up[j]) * is0;
+#if NDIM == 3
+            // Faces between rows: this thread's lower face; the upper one from the row
+            // above through shared memory, computed here only on a block's first row.
+            const int buf = (int)((m - m0) & 1);
+            float below[VEC], yd[VEC], yu[VEC];
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) below[j] = cur[j];
+            if (ok && y + 1 < n1) load_row(in + at + n2, below);
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) yd[j] = pm_flux(below[j] - cur[j], ik, kt);  // 0 at end
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) yflux[buf][threadIdx.y][threadIdx.x * VEC + j] = yd[j];
+            __syncthreads();
+            if (threadIdx.y > 0) {{
+                load_row(&yflux[buf][threadIdx.y - 1][threadIdx.x * VEC], yu);
+            }} else {{
+                float above[VEC];
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) above[j] = cur[j];
+                if (ok && y > 0) load_row(in + at - n2, above);
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) yu[j] = pm_flux(cur[j] - above[j], ik, kt);
+            }}
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) acc[j] += (yd[j] - yu[j]) * is1;
+#endif
+            float res[VEC];
+#if EPS
+            bool frz[VEC], chg[VEC];
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) frz[j] = false;
+#if EPS == 2
+            if (ok) load_flags(frozen + at, frz);
+#endif
+#endif
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {{
+                acc[j] += (fx[j + 1] - fx[j]) * is2;
+#if EPS
+                const float u = gamma * acc[j];
+                chg[j] = fabsf(u) >= eps && !frz[j];
+                frz[j] = !chg[j];  // with freeze: frozen for good once below epsilon
+                res[j] = chg[j] ? cur[j] + u : cur[j];
+                changed += (ok && chg[j]) ? 1u : 0u;
+#else
+                res[j] = cur[j] + gamma * acc[j];
+#endif
+            }}
+#if EPS
+            if (ok) {{
+#if EPS == 2
+                store_flags(frozen + at, frz);
+#endif
+                if (mask) store_flags(mask + at, chg);
+            }}
+#endif
+            if (ok) store_row(out + at, res);
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {{ up[j] = down[j]; cur[j] = nxt[j]; nxt[j] = after[j]; }}
+        }}
     }}
+#if EPS
+    // One global atomic per block: the threads add into shared memory first.
+    __shared__ unsigned int block_changed;
+    if (threadIdx.x == 0 && threadIdx.y == 0) block_changed = 0;
+    __syncthreads();
+    if (changed) atomicAdd(&block_changed, changed);
+    __syncthreads();
+    if (threadIdx.x == 0 && threadIdx.y == 0 && block_changed)
+        atomicAdd(count, (unsigned long long)block_changed);
+#endif
 }}
 """
 
+_ACTIVE_TEMPLATE = r"""
+typedef {idx} idx_t;
 
-def pm_source(option: int, ndim: int) -> str:
-    """CUDA source of the fused step for conduction ``option`` and ``ndim`` (2 or 3).
+// Points with a changed point among themselves and their 2k orthogonal neighbours (the
+// NumPy path's dilate), added to *count. A 2-D image is one plane (n0 = 1).
+extern "C" __global__ void {name}(const unsigned char* __restrict__ mask, idx_t n0,
+                                  idx_t n1, idx_t n2, unsigned long long* __restrict__ count) {{
+    const idx_t x = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int active = 0;
+    for (idx_t z = blockIdx.z; z < n0; z += gridDim.z) {{
+        for (idx_t y = (idx_t)blockIdx.y * blockDim.y + threadIdx.y; y < n1;
+             y += (idx_t)gridDim.y * blockDim.y) {{
+            if (x >= n2) continue;
+            const idx_t i = (z * n1 + y) * n2 + x;
+            bool a = mask[i];
+            a = a || (x > 0 && mask[i - 1]) || (x + 1 < n2 && mask[i + 1]);
+            a = a || (y > 0 && mask[i - n2]) || (y + 1 < n1 && mask[i + n2]);
+            a = a || (z > 0 && mask[i - n1 * n2]) || (z + 1 < n0 && mask[i + n1 * n2]);
+            active += a ? 1u : 0u;
+        }}
+    }}
+    __shared__ unsigned int block_active;
+    if (threadIdx.x == 0 && threadIdx.y == 0) block_active = 0;
+    __syncthreads();
+    if (active) atomicAdd(&block_active, active);
+    __syncthreads();
+    if (threadIdx.x == 0 && threadIdx.y == 0 && block_active)
+        atomicAdd(count, (unsigned long long)block_active);
+}}
+"""
 
-    Examples
-    --------
-    >>> "expf" in pm_source(1, 2), "NDIM 3" in pm_source(2, 3)
-    (True, True)
-    """
+#: Block of the counting kernel.
+_ACTIVE_BLOCK = (32, 8)
+
+
+def _check(option: int, ndim: int, eps: int) -> None:
     if option not in (1, 2, 3):
         raise ValueError(f"option must be 1, 2 or 3, got {option!r}")
     if ndim not in (2, 3):
         raise ValueError(f"ndim must be 2 or 3, got {ndim!r}")
-    return _TEMPLATE.format(option=int(option), ndim=int(ndim), name=KERNEL_NAME)
+    if eps not in (0, 1, 2):
+        raise ValueError(f"eps must be 0 (plain), 1 (epsilon) or 2 (with freeze), got {eps!r}")
+
+
+def _index_type(size: int) -> str:
+    return "int" if size < INDEX32_LIMIT else "long long"
+
+
+def step_name(option: int, ndim: int, eps: int, vec: int, index64: bool) -> str:
+    """Entry point of one variant (every variant has its own, so profiles tell them apart).
+
+    Examples
+    --------
+    >>> step_name(1, 2, 0, 4, False)
+    'pm_step_o1_2d_e0_v4_i32'
+    """
+    return f"pm_step_o{option}_{ndim}d_e{eps}_v{vec}_i{64 if index64 else 32}"
+
+
+def pm_source(
+    option: int,
+    ndim: int,
+    eps: int = 0,
+    vec: int = 4,
+    index64: bool = False,
+    tile: Tile | None = None,
+) -> str:
+    """CUDA source of the fused step: conduction ``option``, ``ndim`` (2 or 3), ``eps`` 0
+    (plain), 1 (with epsilon) or 2 (with epsilon and freeze), ``vec`` points per thread (4
+    or 1), 64-bit indices or 32-bit ones, and the block ``tile`` (the default for
+    ``ndim``). The entry point is :func:`step_name`.
+
+    Examples
+    --------
+    >>> src = pm_source(1, 2)
+    >>> "expf" in src, "typedef int idx_t" in src, "NDIM 3" in pm_source(2, 3, eps=2)
+    (True, True, True)
+    """
+    _check(option, ndim, eps)
+    if vec not in (1, 4):
+        raise ValueError(f"vec must be 1 or 4, got {vec!r}")
+    tile = tile or (TILE_3D if ndim == 3 else TILE_2D)
+    return _TEMPLATE.format(
+        option=int(option),
+        ndim=int(ndim),
+        eps=int(eps),
+        vec=int(vec),
+        tx=tile.tx,
+        by=tile.by if ndim == 3 else 1,
+        r=tile.r,
+        idx="long long" if index64 else "int",
+        name=step_name(option, ndim, eps, vec, index64),
+    )
+
+
+def step_launch(
+    shape: tuple[int, ...], tile: Tile | None = None
+) -> tuple[tuple[int, int, int], tuple[int, int], int, bool]:
+    """``(grid, block, vec, index64)`` of the step for an image of ``shape``.
+
+    Examples
+    --------
+    >>> step_launch((8192, 8192))
+    ((16, 512, 1), (128, 1), 4, False)
+    >>> step_launch((9, 10, 11))
+    ((1, 2, 1), (32, 8), 1, False)
+    """
+    ndim = len(shape)
+    tile = tile or (TILE_3D if ndim == 3 else TILE_2D)
+    size = 1
+    for n in shape:
+        size *= int(n)
+    vec = 4 if shape[-1] % 4 == 0 else 1
+    gx = -(-shape[-1] // (tile.tx * vec))
+    strips = min(-(-shape[0] // tile.r), _GRID_YZ)
+    if ndim == 3:
+        gy = -(-shape[1] // tile.by)
+        if gy > _GRID_YZ:
+            raise ValueError(f"axis 1 of {shape} is too long for the fused kernel")
+        return (gx, gy, strips), (tile.tx, tile.by), vec, size >= INDEX32_LIMIT
+    return (gx, strips, 1), (tile.tx, 1), vec, size >= INDEX32_LIMIT
+
+
+def active_source(index64: bool = False) -> str:
+    """CUDA source of :data:`ACTIVE_NAME` (32- or 64-bit indices).
+
+    Examples
+    --------
+    >>> "pm_active" in active_source()
+    True
+    """
+    return _ACTIVE_TEMPLATE.format(idx="long long" if index64 else "int", name=ACTIVE_NAME)
+
+
+def active_launch(shape: tuple[int, ...]) -> tuple[tuple[int, int, int], tuple[int, int], bool]:
+    """``(grid, block, index64)`` of the counting kernel for an image of ``shape``.
+
+    Examples
+    --------
+    >>> active_launch((100, 70))
+    ((3, 13, 1), (32, 8), False)
+    """
+    planes, rows, cols = (1,) * (3 - len(shape)) + tuple(int(n) for n in shape)
+    bx, by = _ACTIVE_BLOCK
+    grid = (-(-cols // bx), min(-(-rows // by), _GRID_YZ), min(planes, _GRID_YZ))
+    return grid, _ACTIVE_BLOCK, planes * rows * cols >= INDEX32_LIMIT

@@ -56,11 +56,17 @@ class DiffusionInfo:
 
 
 def array_module(image: Any) -> Any:
-    """numpy, or cupy when ``image`` is a CuPy array (CuPy is imported only then)."""
-    if type(image).__module__.split(".")[0] == "cupy":
+    """numpy, or cupy when ``image`` is a CuPy array (CuPy is imported only then), or the
+    counting stand-in for CuPy for its arrays (:mod:`kernels.counting`)."""
+    module = type(image).__module__
+    if module.split(".")[0] == "cupy":
         import cupy
 
         return cupy
+    if module == "kernels.counting":
+        from kernels.counting import cupy as counting
+
+        return counting
     return np
 
 
@@ -293,8 +299,10 @@ def anisotropic_diffusion(
 
     Notes
     -----
-    On CuPy arrays with ``epsilon=0`` every iteration is one fused CUDA kernel
-    (:mod:`diffusion.cuda_source`); ``SIMD_FORCE_REFERENCE=1`` forces the array-code path
+    On CuPy arrays every iteration is one fused CUDA kernel (:mod:`diffusion.cuda_source`),
+    with ``epsilon`` too (the activity test on the device; the counts are read back every
+    :data:`diffusion._cupy.CHECK_EVERY` iterations); results agree with the NumPy path to
+    float32 rounding. ``SIMD_FORCE_REFERENCE=1`` forces the array-code path
     (:func:`kernels.registry.force_reference`).
     Skipping a point whose neighbourhood did not change is exact: its update would be
     the same number again, still below ``epsilon``. So the result equals the one of
@@ -332,14 +340,9 @@ def anisotropic_diffusion(
     spacing = check_spacing(voxelspacing, out.ndim, "voxelspacing")
     warn_if_unstable(float(gamma), spacing, option)
     info = DiffusionInfo()
-    if xp is not np and epsilon == 0 and not force_reference():
-        # On a GPU, plain iterations run as one fused kernel each (the memory floor).
-        from diffusion._cupy import pm_iterate
-
-        out = pm_iterate(out, niter, float(kappa), float(gamma), spacing, option)
-        info.iterations = niter
-        info.active_fraction = [1.0] * niter
-        info.updated_fraction = [1.0] * niter
+    if xp is not np and not force_reference():
+        out = _fused(xp, out, niter, kappa, gamma, spacing, option, epsilon, freeze, info,
+                     return_info)  # fmt: skip
         return (out, info) if return_info else out
     n = out.size
     ws = _Workspace(out.shape) if xp is np else None
@@ -372,6 +375,44 @@ def anisotropic_diffusion(
             info.active_fraction.append(1.0)
             info.updated_fraction.append(1.0)
     return (out, info) if return_info else out
+
+
+def _fused(
+    xp: Any,
+    out: Any,
+    niter: int,
+    kappa: float,
+    gamma: float,
+    spacing: tuple[float, ...],
+    option: int,
+    epsilon: float,
+    freeze: bool,
+    info: DiffusionInfo,
+    dilated: bool,
+) -> Any:
+    """The device path: one fused kernel per iteration (:mod:`diffusion._cupy`); fills
+    ``info`` as the array-code loop does (the active counts only with ``dilated``)."""
+    from diffusion._cupy import pm_iterate, pm_iterate_epsilon
+
+    args = (float(kappa), float(gamma), spacing, option)
+    if epsilon == 0:
+        info.iterations = niter
+        info.active_fraction = [1.0] * niter
+        info.updated_fraction = [1.0] * niter
+        return pm_iterate(xp, out, niter, *args)
+    out, changed, active = pm_iterate_epsilon(
+        xp, out, niter, *args, float(epsilon), bool(freeze), dilated
+    )
+    n = out.size
+    # Active after an iteration: the changed points and their neighbours, or with freeze
+    # the points not frozen, which are the changed ones.
+    after = changed if freeze else active
+    info.iterations = len(changed)
+    info.updated_fraction = [int(c) / n for c in changed]
+    if after is not None:
+        info.active_fraction = [1.0] + [int(a) / n for a in after[:-1]]
+    info.converged = len(changed) > 0 and int(changed[-1]) == 0
+    return out
 
 
 # ------------------------------------------------------------------------- ITK
