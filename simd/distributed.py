@@ -224,10 +224,12 @@ def scan(m: Machine, x, op: str, *, exclusive: bool, reverse: bool, segments, ax
     if not chained:  # exact operators: fold every earlier block's summary in order
         summary = None
         if n:
-            has_start = xp.zeros(K, bool) if st is None else st.any(axis=1)
             without = inclusive if initial is None or op == "copy" else local(v, st, None)
             # The block's summary, read back in one transfer.
-            summary = m.fetch(has_start, inclusive[:, -1], without[:, -1])
+            if st is None:
+                summary = (np.zeros(K, bool), *m.fetch(inclusive[:, -1], without[:, -1]))
+            else:
+                summary = m.fetch(st.any(axis=1), inclusive[:, -1], without[:, -1])
         summaries = m.ranks.allgather(summary)
         for q in order[:here]:
             if summaries[q] is None:

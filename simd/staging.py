@@ -114,6 +114,7 @@ class DeviceTransport(HostTransport):
         self.direct = bool(direct)
         self.path = DIRECT if self.direct else STAGED
         self._pinned: dict[str, np.ndarray] = {}
+        self._copying = False  # copies to or from the pinned buffers not yet waited for
         #: How many pinned buffers were allocated so far (grown, never per call).
         self.allocations = 0
 
@@ -145,6 +146,7 @@ class DeviceTransport(HostTransport):
             if n:  # an asynchronous copy on the current stream; ready() waits for it
                 view = host[offset : offset + n].view(p.dtype).reshape(p.shape)
                 p.get(out=view, blocking=False)
+                self._copying = True
             offset += n
         return host
 
@@ -154,9 +156,13 @@ class DeviceTransport(HostTransport):
         return self.pinned("recv", nbytes)
 
     def ready(self) -> None:
-        # One wait for the kernels and copies that fill the send buffer, and for the
-        # copies that still read the receive buffer from the last collective.
-        self.xp.cuda.get_current_stream().synchronize()
+        # Direct: MPI reads and writes device memory behind the stream's back, so every
+        # queued kernel must be done. Staged: one wait for the copies that fill the send
+        # buffer (queued behind the kernels that made the data) and for those still
+        # reading the receive buffer; none when no copy is outstanding.
+        if self.direct or self._copying:
+            self.xp.cuda.get_current_stream().synchronize()
+            self._copying = False
 
     def receive(self, buf: Any, shape: tuple[int, ...], dtype: Any) -> Any:
         if self.direct:
@@ -174,4 +180,5 @@ class DeviceTransport(HostTransport):
             n = _nbytes(t)
             if n:  # asynchronous on the current stream: the next ready() waits for it
                 t.set(buf[offset : offset + n].view(t.dtype).reshape(t.shape))
+                self._copying = True
             offset += n

@@ -62,8 +62,9 @@ def check(name, instruction, inputs, staged_d2h: int, staged_h2d: int, small: in
     moved = (staged.d2h_bytes - direct.d2h_bytes, staged.h2d_bytes - direct.h2d_bytes)
     assert moved == (staged_d2h, staged_h2d), (name, rank, moved, (staged_d2h, staged_h2d))
     assert direct.d2h_bytes <= small and direct.h2d_bytes <= small, (name, rank, direct)
-    # One stream synchronisation per MPI call with device arrays, on either path.
-    assert staged.syncs == direct.syncs, (name, rank, staged.syncs, direct.syncs)
+    # The direct path waits for the stream before every MPI call with device arrays; the
+    # staging only when copies are outstanding.
+    assert staged.syncs <= direct.syncs, (name, rank, staged.syncs, direct.syncs)
     print(name, rank, "staged", moved, "direct", (direct.d2h_bytes, direct.h2d_bytes))
 
 
@@ -119,9 +120,9 @@ check(
 )
 
 
-# A scan reads back one summary per rank (whether a segment starts in the block, its
-# last inclusive value, the same without the initial: 1 + 4 + 4 bytes per column) and
-# uploads the carry of the blocks before it: no more, staged or direct.
+# A scan reads back one summary per rank (its last inclusive value, the same without the
+# initial: 4 + 4 bytes per column; without segments none starts a segment) and uploads the
+# carry of the blocks before it: no more, staged or direct.
 def scan(m, x):
     return m.scan(x, "add", axis=0)
 
@@ -129,7 +130,7 @@ def scan(m, x):
 for path in machines:
     out, counts = measured(path, scan)
     assert np.array_equal(out, scan(one, one.asarray(whole)))
-    assert counts.d2h_bytes == 9 * W, (path, rank, counts.d2h_bytes)
+    assert counts.d2h_bytes == 8 * W, (path, rank, counts.d2h_bytes)
     assert counts.h2d_bytes == 4 * W * has_pred, (path, rank, counts.h2d_bytes)
 
 # The pinned buffers are kept: repeated collectives allocate nothing new, and the buffers
