@@ -10,8 +10,9 @@ transports here, chosen by where the array lies:
   ``__cuda_array_interface__``); else the bytes are staged through two page-locked host
   buffers, one to send from and one to receive into, kept for the life of the
   :class:`~simd.ranks.Ranks` and grown (doubling) when a message needs more: copies into
-  them are issued on the current stream and the stream is synchronised once before the MPI
-  call (MPI knows nothing of CuPy's stream, so the direct path synchronises too).
+  and out of them are issued on the current stream, and the stream is synchronised once
+  before the MPI call while any is outstanding. MPI knows nothing of CuPy's stream, so the
+  direct path synchronises before every MPI call.
 
 A collective calls ``outgoing`` for its send buffer, ``incoming`` for its receive buffer,
 ``ready`` just before the MPI call, and ``receive`` or ``deliver`` to turn the received
@@ -128,8 +129,8 @@ class DeviceTransport(HostTransport):
         buf = self._pinned.get(which)
         if buf is None or buf.size < nbytes:
             size = max(4096, 1 << max(int(nbytes) - 1, 0).bit_length())
-            memory = self.xp.cuda.alloc_pinned_memory(size)
-            buf = self._pinned[which] = np.frombuffer(memory, np.uint8, size)
+            memory = self.xp.cuda.alloc_pinned_memory(size)  # as cupyx.empty_pinned does
+            buf = self._pinned[which] = np.ndarray((size,), np.uint8, buffer=memory)
             self.allocations += 1
         return buf[: int(nbytes)]
 
