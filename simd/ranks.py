@@ -193,6 +193,8 @@ class Ranks:
         :data:`MPI_OPS`), on the side ``a`` lies; bool arrays are reduced as bytes."""
         t = self._side(a)
         a = a if t is not HOST else np.asarray(a)
+        if self.size == 1:
+            return t.xp.array(a, copy=True)
         dtype = np.dtype(np.uint8) if a.dtype == np.bool_ else a.dtype
         send = t.outgoing([a]).view(dtype)
         recv = t.incoming(send.nbytes).view(dtype)
@@ -238,6 +240,8 @@ class Ranks:
         same shape and dtype on every rank; only root's contents matter)."""
         t = self._side(a)
         a = a if t is not HOST else np.asarray(a)
+        if self.size == 1:
+            return t.xp.array(a, copy=True, order="C")
         nbytes = int(a.size) * a.dtype.itemsize
         buf = t.outgoing([a]) if self.rank == root else t.incoming(nbytes)
         with self._timed(self.size - 1 if self.rank == root else 1, nbytes):

@@ -1,14 +1,15 @@
-"""Run on N ranks by tests/simd/test_staging.py: what crosses between device and host.
+"""Run on N ranks by tests/simd/test_ranks_staging.py: what crosses between device and host.
 
 Two machines on the counting backend (the CuPy code path, its device-host copies counted):
 one whose device arrays go through pinned host buffers (``SIMD_MPI_CUDA_AWARE=0``) and one
 that hands them to MPI directly (``=1``; the counting arrays are host memory, so MPI can
 read them as it would read GPU memory through a CUDA-aware library). The code path is the
-same but for the transport, so per instruction the staged machine's copies minus the
-direct machine's are exactly what the staging moved: it must be what has to cross (faces,
-the rows routed to other ranks, nothing for a rank's own rows), and the direct machine
-must copy nothing but a few scalars. Every result is checked against the one-rank NumPy
-machine on the gathered data. Prints ``ok RANK`` at the end.
+same but for the transport, so per instruction (shift, send, get, pack, spread,
+halo_exchange) the staged machine's copies minus the direct machine's are exactly what the
+staging moved: it must be what has to cross (faces, the rows routed to other ranks,
+nothing for a rank's own rows), and the direct machine must copy nothing but a few scalars.
+A scan's copies (one summary per rank, its carry) are pinned on both. Every result is
+checked against the one-rank NumPy machine on the gathered data. Prints ``ok RANK`` at the end.
 """
 
 from __future__ import annotations
@@ -117,6 +118,44 @@ check(
     8 * asked_out + 4 * asked_in,
     8 * asked_in + 4 * asked_out,
     small=16 + 8 * (P + 1),
+)
+
+
+# A pack moves the picked elements whose place in the packed result lies on another rank.
+picked_mask = (whole % 3) == 0
+picked = np.add.reduceat(picked_mask.sum(axis=1), bounds[:-1]) * (np.diff(bounds) > 0)
+start = int(picked[:rank].sum())
+target = machines["staged"].ranks.bounds(int(picked.sum()))[rank : rank + 2]
+kept = max(0, min(start + int(picked[rank]), int(target[1])) - max(start, int(target[0])))
+check(
+    "pack",
+    lambda m, x, k: m.pack(x, k),
+    (picked_mask,),
+    4 * (int(picked[rank]) - kept),
+    4 * (int(target[1] - target[0]) - kept),
+    small=8,
+)
+# A spread moves the one row, from its owner to the others.
+row = 13
+owner = int(owners(bounds, np.array([row * W]))[0])
+check(
+    "spread",
+    lambda m, x: m.spread(x, 0, index=row),
+    (),
+    face * (rank == owner and P > 1),
+    face * (rank != owner),
+    small=0,
+)
+# A halo exchange moves one PE row of tiles (a face) to each neighbour.
+tiles = rng.integers(0, 9, size=(N, 2, 3, 3)).astype(np.int32)
+heights, widths = np.full(N, 3), np.full(2, 3)
+check(
+    "halo_exchange",
+    lambda m, x, t: m.halo_exchange(t, heights, widths, width=1, boundary="edge"),
+    (tiles,),
+    72 * (has_pred + has_succ),
+    72 * (has_pred + has_succ),
+    small=heights.nbytes + widths.nbytes,  # the local kernel's tile extents
 )
 
 

@@ -134,7 +134,7 @@ def test_host_arrays_stay_on_the_host(monkeypatch):
 @pytest.mark.mpi
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_only_what_must_cross_crosses_on_ranks(n):
-    # One launch checks shift, send, get and scan against the one-rank machine, pins the
-    # bytes staged per instruction, and the pinned buffers' reuse.
+    # One launch checks shift, send, get, pack, spread, halo_exchange and scan against the
+    # one-rank machine, pins the bytes staged per instruction, and the pinned buffers' reuse.
     done = run_ranks(n, "staging_counts.py", timeout=120)
     assert done.stdout.count("ok ") == n, done.stdout
