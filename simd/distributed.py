@@ -94,6 +94,11 @@ def block_shape(m: Machine, size: Any) -> tuple[int, ...]:
     return (int(hi - lo), *map(int, shape[1:]))
 
 
+def _on_device(m: Machine) -> bool:
+    """Whether the machine's arrays lie on a GPU (or the counting stand-in's device)."""
+    return m.backend == "cupy"
+
+
 def _owner(bounds: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.searchsorted(bounds[1:], rows, side="right")
 
@@ -351,10 +356,6 @@ def pack(m: Machine, x, mask):
 
 
 # --------------------------------------------------------------------------- router
-
-
-def _on_device(m: Machine) -> bool:
-    return m.backend == "cupy"
 
 
 def _kept(m: Machine, mask, *arrays):
