@@ -69,12 +69,11 @@ class _Blocks:
     def extend(self, xp: Any, block: Any) -> tuple[Any, slice]:
         """``block`` with one ghost row from each neighbour block, and the slice of the
         block's own rows in it."""
-        to_host = np.asarray if xp is np else xp.asnumpy
-        below, above = self.ranks.exchange_faces(block, 1, rows=self.rows, to_host=to_host)
-        parts = [xp.asarray(below)] if below is not None else []
+        below, above = self.ranks.exchange_faces(block, 1, rows=self.rows)
+        parts = [below] if below is not None else []
         parts.append(block)
         if above is not None:
-            parts.append(xp.asarray(above))
+            parts.append(above)
         start = 0 if below is None else 1
         ext = xp.concatenate(parts) if len(parts) > 1 else block
         return ext, slice(start, start + self.local)

@@ -17,6 +17,9 @@ operation on them computes with NumPy and is counted as CuPy would execute it on
   array of counts, assigning an array to ``a[mask]``); a stream's or an event's
   ``synchronize``. Each sync also counts the bytes it brings back (8 for the size of a
   data-dependent shape).
+- **asynchronous copies** (no sync, bytes counted): ``a.get(out=host, blocking=False)``
+  into pinned host memory, ``a.set(host)``; ``cuda.alloc_pinned_memory`` gives plain host
+  memory (a ``bytearray``) for the pinned buffers of the MPI staging (``simd.staging``).
 - **host-to-device bytes**: ``cupy.asarray`` / ``cupy.array`` of host data, host arrays
   used as indices or assigned into device arrays, and host arrays mixed into a ufunc
   (which real CuPy refuses with a ``TypeError``: such calls are also listed in
@@ -387,13 +390,27 @@ class DeviceArray(np.ndarray):
         return _function(func.__name__, func, args, kwargs)
 
     # ---- reads to the host: one sync each
-    def get(self, stream: Any = None, order: str = "C", out: Any = None) -> np.ndarray:
-        """A host copy (one sync)."""
+    def get(
+        self, stream: Any = None, order: str = "C", out: Any = None, blocking: bool = True
+    ) -> np.ndarray:
+        """A host copy (one sync; with ``out`` and ``blocking=False`` an asynchronous copy
+        into ``out``, pinned host memory: no sync, the bytes counted)."""
+        if out is not None and not blocking:
+            _state.record("get[async]", d2h=self.nbytes)
+            out[...] = self.view(np.ndarray)
+            return out
         host = _sync("get", self.nbytes, np.array, self.view(np.ndarray))
         if out is not None:
             out[...] = host
             return out
         return host
+
+    def set(self, arr: np.ndarray, stream: Any = None) -> None:
+        """Copy the host array ``arr`` (same shape and dtype) in: asynchronous, no sync."""
+        if arr.shape != self.shape or arr.dtype != self.dtype:
+            raise ValueError(f"set: {arr.dtype} {arr.shape} into {self.dtype} {self.shape}")
+        _state.record("set", h2d=arr.nbytes)
+        self.view(np.ndarray)[...] = arr
 
     def item(self, *args: Any) -> Any:
         return _sync("item", self.itemsize, self.view(np.ndarray).item, *args)
@@ -885,6 +902,8 @@ _cuda = types.SimpleNamespace(
     get_current_stream=lambda *a: _STREAM,
     get_elapsed_time=_elapsed_ms,
     runtime=types.SimpleNamespace(getDeviceCount=lambda: 1),
+    # Page-locked host memory is plain host memory here (the copies are counted).
+    alloc_pinned_memory=bytearray,
 )
 
 

@@ -103,12 +103,11 @@ def _info(args: argparse.Namespace) -> int:
     print(f"python  : {env['python']} on {env['platform']}")
     mpi = env["mpi"]
     if mpi["installed"]:
-        how = (
-            "CUDA-aware (GPU arrays are still staged through host memory)"
-            if mpi["cuda_aware"]
-            else "not CUDA-aware (GPU arrays go through host memory)"
+        aware = "CUDA-aware" if mpi["cuda_aware"] else "not CUDA-aware"
+        print(
+            f"mpi     : {mpi['library']}, {aware} (GPU arrays to MPI: {mpi['gpu_arrays']}); "
+            f"{mpi['ranks']} rank(s) in this launch"
         )
-        print(f"mpi     : {mpi['library']}, {how}; {mpi['ranks']} rank(s) in this launch")
     else:
         print("mpi     : none (pip install 'simd-emu[mpi]' to run on several ranks)")
     for name, version in env["versions"].items():

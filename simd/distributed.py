@@ -8,8 +8,10 @@ equal to NumPy's pairwise sum up to rounding). The model clock is charged for th
 operand, so ``Machine.clock`` is the same on every rank and equals the one-rank clock.
 
 The machine validates the operands (errors agreed on every rank) and calls these with
-local operands already checked; each function is collective. Arrays cross MPI through host
-memory (``Machine.asnumpy``), which is correct on every backend.
+local operands already checked; each function is collective. On a GPU the routing (owners,
+order, counts) runs on the device and device arrays go to the collectives of
+``simd.ranks``, which hand them to MPI directly or through pinned host buffers; only what
+must cross leaves the device: block summaries, faces, and the rows routed to other ranks.
 
 What each instruction communicates:
 
@@ -92,24 +94,39 @@ def block_shape(m: Machine, size: Any) -> tuple[int, ...]:
     return (int(hi - lo), *map(int, shape[1:]))
 
 
+def _on_device(m: Machine) -> bool:
+    """Whether the machine's arrays lie on a GPU (or the counting stand-in's device)."""
+    return m.backend == "cupy"
+
+
 def _owner(bounds: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.searchsorted(bounds[1:], rows, side="right")
 
 
-def _fetch(m: Machine, block, bounds: np.ndarray, wanted: np.ndarray):
-    """Rows ``wanted`` (global indices along axis 0, host int64) of the VP set whose block
-    here is ``block``: requests to their owners and answers back (two ``Alltoallv``)."""
-    wanted = np.asarray(wanted, dtype=np.int64).reshape(-1)
-    owner = _owner(bounds, wanted)
-    order = np.argsort(owner, kind="stable")
-    counts = np.bincount(owner, minlength=m.nranks)
+def _by_owner(m: Machine, bounds: np.ndarray, rows) -> tuple[Any, np.ndarray]:
+    """The order (stable) that groups ``rows`` (global indices along axis 0, a backend
+    array) by owning rank, and the host count per rank: worked out where ``rows`` lie,
+    one small read back of the counts."""
+    xp = m.xp
+    owner = xp.searchsorted(xp.asarray(bounds[1:]), rows, side="right")
+    order = xp.argsort(owner, kind="stable")
+    starts = xp.searchsorted(owner[order], xp.arange(m.nranks + 1), side="left")
+    return order, np.diff(m.asnumpy(starts))
+
+
+def _fetch(m: Machine, block, bounds: np.ndarray, wanted):
+    """Rows ``wanted`` (global indices along axis 0, a backend int64 array) of the VP set
+    whose block here is ``block``: requests to their owners and answers back (two
+    ``Alltoallv``; the rows asked of this rank do not leave it)."""
+    xp = m.xp
+    wanted = xp.asarray(wanted, dtype=np.int64).reshape(-1)
+    order, counts = _by_owner(m, bounds, wanted)
     asked, asked_counts = m.ranks.alltoallv(wanted[order], counts, with_counts=True)
-    lo = int(bounds[m.rank])
-    answers = m.asnumpy(block[m.xp.asarray(asked - lo)]) if asked.size else m.asnumpy(block[:0])
-    back = m.ranks.alltoallv(np.ascontiguousarray(answers), asked_counts)
-    out = np.empty_like(back)
+    answers = block[asked - int(bounds[m.rank])]
+    back = m.ranks.alltoallv(answers, asked_counts)
+    out = xp.empty_like(back)
     out[order] = back
-    return m.asarray(out)
+    return out
 
 
 def _raise_out_of_range(what: str, size: int, lows: list, highs: list) -> None:
@@ -203,7 +220,7 @@ def scan(m: Machine, x, op: str, *, exclusive: bool, reverse: bool, segments, ax
     carry = None
     if chained:  # float add: wait for the predecessor's exact value (a sequential scan)
         if before and n:
-            carry = m.ranks.sendrecv(None, None, before[-1], (K,), dtype)
+            carry = m.ranks.sendrecv(None, None, before[-1], (K,), dtype, device=_on_device(m))
         # Without segments the whole block continues the carry: one scan behind it below.
         inclusive = v if (carry is not None and st is None) or not n else local(v, st, initial)
     else:
@@ -212,9 +229,12 @@ def scan(m: Machine, x, op: str, *, exclusive: bool, reverse: bool, segments, ax
     if not chained:  # exact operators: fold every earlier block's summary in order
         summary = None
         if n:
-            has_start = np.zeros(K, bool) if st is None else m.asnumpy(st.any(axis=1))
             without = inclusive if initial is None or op == "copy" else local(v, st, None)
-            summary = (has_start, m.asnumpy(inclusive[:, -1]), m.asnumpy(without[:, -1]))
+            # The block's summary, read back in one transfer.
+            if st is None:
+                summary = (np.zeros(K, bool), *m.fetch(inclusive[:, -1], without[:, -1]))
+            else:
+                summary = m.fetch(st.any(axis=1), inclusive[:, -1], without[:, -1])
         summaries = m.ranks.allgather(summary)
         for q in order[:here]:
             if summaries[q] is None:
@@ -239,8 +259,7 @@ def scan(m: Machine, x, op: str, *, exclusive: bool, reverse: bool, segments, ax
             prefix = xp.cumsum(st, axis=1, dtype=np.int64) == 0
             inclusive = xp.where(prefix, continued, inclusive)
     if chained and after and n:  # on to the next rank that holds elements
-        out_carry = np.ascontiguousarray(m.asnumpy(inclusive[:, -1]))
-        m.ranks.sendrecv(out_carry, after[0], None, (K,), dtype)
+        m.ranks.sendrecv(inclusive[:, -1], after[0], None, (K,), dtype)
     out = inclusive
     if exclusive and n:
         fill = reference.identity(op, dtype) if initial is None else dtype.type(initial)
@@ -316,16 +335,15 @@ def spread(m: Machine, x, axis: int, index: int):
         return xp.ascontiguousarray(xp.broadcast_to(piece, x.shape))
     index %= n_global
     root = int(_owner(bounds, np.array([index]))[0])
-    row = np.empty(x.shape[1:], dtype=x.dtype)
-    if m.rank == root:
-        row = m.asnumpy(x[index - int(bounds[root])])
+    at = index - int(bounds[m.rank])
+    row = x[at : at + 1] if m.rank == root else xp.empty((1, *x.shape[1:]), x.dtype)
     row = m.ranks.bcast(row, root)
-    return xp.ascontiguousarray(xp.broadcast_to(xp.asarray(row), x.shape))
+    return xp.ascontiguousarray(xp.broadcast_to(row, x.shape))
 
 
 def pack(m: Machine, x, mask):
     """``Machine.pack`` across ranks: local pack, then rebalanced to the canonical layout."""
-    picked = m.asnumpy(x[mask])
+    picked = x[mask]
     bounds, counts = layout(m, x, "x", int(picked.size))
     size = int(bounds[-1]) * math.prod(x.shape[1:])
     m._account("scan", size, size * x.dtype.itemsize * 2, label="pack")
@@ -334,53 +352,77 @@ def pack(m: Machine, x, mask):
     lo, hi = starts[m.rank], starts[m.rank + 1]
     # How many of this rank's packed elements fall in each rank's canonical block.
     send_counts = np.clip(np.minimum(target[1:], hi) - np.maximum(target[:-1], lo), 0, None)
-    return m.asarray(m.ranks.alltoallv(picked, send_counts))
+    return m.ranks.alltoallv(picked, send_counts)
 
 
 # --------------------------------------------------------------------------- router
+
+
+def _kept(m: Machine, mask, *arrays):
+    """``arrays`` (flat) at the VPs where ``mask`` is set (all without a mask), and the
+    flat positions kept (None without a mask): selected where they lie."""
+    if mask is None:
+        return arrays, None
+    keep = m.xp.flatnonzero(mask)
+    return tuple(a[keep] for a in arrays), keep
+
+
+def _span(m: Machine, a) -> tuple[int | None, int | None]:
+    """The least and greatest of ``a`` (None, None when empty), in one read back."""
+    if not a.size:
+        return None, None
+    low, high = m.fetch(m.xp.stack([a.min(), a.max()]))[0].tolist()
+    return int(low), int(high)
 
 
 def send(m: Machine, values, dest, mask, out, combine: str, *, new: bool, fill: Any):
     """``Machine.send`` across ranks: messages routed to the owners of their addresses.
 
     ``values`` and ``dest`` are flat (one per sender), ``out`` this rank's block of the
-    destination (already holding ``fill`` when ``new``).
+    destination (already holding ``fill`` when ``new``). A message is one row of bytes
+    (its int64 address, then its value), so one ``Alltoallv`` carries both; messages to
+    this rank's own block stay where they are.
     """
     xp = m.xp
-    d = m.asnumpy(dest)
-    v = m.asnumpy(values)
-    if mask is not None:
-        keep = m.asnumpy(mask)
-        d, v = d[keep], v[keep]
+    (d, v), _ = _kept(m, mask, dest.reshape(-1), values.reshape(-1))
     nbytes = d.nbytes + v.nbytes
-    span = (int(d.min()), int(d.max())) if d.size else (None, None)
+    span = _span(m, d)
     bounds, infos = layout(m, out, "the destination", (int(dest.size), nbytes, *span))
     row = math.prod(out.shape[1:])
     size = int(bounds[-1]) * row
     _raise_out_of_range("send destination", size, [i[2] for i in infos], [i[3] for i in infos])
-    owner = _owner(bounds, d // row) if row else np.zeros(0, np.int64)
-    order = np.argsort(owner, kind="stable")  # keeps sender order within each owner
-    messages = np.empty(d.size, dtype=[("a", np.int64), ("v", out.dtype)])
-    messages["a"] = d
-    messages["v"] = v.astype(out.dtype, copy=False)
-    got = m.ranks.alltoallv(messages[order], np.bincount(owner, minlength=m.nranks))
+    d = d.astype(np.int64, copy=False)
+    order, counts = _by_owner(m, bounds, d // max(row, 1))  # keeps sender order per owner
+    value_bytes = np.dtype(out.dtype).itemsize
+    messages = xp.concatenate(
+        [
+            d[order].reshape(-1, 1).view(np.uint8),
+            v[order].astype(out.dtype).reshape(-1, 1).view(np.uint8),
+        ],
+        axis=1,
+    )
+    got = m.ranks.alltoallv(messages, counts)
     offset = int(bounds[m.rank]) * row
-    addresses = got["a"] - offset
+    addresses = xp.ascontiguousarray(got[:, :8]).view(np.int64).reshape(-1) - offset
+    received_values = xp.ascontiguousarray(got[:, 8 : 8 + value_bytes]).view(out.dtype)
     if combine == "unique":
-        ordered = np.sort(addresses)
-        clash = ordered[1:] == ordered[:-1]
-        first = int(ordered[1:][clash][0]) + offset if clash.any() else None
-        clashes = m.ranks.allgather((int(clash.sum()), first))
-        total = sum(c for c, _ in clashes)
+        clashes, first = 0, None
+        if addresses.size > 1:
+            ordered = xp.sort(addresses)
+            clash = ordered[1:] == ordered[:-1]
+            both = m.fetch(xp.stack([clash.sum(), ordered[1:][clash.argmax()]]))[0]
+            clashes, first = int(both[0]), int(both[1]) + offset
+        everyone = m.ranks.allgather((clashes, first if clashes else None))
+        total = sum(c for c, _ in everyone)
         if total:
-            first = min(f for _, f in clashes if f is not None)
+            first = min(f for _, f in everyone if f is not None)
             raise CollisionError(
                 f"send(combine='unique'): {total} message(s) collided, the first at address {first}"
             )
     m._account("router", sum(i[0] for i in infos), sum(i[1] for i in infos), label="send")
     fn = lookup("send", m.backend)
-    flat_dest = xp.asarray(addresses)
-    flat_values = xp.asarray(np.ascontiguousarray(got["v"]))
+    flat_dest = addresses
+    flat_values = received_values.reshape(-1)
     if not new:
         if not out.flags.c_contiguous:
             out[...] = fn(xp, flat_values, flat_dest, xp.ascontiguousarray(out), combine)
@@ -396,12 +438,11 @@ def send(m: Machine, values, dest, mask, out, combine: str, *, new: bool, fill: 
 
 
 def get(m: Machine, source, index, mask, fill: Any):
-    """``Machine.get`` across ranks: requests to the owners, answers back."""
+    """``Machine.get`` across ranks: requests to the owners, answers back (the indices
+    this rank's own block answers never leave it)."""
     xp = m.xp
-    idx = m.asnumpy(index).reshape(-1)
-    keep = None if mask is None else m.asnumpy(mask).reshape(-1)
-    asked = idx if keep is None else idx[keep]
-    span = (int(asked.min()), int(asked.max())) if asked.size else (None, None)
+    (asked,), keep = _kept(m, mask, index.reshape(-1))
+    span = _span(m, asked)
     bounds, infos = layout(m, source, "source", (int(index.size), *span))
     row = math.prod(source.shape[1:])
     size = int(bounds[-1]) * row
@@ -413,8 +454,8 @@ def get(m: Machine, source, index, mask, fill: Any):
     answers = _fetch(m, source.reshape(-1), bounds * row, asked)
     if keep is None:
         return answers.reshape(index.shape)
-    out = xp.full(idx.shape, fill, dtype=source.dtype)
-    out[xp.asarray(keep)] = answers
+    out = xp.full(index.size, fill, dtype=source.dtype)
+    out[keep] = answers
     return out.reshape(index.shape)
 
 
@@ -445,25 +486,26 @@ def _shift_rows(m: Machine, x, k: int, bounds: np.ndarray, boundary):
         succ = succ % P if wrap else (succ if 0 <= succ < P else None)
         pred = pred % P if wrap else (pred if 0 <= pred < P else None)
         piece = x[n - k :] if up else x[:-k]
-        got = m.ranks.sendrecv(m.asnumpy(piece), succ, pred, (abs(k), *x.shape[1:]), x.dtype)
-        border = _edge_rows(m, x, abs(k), boundary, up) if got is None else xp.asarray(got)
+        face = (abs(k), *x.shape[1:])
+        got = m.ranks.sendrecv(
+            None if succ is None else piece, succ, pred, face, x.dtype, device=_on_device(m)
+        )
+        border = _edge_rows(m, x, abs(k), boundary, up) if got is None else got
         if up:
             return xp.concatenate([border, x[: n - k]])
         return xp.concatenate([x[-k:], border])
     # A general row fetch: each row's source row, wherever it lies.
-    source = np.arange(lo, lo + n, dtype=np.int64) - k
-    inside = (source >= 0) & (source < N)
-    if wrap:
-        source %= N
-    else:
-        source = np.clip(source, 0, N - 1)
-    if mode not in ("wrap", "edge"):
-        source = source[inside]
-    rows = _fetch(m, x, bounds, source)
+    source = xp.arange(lo - k, lo + n - k, dtype=np.int64)
     if mode in ("wrap", "edge"):
-        return rows
+        return _fetch(m, x, bounds, source % N if wrap else xp.clip(source, 0, N - 1))
+    # The rows that come from inside the mesh: a contiguous run of this block's rows.
+    first, last = max(lo - k, 0), min(lo + n - k, N)
     out = _edge_rows(m, x, n, boundary, True).copy()
-    out[xp.asarray(inside)] = rows
+    if last > first:
+        at = first - (lo - k)
+        out[at : at + last - first] = _fetch(m, x, bounds, source[at : at + last - first])
+    else:
+        _fetch(m, x, bounds, source[:0])  # collective: every rank takes part
     return out
 
 
@@ -532,10 +574,12 @@ def halo_exchange(m: Machine, tiles, heights, widths, width: int, boundary):
     if sizes.min() > 0:  # neighbours hold the ghost rows: two Sendrecv
         succ = (r + 1) % P if wrap else (r + 1 if r + 1 < P else None)
         pred = (r - 1) % P if wrap else (r - 1 if r > 0 else None)
-        shape = (C, BH, BW)
-        got_above = m.ranks.sendrecv(m.asnumpy(tiles[-1]), succ, pred, shape, tiles.dtype)
-        got_below = m.ranks.sendrecv(m.asnumpy(tiles[0]), pred, succ, shape, tiles.dtype)
-        ghosts = [None if g is None else xp.asarray(g)[None] for g in (got_above, got_below)]
+        shape, dev = (C, BH, BW), _on_device(m)
+        last = None if succ is None else tiles[-1]
+        got_above = m.ranks.sendrecv(last, succ, pred, shape, tiles.dtype, device=dev)
+        first = None if pred is None else tiles[0]
+        got_below = m.ranks.sendrecv(first, pred, succ, shape, tiles.dtype, device=dev)
+        ghosts = [None if g is None else g[None] for g in (got_above, got_below)]
     else:  # an empty block between: fetch the two PE rows from wherever they lie
         wanted = [g for g in (above, below) if g is not None]
         fetched = _fetch(m, tiles, bounds, np.array(wanted, dtype=np.int64))

@@ -92,18 +92,28 @@ def environment() -> dict:
 
 
 def _mpi() -> dict:
-    """The MPI layer: mpi4py's version, the MPI library, whether it takes GPU buffers
-    directly (CUDA-aware) and the ranks of this launch; ``installed: False`` without
-    mpi4py (``pip install 'simd-emu[mpi]'``)."""
+    """The MPI layer: the MPI library, whether it takes GPU buffers directly (CUDA-aware,
+    ``SIMD_MPI_CUDA_AWARE=0`` forces no), the path GPU arrays take to MPI (``direct``, or
+    pinned host staging) and the ranks of this launch; ``installed: False`` without mpi4py
+    (``pip install 'simd-emu[mpi]'``).
+
+    Examples
+    --------
+    >>> sorted(_mpi())[:2] in (["cuda_aware", "gpu_arrays"], ["installed", "ranks"])
+    True
+    """
     from simd.launch import launched_ranks
 
     if importlib.util.find_spec("mpi4py") is None:
         return {"installed": False, "ranks": launched_ranks()}
     from simd.ranks import cuda_aware, mpi_library
+    from simd.staging import DIRECT, STAGED
 
+    aware = cuda_aware()
     return {
         "installed": True,
         "library": mpi_library(),
-        "cuda_aware": cuda_aware(),
+        "cuda_aware": aware,
+        "gpu_arrays": DIRECT if aware else STAGED,
         "ranks": launched_ranks(),
     }

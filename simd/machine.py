@@ -131,6 +131,8 @@ class Machine:
         #: The link to the other ranks (:class:`simd.ranks.Ranks`) of a machine spread over
         #: MPI ranks, else None. Only then is ``mpi4py`` imported.
         self.ranks = None
+        self.npes = math.prod(self.pes)
+        self.backend, self.xp = resolve_backend(backend)
         if comm is not None:
             try:
                 from simd.ranks import Ranks
@@ -138,9 +140,8 @@ class Machine:
                 raise ImportError(
                     f"Machine(comm=...) needs mpi4py ({err}): pip install 'simd-emu[mpi]'"
                 ) from None
-            self.ranks = Ranks(comm, record=self._communicated)
-        self.npes = math.prod(self.pes)
-        self.backend, self.xp = resolve_backend(backend)
+            device_xp = self.xp if self.backend == "cupy" else None
+            self.ranks = Ranks(comm, record=self._communicated, xp=device_xp)
         self._array = self.xp.ndarray  # the backend's array type
         if self.ranks is not None and self.backend == "cupy" and not hasattr(self.xp, "push_scope"):
             # One GPU per rank: the node's ranks take its GPUs in turn.

@@ -7,8 +7,11 @@ need (every one timed and counted into the open phases), scatter and gather betw
 global array on one rank and the blocks, and errors that stay collective.
 
 Only this module imports ``mpi4py``, and only a machine given a communicator imports this
-module. Arrays cross MPI on the host (copied through host memory), or directly from the GPU
-where the MPI library is CUDA-aware (:func:`cuda_aware`).
+module. The collectives take host arrays or, on a GPU machine, device arrays, and give
+their results on the same side: device arrays go to MPI directly where the MPI library is
+CUDA-aware (:func:`cuda_aware`), else through pinned host buffers kept per :class:`Ranks`
+(``simd.staging``). Only the bytes that leave the rank cross: rows a rank routes to
+itself stay where they are.
 
 Examples
 --------
@@ -18,6 +21,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import time
@@ -27,6 +31,8 @@ from typing import Any
 
 import numpy as np
 from mpi4py import MPI
+
+from simd.staging import HOST, DeviceTransport, HostTransport
 
 __all__ = ["CollectiveError", "Ranks", "canonical_bounds", "cuda_aware", "mpi_library"]
 
@@ -65,17 +71,22 @@ def mpi_library() -> str:
 
 
 def cuda_aware() -> bool:
-    """Whether the MPI library takes GPU buffers directly.
+    """Whether the MPI library takes GPU buffers directly (then GPU arrays go to MPI as
+    they are; otherwise through pinned host buffers).
 
-    ``SIMD_MPI_CUDA_AWARE=1`` or ``0`` decides; otherwise Open MPI is asked through
-    ``ompi_info`` (``opal_built_with_cuda_support``) and any other library is taken as not
-    CUDA-aware. The machine stages GPU arrays through host memory either way for now
-    (always correct, one copy each way more); ``simd-emu info`` reports this answer so
-    that a cluster's MPI can be checked before the direct path is used.
+    ``SIMD_MPI_CUDA_AWARE=1`` or ``0`` decides (``0`` forces the staging, e.g. for an MPI
+    that claims CUDA support but fails with it); otherwise Open MPI is asked once per
+    process through ``ompi_info`` (``opal_built_with_cuda_support``) and any other library
+    is taken as not CUDA-aware.
     """
     forced = os.environ.get("SIMD_MPI_CUDA_AWARE", "")
     if forced:
         return forced not in ("0", "false", "no")
+    return _open_mpi_built_with_cuda()
+
+
+@functools.cache
+def _open_mpi_built_with_cuda() -> bool:
     if "Open MPI" not in mpi_library():
         return False
     try:
@@ -88,6 +99,13 @@ def cuda_aware() -> bool:
     return "_built_with_cuda_support:value:true" in out
 
 
+def _byte_buffer(buf: Any, counts: Any = None) -> list:
+    """An mpi4py buffer spec of the uint8 buffer ``buf`` (None: an empty one)."""
+    if buf is None:
+        buf = np.empty(0, np.uint8)
+    return [buf, MPI.BYTE] if counts is None else [buf, counts, MPI.BYTE]
+
+
 class Ranks:
     """The communicator of a machine spread over MPI ranks.
 
@@ -98,13 +116,22 @@ class Ranks:
     record : callable, optional
         Called as ``record(messages, nbytes, seconds)`` after every collective (the
         machine adds it to the open phases).
+    xp : module, optional
+        The array module of a GPU machine (CuPy, or the counting stand-in): its arrays
+        cross MPI through :attr:`device` (directly where :func:`cuda_aware`, else through
+        pinned host buffers). None: host arrays only.
 
     Notes
     -----
     Every method is collective: all ranks call it, in the same order.
     """
 
-    def __init__(self, comm: Any, record: Callable[[int, int, float], None] | None = None):
+    def __init__(
+        self,
+        comm: Any,
+        record: Callable[[int, int, float], None] | None = None,
+        xp: Any = None,
+    ):
         if not isinstance(comm, MPI.Comm) or comm == MPI.COMM_NULL:
             raise TypeError(f"comm must be an mpi4py communicator, got {comm!r}")
         if comm.Is_inter():
@@ -117,6 +144,14 @@ class Ranks:
         #: This rank's index among the ranks of its node (picks its GPU).
         self.node_rank = local.Get_rank()
         local.Free()
+        #: How this rank's device arrays cross MPI (None on a host-only machine).
+        self.device = None if xp is None else DeviceTransport(xp, cuda_aware())
+
+    def _side(self, a: Any, device: bool = False) -> HostTransport:
+        """The transport of ``a`` (the device's for a device array, or with ``device``)."""
+        if self.device is not None and (device or self.device.owns(a)):
+            return self.device
+        return HOST
 
     def __repr__(self) -> str:
         return f"Ranks(rank={self.rank}, size={self.size})"
@@ -153,87 +188,109 @@ class Ranks:
         with self._timed(self.size - 1, 64 * (self.size - 1)):
             return self.comm.allgather(obj)
 
-    def allreduce(self, a: np.ndarray, op: str) -> np.ndarray:
-        """Elementwise reduction of a host array over the ranks with ``op`` (an operator of
-        :data:`MPI_OPS`); bool arrays are reduced as bytes."""
-        a = np.ascontiguousarray(a)
-        send = a.view(np.uint8) if a.dtype == np.bool_ else a
-        out = np.empty_like(send)
+    def allreduce(self, a: Any, op: str) -> Any:
+        """Elementwise reduction of ``a`` over the ranks with ``op`` (an operator of
+        :data:`MPI_OPS`), on the side ``a`` lies; bool arrays are reduced as bytes."""
+        t = self._side(a)
+        a = a if t is not HOST else np.asarray(a)
+        if self.size == 1:
+            return t.xp.array(a, copy=True)
+        dtype = np.dtype(np.uint8) if a.dtype == np.bool_ else a.dtype
+        send = t.outgoing([a]).view(dtype)
+        recv = t.incoming(send.nbytes).view(dtype)
         with self._timed(2 * (self.size - 1), 2 * send.nbytes * (self.size - 1)):
-            self.comm.Allreduce(send, out, op=MPI_OPS[op])
-        return out.view(np.bool_) if a.dtype == np.bool_ else out
+            t.ready()
+            self.comm.Allreduce(send, recv, op=MPI_OPS[op])
+        return t.receive(recv.view(np.uint8), a.shape, a.dtype)
 
-    def alltoallv(
-        self, send: np.ndarray, send_counts: np.ndarray, *, with_counts: bool = False
-    ) -> Any:
-        """Exchange rows of ``send`` (host array, rows grouped by destination rank in rank
-        order, ``send_counts[r]`` rows for rank ``r``); returns the received rows grouped by
-        source rank in rank order (and, ``with_counts``, how many came from each rank)."""
-        send = np.ascontiguousarray(send)
+    def alltoallv(self, send: Any, send_counts: np.ndarray, *, with_counts: bool = False) -> Any:
+        """Exchange rows of ``send`` (rows grouped by destination rank in rank order,
+        ``send_counts[r]`` rows for rank ``r``); returns the received rows grouped by source
+        rank in rank order, on the side ``send`` lies (and, ``with_counts``, how many came
+        from each rank, a host array). The rows this rank keeps never leave it."""
+        t = self._side(send)
         send_counts = np.asarray(send_counts, dtype=np.int64)
         recv_counts = np.empty(self.size, dtype=np.int64)
         row = int(np.prod(send.shape[1:], dtype=np.int64)) * send.dtype.itemsize
         with self._timed(2 * (self.size - 1), 8 * self.size):
             self.comm.Alltoall(send_counts, recv_counts)
-        recv = np.empty((int(recv_counts.sum()), *send.shape[1:]), dtype=send.dtype)
-        scount, rcount = send_counts * row, recv_counts * row
+        recv = t.empty((int(recv_counts.sum()), *send.shape[1:]), send.dtype)
+        # The rows between ranks, with this rank's own rows left out of both buffers.
+        others = np.arange(self.size) != self.rank
+        scount, rcount = send_counts * row * others, recv_counts * row * others
         sdispl = np.concatenate([[0], np.cumsum(scount)[:-1]])
         rdispl = np.concatenate([[0], np.cumsum(rcount)[:-1]])
-        others = np.arange(self.size) != self.rank
-        messages = int(np.count_nonzero(send_counts[others])) + int(
-            np.count_nonzero(recv_counts[others])
-        )
-        with self._timed(messages, int(scount[others].sum() + rcount[others].sum())):
+        s_lo, s_hi = (int(v) for v in np.cumsum([0, *send_counts])[self.rank : self.rank + 2])
+        r_lo, r_hi = (int(v) for v in np.cumsum([0, *recv_counts])[self.rank : self.rank + 2])
+        sbuf = t.outgoing([send[:s_lo], send[s_hi:]])
+        rbuf = t.incoming(int(rcount.sum()))
+        messages = int(np.count_nonzero(scount)) + int(np.count_nonzero(rcount))
+        with self._timed(messages, int(scount.sum() + rcount.sum())):
+            t.ready()
             self.comm.Alltoallv(
-                [send.view(np.uint8).reshape(-1), (scount, sdispl), MPI.BYTE],
-                [recv.view(np.uint8).reshape(-1), (rcount, rdispl), MPI.BYTE],
+                _byte_buffer(sbuf, (scount, sdispl)), _byte_buffer(rbuf, (rcount, rdispl))
             )
+        if r_hi > r_lo:
+            recv[r_lo:r_hi] = send[s_lo:s_hi]
+        t.deliver(rbuf, [recv[:r_lo], recv[r_hi:]])
         return (recv, recv_counts) if with_counts else recv
 
-    def bcast(self, a: np.ndarray, root: int) -> np.ndarray:
-        """``a`` of rank ``root`` on every rank (a host array of the same shape and dtype on
-        every rank; only root's contents matter)."""
-        buf = np.array(a, copy=True, order="C")
-        with self._timed(self.size - 1 if self.rank == root else 1, buf.nbytes):
-            self.comm.Bcast(buf.reshape(-1).view(np.uint8), root=root)
-        return buf
+    def bcast(self, a: Any, root: int) -> Any:
+        """``a`` of rank ``root`` on every rank, on the side ``a`` lies (an array of the
+        same shape and dtype on every rank; only root's contents matter)."""
+        t = self._side(a)
+        a = a if t is not HOST else np.asarray(a)
+        if self.size == 1:
+            return t.xp.array(a, copy=True, order="C")
+        nbytes = int(a.size) * a.dtype.itemsize
+        buf = t.outgoing([a]) if self.rank == root else t.incoming(nbytes)
+        with self._timed(self.size - 1 if self.rank == root else 1, nbytes):
+            t.ready()
+            self.comm.Bcast(_byte_buffer(buf), root=root)
+        if self.rank == root:
+            return t.xp.array(a, copy=True, order="C")
+        return t.receive(buf, a.shape, a.dtype)
 
     def sendrecv(
         self,
-        send: np.ndarray | None,
+        send: Any,
         dest: int | None,
         source: int | None,
         shape: tuple[int, ...],
         dtype: Any,
-    ) -> np.ndarray | None:
+        *,
+        device: bool = False,
+    ) -> Any:
         """Send ``send`` to rank ``dest`` and receive an array of ``shape`` and ``dtype``
-        from rank ``source`` (either may be None: nothing sent or received)."""
+        from rank ``source`` (either may be None: nothing sent or received). The array
+        received lies on the device when ``send`` does or ``device`` is given."""
+        t = self._side(send, device)
+        if dest == source == self.rank:  # to itself (a torus on one rank): nothing crosses
+            return t.xp.array(send, copy=True, order="C").reshape(shape)
         dest_rank = MPI.PROC_NULL if dest is None else int(dest)
         source_rank = MPI.PROC_NULL if source is None else int(source)
-        recv = None if source is None else np.empty(shape, dtype=dtype)
-        sbuf = None if send is None else np.ascontiguousarray(send)
-        nbytes = (0 if sbuf is None else sbuf.nbytes) + (0 if recv is None else recv.nbytes)
+        sbuf = None if send is None else t.outgoing([send])
+        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        rbuf = None if source is None else t.incoming(size)
+        nbytes = (0 if sbuf is None else sbuf.nbytes) + (0 if rbuf is None else size)
         messages = (send is not None) + (source is not None)
         with self._timed(messages, nbytes):
+            t.ready()
             self.comm.Sendrecv(
-                [np.empty(0, np.uint8), MPI.BYTE] if sbuf is None else sbuf.view(np.uint8),
-                dest_rank,
-                recvbuf=[np.empty(0, np.uint8), MPI.BYTE] if recv is None else recv.view(np.uint8),
-                source=source_rank,
+                _byte_buffer(sbuf), dest_rank, recvbuf=_byte_buffer(rbuf), source=source_rank
             )
-        return recv
+        return None if rbuf is None else t.receive(rbuf, tuple(shape), dtype)
 
-    def exchange_faces(
-        self, block: Any, width: int, *, rows: Any = None, to_host: Callable = np.asarray
-    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    def exchange_faces(self, block: Any, width: int, *, rows: Any = None) -> tuple[Any, Any]:
         """The ``width`` ghost rows that border ``block`` below and above, from the
-        neighbour blocks: ``(ghost_below, ghost_above)``, host arrays, or None at the
-        global border (there the caller's own boundary rule applies, as on one rank).
+        neighbour blocks: ``(ghost_below, ghost_above)``, arrays on the side ``block`` lies
+        (host or device), or None at the global border (there the caller's own boundary
+        rule applies, as on one rank).
 
         The neighbours are the nearest ranks below and above that hold rows: empty blocks
-        are skipped, so any layout works, more ranks than rows included. ``block`` may be
-        a GPU array: only its faces cross, through ``to_host``. ``rows``, the rows per
-        rank (``numpy.diff`` of :meth:`offsets`), saves an all-gather when given.
+        are skipped, so any layout works, more ranks than rows included. Only the faces
+        cross. ``rows``, the rows per rank (``numpy.diff`` of :meth:`offsets`), saves an
+        all-gather when given.
         Collective. Raises ValueError on every rank alike when a non-empty block is
         thinner than ``width`` (its ghost rows would need a block beyond the neighbour).
 
@@ -259,11 +316,12 @@ class Ranks:
         below = holders[at - 1] if at > 0 else None
         above = holders[at + 1] if at + 1 < len(holders) else None
         face = (width, *block.shape[1:])
+        on_device = self._side(block) is not HOST
         # Upward: my first rows go to the rank below; the rank above's first rows come in.
-        first = None if below is None else to_host(block[:width])
-        ghost_above = self.sendrecv(first, below, above, face, block.dtype)
-        last = None if above is None else to_host(block[-width:])
-        ghost_below = self.sendrecv(last, above, below, face, block.dtype)
+        first = None if below is None else block[:width]
+        ghost_above = self.sendrecv(first, below, above, face, block.dtype, device=on_device)
+        last = None if above is None else block[-width:]
+        ghost_below = self.sendrecv(last, above, below, face, block.dtype, device=on_device)
         return ghost_below, ghost_above
 
     # ---------------------------------------------------------------- global arrays
