@@ -65,6 +65,10 @@ sigs = {
         ints, types.Array(i64, 1, "A"), ints, ints, ints, floats, floats, floats, ints, ints,
         ints, ints, floats,
     ),
+    # the z-buffer's keys and the index bits; covered, triangle index, float32 depth
+    "decode": (
+        ints, i64, flags, ints, types.Array(types.float32, 1, "C"),
+    ),
 }
 kernels = build_kernels()
 sm90 = pytypes.SimpleNamespace(compute_capability=(9, 0))
@@ -87,7 +91,9 @@ def ptx(ptx_all) -> str:
     return ptx_all["setup"]
 
 
-@pytest.mark.parametrize("kernel", ["setup", "classify", "shade", "spans", "fragments", "compact"])
+@pytest.mark.parametrize(
+    "kernel", ["setup", "classify", "shade", "spans", "fragments", "compact", "decode"]
+)
 def test_ptx_targets_sm90(ptx_all, kernel):
     ptx = ptx_all[kernel]
     assert re.search(r"^\.target\s+sm_90\b", ptx, re.M), "PTX does not target sm_90"
@@ -152,3 +158,11 @@ def test_compaction_rounds_the_depth_product(ptx_all):
     products = len(re.findall(r"\bmul\.rn\.f64\b", ptx))
     assert products >= 1
     assert len(re.findall(r"\badd\.f64\b", ptx)) == products
+
+
+def test_decoding_moves_the_depth_bits_without_conversion(ptx_all):
+    ptx = ptx_all["decode"]
+    # the float32 is the key's bits moved (int_as_float), never a converted number
+    assert not re.search(r"\bcvt\.rn\.f32\.", ptx), "the depth bits were converted"
+    assert re.search(r"\bmov\.b32\s+%f\d+, %r\d+;", ptx), "no move of the bits to a float32"
+    assert re.search(r"\bst\.global\.f32\b", ptx), "no float32 depth store"
