@@ -16,7 +16,6 @@ import math
 import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from copy import deepcopy
 from typing import Any
 
 import numpy as np
@@ -313,8 +312,9 @@ class Machine:
         out, offset = [], 0
         for a in arrays:
             nbytes = a.size * a.dtype.itemsize
-            chunk = host[offset : offset + nbytes]
-            out.append(chunk.view(a.dtype).reshape(a.shape).copy())
+            view = host[offset : offset + nbytes].view(a.dtype).reshape(a.shape)
+            # Views of the one fresh host buffer (not copied again), unless misaligned.
+            out.append(view if view.flags.aligned else view.copy())
             offset += nbytes
         if pending:
             _raise_first(pending, host[offset:].view(np.int64).reshape(-1, 2))
@@ -368,9 +368,8 @@ class Machine:
                 entry.wall += record.wall
             self._unread.clear()
             self._settled = 0
-        return Stats(
-            phases=deepcopy(self._phases), machine=self.cost.name, clock_hz=self.cost.clock_hz
-        )
+        phases = {path: entry.copy() for path, entry in self._phases.items()}
+        return Stats(phases=phases, machine=self.cost.name, clock_hz=self.cost.clock_hz)
 
     def reset_stats(self) -> None:
         """Forget all statistics and set the model clock to zero."""
