@@ -23,8 +23,8 @@ operation on them computes with NumPy and is counted as CuPy would execute it on
   ``Counts.implicit`` so that tests can demand there are none).
 - **device traffic**: the bytes a launch reads and writes (array inputs plus outputs).
 - **time**: the seconds spent inside counted operations (the device work, done here by
-  NumPy) are kept apart, so that a measurement's ``host_seconds`` is the caller's own
-  Python time with the device work stubbed out.
+  NumPy, and the stand-in's own counting of it) are kept apart, so that a measurement's
+  ``host_seconds`` is the caller's own Python time with the device work stubbed out.
 
 The CuPy backend's own kernels run too: ``RawModule`` / ``RawKernel`` give fake kernels
 that count one launch and compute their result with the reference implementations
@@ -186,9 +186,12 @@ class _State:
         h2d: int = 0,
         d2h: int = 0,
         traffic: int = 0,
-        seconds: float = 0.0,
+        since: float | None = None,
         implicit: int = 0,
     ) -> None:
+        """Count one operation. ``since``: the ``perf_counter`` time it began; from then to
+        the end of this bookkeeping is device time (NumPy's work and the stand-in's own
+        counting, neither of which is the caller's host time)."""
         path = "/".join(self.scopes)
         targets = [self.lifetime] + [m.scopes.setdefault(path, Counts()) for m in self.meters]
         targets += [m.total for m in self.meters]
@@ -199,13 +202,16 @@ class _State:
             c.d2h_bytes += d2h
             c.h2d_copies += 1 if h2d else 0
             c.traffic_bytes += traffic
-            c.device_seconds += seconds
             if launches:
                 c.ops[op] += launches
             if syncs:
                 c.sync_ops[op] += syncs
             if implicit:
                 c.implicit[op] += implicit
+        if since is not None:
+            seconds = time.perf_counter() - since
+            for c in targets:
+                c.device_seconds += seconds
 
 
 _state = _State()
@@ -324,17 +330,19 @@ def _run(
     finally:
         _state.depth -= 1
     n = launches(result) if callable(launches) else launches
+    traffic = (call.traffic + _out_bytes(result)) if n else 0
+    out = _wrap(result) if wrap else result
     _state.record(
         op,
         launches=n,
         syncs=syncs,
         h2d=call.host_bytes + h2d,
         d2h=8 * syncs,
-        traffic=(call.traffic + _out_bytes(result)) if n else 0,
-        seconds=time.perf_counter() - t0,
+        traffic=traffic,
+        since=t0,
         implicit=call.implicit,
     )
-    return _wrap(result) if wrap else result
+    return out
 
 
 def _sync(op: str, nbytes: int, fn: Callable, *args: Any) -> Any:
@@ -347,7 +355,7 @@ def _sync(op: str, nbytes: int, fn: Callable, *args: Any) -> Any:
         result = fn(*args)
     finally:
         _state.depth -= 1
-    _state.record(op, syncs=1, d2h=nbytes, seconds=time.perf_counter() - t0)
+    _state.record(op, syncs=1, d2h=nbytes, since=t0)
     return result
 
 

@@ -14,6 +14,8 @@
   task (:func:`fragments_device`).
 - ``decode``: :func:`renderer.zbuffer_kernels.decode_one`, one thread per pixel
   (:func:`decode_device`).
+- ``transform``: :func:`renderer.transform_kernels.clip_one`, one thread per vertex
+  (:func:`transform_device`).
 
 Each is one launch over a grid-stride loop (plus the zeroing of its counts); the counts
 stay on the device until the caller reads them. On the counting stand-in for CuPy
@@ -21,7 +23,7 @@ stay on the device until the caller reads them. On the counting stand-in for CuP
 :func:`renderer.scan.setup_triangles_arrays`, :func:`renderer.clip.classify_arrays`,
 :func:`renderer.shading.shade_pixels_arrays`, :func:`renderer.scan.spans_arrays`,
 :func:`renderer.scan.compact_spans_arrays`, :func:`renderer.zbuffer.fragments_arrays`,
-:func:`renderer.zbuffer.decode_keys_arrays`.
+:func:`renderer.zbuffer.decode_keys_arrays`, :func:`renderer.transform.to_clip_arrays`.
 
 This module is imported on the CuPy code path only and imports ``numba.cuda`` at the
 first real launch (:func:`build_kernels`), so the counting stand-in needs no CUDA at all.
@@ -43,6 +45,7 @@ from renderer.clip_kernels import classify_one
 from renderer.setup_kernels import OUTPUTS, bind, setup_one
 from renderer.shading_kernels import shade_one
 from renderer.span_kernels import compact_args, compact_one, span_one
+from renderer.transform_kernels import clip_one, matrix_args
 from renderer.zbuffer_kernels import decode_one, fragment_one, spans_args
 
 __all__ = [
@@ -63,6 +66,8 @@ __all__ = [
     "shade_kernel",
     "spans_device",
     "spans_kernel",
+    "transform_device",
+    "transform_kernel",
 ]
 
 #: The kernels' names on the counting stand-in.
@@ -74,6 +79,7 @@ KERNEL_NAMES = {
     "fragments": "renderer.zbuffer_fragments",
     "compact": "renderer.compact_spans",
     "decode": "renderer.decode_keys",
+    "transform": "renderer.to_clip",
 }
 
 # Threads per block: one triangle each; 128 keeps the many live registers of the setup body
@@ -164,6 +170,15 @@ def decode_kernel(keys, bits, covered, tri, depth):
         p += stride
 
 
+def transform_kernel(vertices, m, out):
+    """Vertices ``v = grid position + k * grid size``."""
+    v = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while v < vertices.shape[0]:
+        body(vertices, v, m, out)
+        v += stride
+
+
 def _sim_fmul(a, b):
     return a * b
 
@@ -199,6 +214,7 @@ def kernel_functions() -> dict[str, Any]:
         fragments_body = bind(fragment_one, fmul=_sim_fmul, f32_bits=_sim_f32_bits)
         compact_body = bind(compact_one, fmul=_sim_fmul)
         decode_body = bind(decode_one, f32_of_bits=_sim_f32_of_bits)
+        transform_body = bind(clip_one, fmul=_sim_fmul)
     else:
         from numba.cuda import libdevice
 
@@ -219,6 +235,7 @@ def kernel_functions() -> dict[str, Any]:
         compact_body = device(bind(compact_one, fmul=libdevice.dmul_rn))
         f32_of_bits = device(bind(_gpu_f32_of_bits, libdevice=libdevice))
         decode_body = device(bind(decode_one, f32_of_bits=f32_of_bits))
+        transform_body = device(bind(clip_one, fmul=libdevice.dmul_rn))
     return {
         "setup": bind(setup_kernel, cuda=cuda, body=setup_body),
         "classify": bind(classify_kernel, cuda=cuda, body=classify_body),
@@ -227,6 +244,7 @@ def kernel_functions() -> dict[str, Any]:
         "fragments": bind(fragments_kernel, cuda=cuda, body=fragments_body),
         "compact": bind(compact_kernel, cuda=cuda, body=compact_body),
         "decode": bind(decode_kernel, cuda=cuda, body=decode_body),
+        "transform": bind(transform_kernel, cuda=cuda, body=transform_body),
     }
 
 
@@ -341,6 +359,16 @@ def decode_device(xp: Any, keys: Any, bits: int) -> tuple:
     return covered, tri, depth
 
 
+def transform_device(xp: Any, vertices: Any, mvp: Any) -> Any:
+    """The fused transform on ``xp``'s device: ``(N, 4)`` float64 clip coordinates of the
+    ``(N, 3)`` float64 ``vertices``; the matrix goes in the launch's arguments."""
+    n = int(vertices.shape[0])
+    out = xp.empty((n, 4), dtype=xp.float64)
+    if n:
+        _launch(xp, "transform", n, (vertices, matrix_args(mvp), out))
+    return out
+
+
 def _launch(xp: Any, name: str, n: int, args: tuple) -> None:
     """Launch kernel ``name`` over ``n`` items on ``xp``'s current stream
     (:func:`kernels.numba_stream.launch_on_stream`)."""
@@ -422,6 +450,14 @@ def _register_emulations() -> None:
         got = decode_keys_arrays(np, np.asarray(keys), int(bits))
         for dest, value in zip(outs, got, strict=True):
             dest[...] = value
+
+    @emulates(KERNEL_NAMES["transform"])
+    def _transform(variant: Any, args: tuple) -> None:
+        from renderer.transform import to_clip_arrays
+
+        vertices, m, out = args
+        mvp = np.array(m, dtype=np.float64).reshape(4, 4)
+        out[...] = to_clip_arrays(np, np.asarray(vertices), mvp)
 
     @emulates(KERNEL_NAMES["classify"])
     def _classify(variant: Any, args: tuple) -> None:

@@ -60,6 +60,11 @@ DECODE_CASES = {
     "decode-500": (500, 13, 32, None),
     "decode-grid-stride": (160, 31, 16, 2),
 }
+# the transform to clip space: (vertices, threads per block, grid cap)
+TRANSFORM_CASES = {
+    "transform-400": (400, 32, None),
+    "transform-grid-stride": (150, 16, 2),
+}
 
 
 def case_names() -> list[str]:
@@ -71,6 +76,7 @@ def case_names() -> list[str]:
         + list(FRAGMENT_CASES)
         + list(COMPACT_CASES)
         + list(DECODE_CASES)
+        + list(TRANSFORM_CASES)
     )
 
 
@@ -108,6 +114,9 @@ def run_case(name: str) -> None:
         return
     if name in DECODE_CASES:
         run_decode_case(name)
+        return
+    if name in TRANSFORM_CASES:
+        run_transform_case(name)
         return
     n, width, height, threads, grid = CASES[name]
     clip = random_triangles(max(n, 8), seed=len(name))[:n]
@@ -226,6 +235,21 @@ def run_decode_case(name: str) -> None:
     finally:
         fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
     assert_same_arrays(got, decode_keys_arrays(np, keys, bits))
+
+
+def run_transform_case(name: str) -> None:
+    from renderer import fused_cuda
+    from renderer.transform import to_clip_arrays
+    from tests.renderer.test_fused_kernels import assert_same_arrays, transform_case
+
+    n, threads, grid = TRANSFORM_CASES[name]
+    vertices, mvp = transform_case(n, seed=n)
+    saved = _shape(threads, grid)
+    try:
+        got = fused_cuda.transform_device(np, vertices, mvp)
+    finally:
+        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+    assert_same_arrays([got], [to_clip_arrays(np, vertices, mvp)])
 
 
 def main() -> None:

@@ -474,3 +474,38 @@ def test_counting_backend_decoding_one_launch():
     assert c.total.ops["kernel:renderer.decode_keys"] == 1
     assert c.total.launches == 1 and c.total.syncs == 0
     assert_same_arrays([m.asnumpy(g) for g in got], decode_keys_arrays(np, keys, 12))
+
+
+def transform_case(n: int, seed: int = 0):
+    """Vertices over many magnitudes (and a few zeros) and a perspective view's matrix."""
+    from renderer.camera import Camera
+
+    rng = np.random.default_rng(seed)
+    vertices = rng.normal(size=(n, 3)) * 10.0 ** rng.uniform(-3, 3, size=(n, 1))
+    vertices[::7] = 0.0
+    mvp = Camera(eye=(3.0, 2.0, 5.0), target=(0.1, -0.2, 0.3), near=0.5, far=40.0).mvp(1.25)
+    return vertices, mvp
+
+
+def test_cpu_transform_matches_array_code():
+    from renderer.transform import to_clip, to_clip_arrays
+
+    vertices, mvp = transform_case(5000)
+    got = to_clip(np, vertices, mvp)
+    assert_same_arrays([got], [to_clip_arrays(np, vertices, mvp)])
+    # a strided view of the vertices, no vertex
+    assert_same_arrays([to_clip(np, vertices[::3], mvp)], [to_clip_arrays(np, vertices[::3], mvp)])
+    assert to_clip(np, vertices[:0], mvp).shape == (0, 4)
+
+
+def test_counting_backend_transform_one_launch_no_upload():
+    from renderer.transform import to_clip, to_clip_arrays
+
+    m = Machine(backend="counting")
+    vertices, mvp = transform_case(3000, seed=2)
+    dvertices = m.asarray(vertices)
+    with counting.measure() as c:
+        got = to_clip(m.xp, dvertices, mvp)
+    assert c.total.ops["kernel:renderer.to_clip"] == 1
+    assert c.total.launches == 1 and c.total.syncs == 0 and c.total.h2d_bytes == 0
+    assert_same_arrays([m.asnumpy(got)], [to_clip_arrays(np, vertices, mvp)])
