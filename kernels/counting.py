@@ -57,6 +57,10 @@ Where it is approximate
 - CuPy's host overhead per launch (a few microseconds of Python and driver time) is not
   in ``host_seconds``; multiply ``launches`` by a per-launch cost to estimate it.
 - Memory traffic counts whole arrays; strides, caches and fusion are not modelled.
+- Freeing: when a large NumPy array dies, glibc gives its pages back to the system
+  (``munmap``), in the caller's code and so in ``host_seconds`` (about 1.5 ms of a 250k
+  frame); CuPy's memory pool keeps freed device blocks instead. :func:`pool_host_memory`
+  makes the process keep freed memory likewise (``bench/gpu_budget.py`` calls it).
 
 The module is long because it is one model: the records, the array subclass, the kernel
 emulations and the namespace share one counting state and one set of cost rules, and read
@@ -81,6 +85,7 @@ from kernels import cuda_scan_source as _scan_src
 from kernels import reference
 
 __all__ = [
+    "pool_host_memory",
     "Counts",
     "CountingCuPy",
     "DeviceArray",
@@ -238,6 +243,30 @@ def measure() -> Iterator[Measurement]:
     finally:
         meter.wall_seconds = time.perf_counter() - start
         _state.meters.remove(meter)
+
+
+def pool_host_memory() -> bool:
+    """Keep freed memory in the process, as CuPy's memory pool keeps freed device blocks:
+    glibc's ``mallopt`` with large blocks on the heap (up to its 32 MiB limit) and no
+    trimming. Process-wide and for good; returns False where it cannot (not glibc).
+    For benchmarks of host time: freeing an array then costs the caller nothing, as
+    returning a block to CuPy's pool costs nearly nothing.
+    """
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
+    return all(
+        mallopt(option, value) == 1
+        for option, value in (
+            (m_mmap_threshold, 32 << 20),
+            (m_trim_threshold, 2**31 - 1),
+            (m_top_pad, 256 << 20),
+        )
+    )
 
 
 @contextlib.contextmanager
