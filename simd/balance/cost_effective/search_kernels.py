@@ -4,7 +4,7 @@
 by a binary search of the data's first tasks (moderngpu's load-balancing search [1]_: the
 datum of task ``t`` is the last one whose first task is at most ``t``; data without tasks
 share their first task with the next datum and are never the last). It gives the items
-and tasks of :func:`simd.balance.cost_effective.search.load_balancing_search_arrays` (a
+and tasks of :func:`simd.balance.cost_effective.search.load_balancing_search` (a
 masked send, a max-scan and a get) in one pass, without their intermediate arrays.
 
 It is compiled twice from the same function:
@@ -116,8 +116,11 @@ cuda: Any = None
 def _cpu_kernel() -> Any:
     import numba
 
-    one = numba.njit(inline="always")(search_one)
-    return numba.njit(nogil=True)(bind(_search_rows, body=one))
+    rows = bind(_search_rows, body=numba.njit(inline="always")(search_one))
+    try:  # cached on disk where a cache folder can be used, as the renderer's kernels
+        return numba.njit(cache=True, nogil=True)(rows)
+    except RuntimeError:  # no cache locator for this file: compile in memory only
+        return numba.njit(nogil=True)(rows)
 
 
 def search_cpu(offsets: np.ndarray, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, int]:
