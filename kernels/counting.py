@@ -26,8 +26,8 @@ operation on them computes with NumPy and is counted as CuPy would execute it on
   ``Counts.implicit`` so that tests can demand there are none).
 - **device traffic**: the bytes a launch reads and writes (array inputs plus outputs).
 - **time**: the seconds spent inside counted operations (the device work, done here by
-  NumPy) are kept apart, so that a measurement's ``host_seconds`` is the caller's own
-  Python time with the device work stubbed out.
+  NumPy, and the stand-in's own counting of it) are kept apart, so that a measurement's
+  ``host_seconds`` is the caller's own Python time with the device work stubbed out.
 
 The CuPy backend's own kernels run too: ``RawModule`` / ``RawKernel`` give fake kernels
 that count one launch and compute their result with the reference implementations
@@ -60,6 +60,10 @@ Where it is approximate
 - CuPy's host overhead per launch (a few microseconds of Python and driver time) is not
   in ``host_seconds``; multiply ``launches`` by a per-launch cost to estimate it.
 - Memory traffic counts whole arrays; strides, caches and fusion are not modelled.
+- Freeing: when a large NumPy array dies, glibc gives its pages back to the system
+  (``munmap``), in the caller's code and so in ``host_seconds`` (about 1.5 ms of a 250k
+  frame); CuPy's memory pool keeps freed device blocks instead. :func:`pool_host_memory`
+  makes the process keep freed memory likewise (``bench/gpu_budget.py`` calls it).
 
 The module is long because it is one model: the records, the array subclass, the kernel
 emulations and the namespace share one counting state and one set of cost rules, and read
@@ -84,6 +88,7 @@ from kernels import cuda_scan_source as _scan_src
 from kernels import reference
 
 __all__ = [
+    "pool_host_memory",
     "Counts",
     "CountingCuPy",
     "DeviceArray",
@@ -189,9 +194,12 @@ class _State:
         h2d: int = 0,
         d2h: int = 0,
         traffic: int = 0,
-        seconds: float = 0.0,
+        since: float | None = None,
         implicit: int = 0,
     ) -> None:
+        """Count one operation. ``since``: the ``perf_counter`` time it began; from then to
+        the end of this bookkeeping is device time (NumPy's work and the stand-in's own
+        counting, neither of which is the caller's host time)."""
         path = "/".join(self.scopes)
         targets = [self.lifetime] + [m.scopes.setdefault(path, Counts()) for m in self.meters]
         targets += [m.total for m in self.meters]
@@ -202,13 +210,16 @@ class _State:
             c.d2h_bytes += d2h
             c.h2d_copies += 1 if h2d else 0
             c.traffic_bytes += traffic
-            c.device_seconds += seconds
             if launches:
                 c.ops[op] += launches
             if syncs:
                 c.sync_ops[op] += syncs
             if implicit:
                 c.implicit[op] += implicit
+        if since is not None:
+            seconds = time.perf_counter() - since
+            for c in targets:
+                c.device_seconds += seconds
 
 
 _state = _State()
@@ -235,6 +246,30 @@ def measure() -> Iterator[Measurement]:
     finally:
         meter.wall_seconds = time.perf_counter() - start
         _state.meters.remove(meter)
+
+
+def pool_host_memory() -> bool:
+    """Keep freed memory in the process, as CuPy's memory pool keeps freed device blocks:
+    glibc's ``mallopt`` with large blocks on the heap (up to its 32 MiB limit) and no
+    trimming. Process-wide and for good; returns False where it cannot (not glibc).
+    For benchmarks of host time: freeing an array then costs the caller nothing, as
+    returning a block to CuPy's pool costs nearly nothing.
+    """
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
+    return all(
+        mallopt(option, value) == 1
+        for option, value in (
+            (m_mmap_threshold, 32 << 20),
+            (m_trim_threshold, 2**31 - 1),
+            (m_top_pad, 256 << 20),
+        )
+    )
 
 
 @contextlib.contextmanager
@@ -327,17 +362,19 @@ def _run(
     finally:
         _state.depth -= 1
     n = launches(result) if callable(launches) else launches
+    traffic = (call.traffic + _out_bytes(result)) if n else 0
+    out = _wrap(result) if wrap else result
     _state.record(
         op,
         launches=n,
         syncs=syncs,
         h2d=call.host_bytes + h2d,
         d2h=8 * syncs,
-        traffic=(call.traffic + _out_bytes(result)) if n else 0,
-        seconds=time.perf_counter() - t0,
+        traffic=traffic,
+        since=t0,
         implicit=call.implicit,
     )
-    return _wrap(result) if wrap else result
+    return out
 
 
 def _sync(op: str, nbytes: int, fn: Callable, *args: Any) -> Any:
@@ -350,7 +387,7 @@ def _sync(op: str, nbytes: int, fn: Callable, *args: Any) -> Any:
         result = fn(*args)
     finally:
         _state.depth -= 1
-    _state.record(op, syncs=1, d2h=nbytes, seconds=time.perf_counter() - t0)
+    _state.record(op, syncs=1, d2h=nbytes, since=t0)
     return result
 
 

@@ -12,13 +12,18 @@
   (:func:`compact_device`).
 - ``fragments``: :func:`renderer.zbuffer_kernels.fragment_one`, one thread per z-buffer
   task (:func:`fragments_device`).
+- ``decode``: :func:`renderer.zbuffer_kernels.decode_one`, one thread per pixel
+  (:func:`decode_device`).
+- ``transform``: :func:`renderer.transform_kernels.clip_one`, one thread per vertex
+  (:func:`transform_device`).
 
 Each is one launch over a grid-stride loop (plus the zeroing of its counts); the counts
 stay on the device until the caller reads them. On the counting stand-in for CuPy
 (:mod:`kernels.counting`) a launch counts one and its emulation runs the array code:
 :func:`renderer.scan.setup_triangles_arrays`, :func:`renderer.clip.classify_arrays`,
 :func:`renderer.shading.shade_pixels_arrays`, :func:`renderer.scan.spans_arrays`,
-:func:`renderer.scan.compact_spans_arrays`, :func:`renderer.zbuffer.fragments_arrays`.
+:func:`renderer.scan.compact_spans_arrays`, :func:`renderer.zbuffer.fragments_arrays`,
+:func:`renderer.zbuffer.decode_keys_arrays`, :func:`renderer.transform.to_clip_arrays`.
 
 This module is imported on the CuPy code path only and imports ``numba.cuda`` at the
 first real launch (:func:`build_kernels`), so the counting stand-in needs no CUDA at all.
@@ -40,7 +45,8 @@ from renderer.clip_kernels import classify_one
 from renderer.setup_kernels import OUTPUTS, bind, setup_one
 from renderer.shading_kernels import shade_one
 from renderer.span_kernels import compact_args, compact_one, span_one
-from renderer.zbuffer_kernels import fragment_one, spans_args
+from renderer.transform_kernels import clip_one, matrix_args
+from renderer.zbuffer_kernels import decode_one, fragment_one, spans_args
 
 __all__ = [
     "KERNEL_NAMES",
@@ -49,6 +55,8 @@ __all__ = [
     "classify_kernel",
     "compact_device",
     "compact_kernel",
+    "decode_device",
+    "decode_kernel",
     "fragments_device",
     "fragments_kernel",
     "kernel_functions",
@@ -58,6 +66,8 @@ __all__ = [
     "shade_kernel",
     "spans_device",
     "spans_kernel",
+    "transform_device",
+    "transform_kernel",
 ]
 
 #: The kernels' names on the counting stand-in.
@@ -68,6 +78,8 @@ KERNEL_NAMES = {
     "spans": "renderer.spans",
     "fragments": "renderer.zbuffer_fragments",
     "compact": "renderer.compact_spans",
+    "decode": "renderer.decode_keys",
+    "transform": "renderer.to_clip",
 }
 
 # Threads per block: one triangle each; 128 keeps the many live registers of the setup body
@@ -149,12 +161,34 @@ def fragments_kernel(items, tasks, tri, row, col, zrow, dzdx, x0, width, bits, f
         p += stride
 
 
+def decode_kernel(keys, bits, covered, tri, depth):
+    """Pixels ``p = grid position + k * grid size``."""
+    p = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while p < keys.shape[0]:
+        body(keys, p, bits, covered, tri, depth)
+        p += stride
+
+
+def transform_kernel(vertices, m, out):
+    """Vertices ``v = grid position + k * grid size``."""
+    v = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while v < vertices.shape[0]:
+        body(vertices, v, m, out)
+        v += stride
+
+
 def _sim_fmul(a, b):
     return a * b
 
 
 def _sim_f32_bits(z):
     return np.int64(np.float32(z).view(np.int32))
+
+
+def _sim_f32_of_bits(b):
+    return np.int32(b).view(np.float32)
 
 
 @functools.cache
@@ -179,6 +213,8 @@ def kernel_functions() -> dict[str, Any]:
         spans_body = span_one
         fragments_body = bind(fragment_one, fmul=_sim_fmul, f32_bits=_sim_f32_bits)
         compact_body = bind(compact_one, fmul=_sim_fmul)
+        decode_body = bind(decode_one, f32_of_bits=_sim_f32_of_bits)
+        transform_body = bind(clip_one, fmul=_sim_fmul)
     else:
         from numba.cuda import libdevice
 
@@ -197,6 +233,9 @@ def kernel_functions() -> dict[str, Any]:
         f32_bits = device(bind(_gpu_f32_bits, libdevice=libdevice))
         fragments_body = device(bind(fragment_one, fmul=libdevice.dmul_rn, f32_bits=f32_bits))
         compact_body = device(bind(compact_one, fmul=libdevice.dmul_rn))
+        f32_of_bits = device(bind(_gpu_f32_of_bits, libdevice=libdevice))
+        decode_body = device(bind(decode_one, f32_of_bits=f32_of_bits))
+        transform_body = device(bind(clip_one, fmul=libdevice.dmul_rn))
     return {
         "setup": bind(setup_kernel, cuda=cuda, body=setup_body),
         "classify": bind(classify_kernel, cuda=cuda, body=classify_body),
@@ -204,12 +243,19 @@ def kernel_functions() -> dict[str, Any]:
         "spans": bind(spans_kernel, cuda=cuda, body=spans_body),
         "fragments": bind(fragments_kernel, cuda=cuda, body=fragments_body),
         "compact": bind(compact_kernel, cuda=cuda, body=compact_body),
+        "decode": bind(decode_kernel, cuda=cuda, body=decode_body),
+        "transform": bind(transform_kernel, cuda=cuda, body=transform_body),
     }
 
 
 def _gpu_f32_bits(z):
     # float64 to float32 rounding to nearest (cvt.rn.f32.f64), then its bits
     return np.int64(libdevice.float_as_int(libdevice.double2float_rn(z)))
+
+
+def _gpu_f32_of_bits(b):
+    # the float32 of these bits (a move, no conversion)
+    return libdevice.int_as_float(np.int32(b))
 
 
 @functools.cache
@@ -301,6 +347,28 @@ def fragments_device(
     return keys, dest
 
 
+def decode_device(xp: Any, keys: Any, bits: int) -> tuple:
+    """The fused decoding of 1-D int64 depth keys on ``xp``'s device: ``covered`` (bool),
+    ``tri`` (int64) and ``depth`` (float32)."""
+    n = int(keys.shape[0])
+    covered = xp.empty(n, dtype=xp.bool_)
+    tri = xp.empty(n, dtype=xp.int64)
+    depth = xp.empty(n, dtype=xp.float32)
+    if n:
+        _launch(xp, "decode", n, (keys, int(bits), covered, tri, depth))
+    return covered, tri, depth
+
+
+def transform_device(xp: Any, vertices: Any, mvp: Any) -> Any:
+    """The fused transform on ``xp``'s device: ``(N, 4)`` float64 clip coordinates of the
+    ``(N, 3)`` float64 ``vertices``; the matrix goes in the launch's arguments."""
+    n = int(vertices.shape[0])
+    out = xp.empty((n, 4), dtype=xp.float64)
+    if n:
+        _launch(xp, "transform", n, (vertices, matrix_args(mvp), out))
+    return out
+
+
 def _launch(xp: Any, name: str, n: int, args: tuple) -> None:
     """Launch kernel ``name`` over ``n`` items on ``xp``'s current stream
     (:func:`kernels.numba_stream.launch_on_stream`)."""
@@ -373,6 +441,23 @@ def _register_emulations() -> None:
         got = compact_spans_arrays(np, setup, *host)
         for dest, value in zip(outs, got, strict=True):
             dest[...] = value
+
+    @emulates(KERNEL_NAMES["decode"])
+    def _decode(variant: Any, args: tuple) -> None:
+        from renderer.zbuffer import decode_keys_arrays
+
+        keys, bits, *outs = args
+        got = decode_keys_arrays(np, np.asarray(keys), int(bits))
+        for dest, value in zip(outs, got, strict=True):
+            dest[...] = value
+
+    @emulates(KERNEL_NAMES["transform"])
+    def _transform(variant: Any, args: tuple) -> None:
+        from renderer.transform import to_clip_arrays
+
+        vertices, m, out = args
+        mvp = np.array(m, dtype=np.float64).reshape(4, 4)
+        out[...] = to_clip_arrays(np, np.asarray(vertices), mvp)
 
     @emulates(KERNEL_NAMES["classify"])
     def _classify(variant: Any, args: tuple) -> None:

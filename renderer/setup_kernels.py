@@ -24,11 +24,11 @@ Importing this module does not import Numba; the first call does, and compiles t
 from __future__ import annotations
 
 import functools
-import types
 from typing import Any
 
 import numpy as np
 
+from kernels.rebind import bind
 from renderer.transform import SUBPIXEL
 
 __all__ = ["setup_one", "bind", "cpu_body", "cpu_loop", "cpu_primitives", "setup_cpu", "OUTPUTS"]
@@ -195,19 +195,6 @@ def setup_one(clip, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0, work
     if degenerate:
         return 1
     return 0
-
-
-def bind(fn: Any, **names: Any) -> Any:
-    """A copy of function ``fn`` whose global ``names`` are rebound (the same code object).
-
-    This is how one body is compiled for several targets: Numba resolves a function's
-    globals when it compiles it, so each target's copy sees that target's primitives.
-    """
-    scope = dict(fn.__globals__)
-    scope.update(names)
-    out = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
-    out.__qualname__, out.__doc__ = fn.__qualname__, fn.__doc__
-    return out
 
 
 @functools.cache

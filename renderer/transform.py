@@ -12,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["to_clip", "to_window", "SUBPIXEL_BITS", "SUBPIXEL"]
+from kernels import registry
+
+__all__ = ["to_clip", "to_clip_arrays", "to_window", "SUBPIXEL_BITS", "SUBPIXEL"]
 
 #: Sub-pixel precision of window coordinates, as in OpenGL implementations (Mesa's llvmpipe
 #: and most GPUs report GL_SUBPIXEL_BITS = 8).
@@ -21,7 +23,9 @@ SUBPIXEL = 1 << SUBPIXEL_BITS
 
 
 def to_clip(xp: Any, vertices: Any, mvp: np.ndarray) -> Any:
-    """Clip coordinates ``mvp @ [x, y, z, 1]`` of every vertex.
+    """Clip coordinates ``mvp @ [x, y, z, 1]`` of every vertex: one fused kernel for
+    float64 vertices (:mod:`renderer.transform_kernels`), else :func:`to_clip_arrays`, with
+    the same results.
 
     Parameters
     ----------
@@ -40,6 +44,27 @@ def to_clip(xp: Any, vertices: Any, mvp: np.ndarray) -> Any:
     >>> import numpy as np
     >>> to_clip(np, np.array([[1.0, 2.0, 3.0]]), np.eye(4)).tolist()
     [[1.0, 2.0, 3.0, 1.0]]
+    """
+    if vertices.dtype == np.float64 and vertices.ndim == 2 and not registry.force_reference():
+        # imported here: the kernels' module imports this one's constants
+        if xp is np:
+            from renderer.transform_kernels import clip_cpu
+
+            return clip_cpu(vertices, mvp)
+        from renderer.fused_cuda import transform_device
+
+        return transform_device(xp, vertices, mvp)
+    return to_clip_arrays(xp, vertices, mvp)
+
+
+def to_clip_arrays(xp: Any, vertices: Any, mvp: np.ndarray) -> Any:
+    """:func:`to_clip` as array expressions (the fused kernels' oracle).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> to_clip_arrays(np, np.array([[1.0, 2.0, 3.0]]), 2 * np.eye(4)).tolist()
+    [[2.0, 4.0, 6.0, 2.0]]
     """
     mvp = np.asarray(mvp, dtype=np.float64)
     x, y, z = vertices[:, 0], vertices[:, 1], vertices[:, 2]

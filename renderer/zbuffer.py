@@ -25,20 +25,18 @@ import numpy as np
 
 from kernels import registry
 from renderer.scan import Spans
-from renderer.zbuffer_kernels import FLOAT32_TINY, fragments_cpu
+from renderer.zbuffer_kernels import EMPTY, FLOAT32_TINY, decode_cpu, fragments_cpu
 
 __all__ = [
     "EMPTY",
     "id_bits",
     "depth_keys",
     "decode_keys",
+    "decode_keys_arrays",
     "fragments",
     "fragments_arrays",
     "ZBufferBody",
 ]
-
-#: Key of a pixel nothing was drawn to (greater than every real key).
-EMPTY = np.iinfo(np.int64).max
 
 
 def id_bits(n_triangles: int) -> int:
@@ -77,6 +75,9 @@ def decode_keys(xp: Any, keys: Any, bits: int) -> tuple[Any, Any, Any]:
     """Inverse of :func:`depth_keys`: (covered mask, triangle index or -1, float32 depth
     with 1.0 where nothing was drawn).
 
+    One fused kernel for 1-D int64 keys (:func:`renderer.zbuffer_kernels.decode_one`),
+    else :func:`decode_keys_arrays`, with the same results.
+
     Examples
     --------
     >>> import numpy as np
@@ -86,6 +87,25 @@ def decode_keys(xp: Any, keys: Any, bits: int) -> tuple[Any, Any, Any]:
     >>> covered, tri, depth = decode_keys(np, np.array([keys[1], EMPTY]), 2)
     >>> covered.tolist(), tri.tolist(), depth.tolist()
     ([True, False], [1, -1], [0.25, 1.0])
+    """
+    if keys.dtype == np.int64 and keys.ndim == 1 and not registry.force_reference():
+        if xp is np:
+            return decode_cpu(keys, bits)
+        from renderer.fused_cuda import decode_device
+
+        return decode_device(xp, keys, bits)
+    return decode_keys_arrays(xp, keys, bits)
+
+
+def decode_keys_arrays(xp: Any, keys: Any, bits: int) -> tuple[Any, Any, Any]:
+    """:func:`decode_keys` as array expressions (the fused kernels' oracle).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> covered, tri, depth = decode_keys_arrays(np, np.array([(0x3F000000 << 3) | 5]), 3)
+    >>> covered.tolist(), tri.tolist(), depth.tolist()
+    ([True], [5], [0.5])
     """
     covered = keys != EMPTY
     k = xp.where(covered, keys, 0)

@@ -1,4 +1,5 @@
-"""The z-buffer loop's per-task work fused into one kernel: a scalar body written once.
+"""The z-buffer's per-task work and the decoding of its keys fused into kernels: scalar
+bodies written once.
 
 :func:`fragment_one` computes, for task ``p`` (pixel ``col + tasks[p]`` of span
 ``items[p]``), the depth key and the z-buffer address that
@@ -9,6 +10,10 @@ its bits above the triangle's drawing index. The combining send that follows sta
 machine's (the router). Compiled for the CPU with ``numba.njit`` (:func:`fragments_cpu`)
 and for the GPU with ``numba.cuda.jit`` (:mod:`renderer.fused_cuda`), as
 :mod:`renderer.setup_kernels` does for setup.
+
+:func:`decode_one` decodes the key of pixel ``p`` as :func:`renderer.zbuffer.decode_keys_arrays`
+does (covered or not, the triangle index or -1, the float32 depth or 1.0): one kernel
+where the array code launches seven.
 """
 
 from __future__ import annotations
@@ -20,17 +25,26 @@ import numpy as np
 
 from renderer.setup_kernels import bind, cpu_loop, cpu_primitives, fmul
 
+__all__ = ["EMPTY", "FLOAT32_TINY", "decode_cpu", "decode_one", "f32_bits", "f32_of_bits",
+           "fragment_one", "fragments_cpu"]  # fmt: skip
+
+#: Key of a pixel nothing was drawn to (greater than every real key).
+EMPTY = np.iinfo(np.int64).max
+
 #: float32's smallest normal number: depths below it are keyed as 0 on every path (CuPy's
 #: elementwise kernels compile with -ftz=true and would flush them; the others would not).
 FLOAT32_TINY = float(np.finfo(np.float32).tiny)
-
-__all__ = ["fragment_one", "fragments_cpu", "f32_bits"]
 
 
 def f32_bits(z):
     """The IEEE bits of float64 ``z`` rounded to float32, as an int64 (each target binds
     its own)."""
     return np.int64(np.float32(z).view(np.int32))
+
+
+def f32_of_bits(b):
+    """The float32 whose IEEE bits are the int32 ``b`` (each target binds its own)."""
+    return np.int32(b).view(np.float32)
 
 
 def fragment_one(items, tasks, p, tri, row, col, zrow, dzdx, x0, width, bits, first, keys,
@@ -94,3 +108,53 @@ def spans_args(spans: Any) -> tuple:
     """The span fields the body reads, in argument order."""
     s = spans
     return (s.tri, s.row, s.col, s.zrow, s.dzdx, s.x0)
+
+
+def decode_one(keys, p, bits, covered, tri, depth):
+    """Decode key ``keys[p]``: ``covered[p]``, ``tri[p]`` (the drawing index, -1 where
+    nothing was drawn) and ``depth[p]`` (float32, 1.0 where nothing was drawn)."""
+    k = keys[p]
+    if k == EMPTY:
+        covered[p] = False
+        tri[p] = -1
+        depth[p] = 1.0
+        return
+    covered[p] = True
+    tri[p] = k & ((1 << bits) - 1)
+    high = (k >> bits) & 0xFFFFFFFF  # the low 32 bits as a signed int32, as astype does
+    if high >= 0x80000000:
+        high -= 0x100000000
+    depth[p] = f32_of_bits(high)
+
+
+def _decode_rows(keys, bits, covered, tri, depth):
+    """Every pixel (the CPU's loop)."""
+    for p in range(keys.shape[0]):
+        body(keys, p, bits, covered, tri, depth)
+
+
+@functools.cache
+def _cpu_decode() -> Any:
+    import numba
+
+    body = numba.njit(error_model="numpy")(
+        bind(decode_one, f32_of_bits=numba.njit(inline="always")(f32_of_bits))
+    )
+    return cpu_loop(bind(_decode_rows, body=body))
+
+
+def decode_cpu(keys: np.ndarray, bits: int) -> tuple:
+    """The fused decoding on the CPU: ``covered, tri, depth`` of 1-D int64 ``keys``.
+
+    Examples
+    --------
+    >>> covered, tri, depth = decode_cpu(np.array([(0x3E800000 << 2) | 1, EMPTY]), 2)
+    >>> covered.tolist(), tri.tolist(), depth.tolist()
+    ([True, False], [1, -1], [0.25, 1.0])
+    """
+    n = keys.shape[0]
+    covered = np.empty(n, dtype=np.bool_)
+    tri = np.empty(n, dtype=np.int64)
+    depth = np.empty(n, dtype=np.float32)
+    _cpu_decode()(keys, int(bits), covered, tri, depth)
+    return covered, tri, depth

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from copy import deepcopy
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -161,6 +159,7 @@ class Machine:
         # self._cycles_of (the memo is dropped when ``cost`` is replaced).
         self._cycles: dict[tuple, float] = {}
         self._cycles_of: CostModel | None = None
+        self._per_active = False  # cost.per_active of self._cycles_of
         self._open: list[PhaseRecord] = []  # records of the open phases, outermost first
         self._unread: list[tuple[PhaseStats, PhaseRecord]] = []  # GPU times not yet read
         # How many of them a read back has since waited for (their events have passed).
@@ -314,8 +313,9 @@ class Machine:
         out, offset = [], 0
         for a in arrays:
             nbytes = a.size * a.dtype.itemsize
-            chunk = host[offset : offset + nbytes]
-            out.append(chunk.view(a.dtype).reshape(a.shape).copy())
+            view = host[offset : offset + nbytes].view(a.dtype).reshape(a.shape)
+            # Views of the one fresh host buffer (not copied again), unless misaligned.
+            out.append(view if view.flags.aligned else view.copy())
             offset += nbytes
         if pending:
             _raise_first(pending, host[offset:].view(np.int64).reshape(-1, 2))
@@ -369,9 +369,8 @@ class Machine:
                 entry.wall += record.wall
             self._unread.clear()
             self._settled = 0
-        return Stats(
-            phases=deepcopy(self._phases), machine=self.cost.name, clock_hz=self.cost.clock_hz
-        )
+        phases = {path: entry.copy() for path, entry in self._phases.items()}
+        return Stats(phases=phases, machine=self.cost.name, clock_hz=self.cost.clock_hz)
 
     def reset_stats(self) -> None:
         """Forget all statistics and set the model clock to zero."""
@@ -393,8 +392,7 @@ class Machine:
             raise ValueError(f"a phase name must be a non-empty string without '/', got {name!r}")
         return _Phase(self, name, sync)
 
-    @contextmanager
-    def vp_set(self, n: int, *, live: Any = None) -> Iterator[None]:
+    def vp_set(self, n: int, *, live: Any = None) -> AbstractContextManager[None]:
         """Charge every instruction in the block for a VP set of ``n`` elements.
 
         A SIMD machine steps all the VPs of the current VP set (the CM's ``with shape``),
@@ -408,11 +406,7 @@ class Machine:
         n = int(n)
         if n < 0:
             raise ValueError(f"a VP set cannot have a negative size, got {n}")
-        self._vp_stack.append((n, live))
-        try:
-            yield
-        finally:
-            self._vp_stack.pop()
+        return _VPSet(self._vp_stack, (n, live))
 
     def charge(
         self, kind: str, n: int, *, ops: float = 1.0, label: str | None = None, nbytes: int = 0
@@ -439,8 +433,12 @@ class Machine:
         senders: Any = None,
     ) -> float:
         cost = self.cost
+        if cost is not self._cycles_of:  # a CostModel is frozen: its memo holds while it does
+            self._cycles.clear()
+            self._cycles_of = cost
+            self._per_active = cost.per_active
         busiest = None  # only cost models with per-active terms count the working elements
-        if cost.per_active and kind in ("scan", "reduce", "router"):
+        if self._per_active and kind in ("scan", "reduce", "router"):
             if self._vp_stack:
                 n_set, live = self._vp_stack[-1]
                 busiest = _busiest(cost, n_set, n, live, self.xp)
@@ -448,9 +446,6 @@ class Machine:
                 busiest = _busiest_senders(cost, n, senders, self.xp)
         if self._vp_stack:
             n = self._vp_stack[-1][0]
-        if cost is not self._cycles_of:
-            self._cycles.clear()
-            self._cycles_of = cost
         key = (kind, n, ops, distance, busiest)
         cycles = self._cycles.get(key)
         if cycles is None:
@@ -1176,6 +1171,21 @@ def _raise_first(pending: list, bounds: np.ndarray) -> None:
     if failed.any():
         i = int(failed.argmax())
         _raise_if_out(pending[i][0], pending[i][1], int(bounds[i, 0]), int(bounds[i, 1]))
+
+
+class _VPSet:
+    """A declared VP set while its block runs (Machine.vp_set)."""
+
+    __slots__ = ("entry", "stack")
+
+    def __init__(self, stack: list, entry: tuple[int, Any]) -> None:
+        self.stack, self.entry = stack, entry
+
+    def __enter__(self) -> None:
+        self.stack.append(self.entry)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.pop()
 
 
 class _Phase:

@@ -139,6 +139,27 @@ class PhaseStats:
     message_bytes: int = 0
     comm_wall: float = 0.0
 
+    def copy(self) -> PhaseStats:
+        """An independent copy (its own ``calls``).
+
+        Examples
+        --------
+        >>> a = PhaseStats(cycles=2.0)
+        >>> b = a.copy(); b.calls["scan"] += 1
+        >>> dict(a.calls), b.cycles
+        ({}, 2.0)
+        """
+        return PhaseStats(
+            Counter(self.calls),
+            self.bytes,
+            self.cycles,
+            self.wall,
+            self.entries,
+            self.messages,
+            self.message_bytes,
+            self.comm_wall,
+        )
+
     def add(self, other: PhaseStats) -> None:
         self.calls.update(other.calls)
         self.bytes += other.bytes

@@ -381,3 +381,14 @@ def test_emulated_exclusive_copy_scan_puts_initial_at_the_heads():
     m = Machine(backend="counting")
     got = m.scan(m.asarray(x), "copy", exclusive=True, segments=m.asarray(seg), axis=1, initial=9.0)
     assert m.asnumpy(got).tolist() == want.tolist() == [[9.0, 9.0, 1.0], [9.0, 3.0, 9.0]]
+
+
+def test_pool_host_memory_in_a_child_process():
+    import platform
+    import subprocess
+    import sys
+
+    code = "from kernels.counting import pool_host_memory; print(pool_host_memory())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    want = "True" if platform.libc_ver()[0] == "glibc" else "False"
+    assert proc.stdout.strip() == want

@@ -55,11 +55,28 @@ COMPACT_CASES = {
     "compact-64": (80, 400, 64, 32, None),
     "compact-grid-stride": (30, 150, 9, 16, 2),
 }
+# decoding of depth keys: (pixels, index bits, threads per block, grid cap)
+DECODE_CASES = {
+    "decode-500": (500, 13, 32, None),
+    "decode-grid-stride": (160, 31, 16, 2),
+}
+# the transform to clip space: (vertices, threads per block, grid cap)
+TRANSFORM_CASES = {
+    "transform-400": (400, 32, None),
+    "transform-grid-stride": (150, 16, 2),
+}
 
 
 def case_names() -> list[str]:
     return (
-        list(CASES) + list(CLIP_CASES) + list(SHADE_CASES) + list(SPAN_CASES) + list(FRAGMENT_CASES)
+        list(CASES)
+        + list(CLIP_CASES)
+        + list(SHADE_CASES)
+        + list(SPAN_CASES)
+        + list(FRAGMENT_CASES)
+        + list(COMPACT_CASES)
+        + list(DECODE_CASES)
+        + list(TRANSFORM_CASES)
     )
 
 
@@ -94,6 +111,12 @@ def run_case(name: str) -> None:
         return
     if name in COMPACT_CASES:
         run_compact_case(name)
+        return
+    if name in DECODE_CASES:
+        run_decode_case(name)
+        return
+    if name in TRANSFORM_CASES:
+        run_transform_case(name)
         return
     n, width, height, threads, grid = CASES[name]
     clip = random_triangles(max(n, 8), seed=len(name))[:n]
@@ -197,6 +220,36 @@ def run_compact_case(name: str) -> None:
         fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
     assert_same_arrays(got, compact_spans_arrays(np, setup, sel, items, row, lo, length))
     assert 0 < sel.size < items.size
+
+
+def run_decode_case(name: str) -> None:
+    from renderer import fused_cuda
+    from renderer.zbuffer import decode_keys_arrays
+    from tests.renderer.test_fused_kernels import assert_same_arrays, decode_case
+
+    n, bits, threads, grid = DECODE_CASES[name]
+    keys = decode_case(n, bits, seed=n)
+    saved = _shape(threads, grid)
+    try:
+        got = fused_cuda.decode_device(np, keys, bits)
+    finally:
+        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+    assert_same_arrays(got, decode_keys_arrays(np, keys, bits))
+
+
+def run_transform_case(name: str) -> None:
+    from renderer import fused_cuda
+    from renderer.transform import to_clip_arrays
+    from tests.renderer.test_fused_kernels import assert_same_arrays, transform_case
+
+    n, threads, grid = TRANSFORM_CASES[name]
+    vertices, mvp = transform_case(n, seed=n)
+    saved = _shape(threads, grid)
+    try:
+        got = fused_cuda.transform_device(np, vertices, mvp)
+    finally:
+        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+    assert_same_arrays([got], [to_clip_arrays(np, vertices, mvp)])
 
 
 def main() -> None:

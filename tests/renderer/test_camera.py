@@ -74,3 +74,13 @@ def test_viewport_matrix_maps_ndc_corners_to_pixel_edges():
 def test_camera_light_is_unit():
     cam = Camera(eye=(0, 0, 5), target=(0, 0, 0))
     assert np.linalg.norm(cam.light_direction()) == pytest.approx(1.0)
+
+
+def test_cross_product_is_numpys_bit_for_bit():
+    from renderer.camera import _cross
+
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        a = rng.normal(size=3) * 10 ** rng.uniform(-8, 8)
+        b = rng.normal(size=3) * 10 ** rng.uniform(-8, 8)
+        np.testing.assert_array_equal(_cross(a, b).view(np.int64), np.cross(a, b).view(np.int64))

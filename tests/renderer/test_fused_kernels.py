@@ -35,7 +35,14 @@ from renderer.scan import (
 )
 from renderer.setup_kernels import OUTPUTS, setup_cpu
 from renderer.shading import shade_pixels, shade_pixels_arrays
-from renderer.zbuffer import FLOAT32_TINY, fragments, fragments_arrays
+from renderer.zbuffer import (
+    EMPTY,
+    FLOAT32_TINY,
+    decode_keys,
+    decode_keys_arrays,
+    fragments,
+    fragments_arrays,
+)
 from simd import Machine
 
 FIELDS = [name for name, _, _ in OUTPUTS] + ["n_degenerate"]
@@ -415,7 +422,8 @@ def assert_same_arrays(got, want) -> None:
         g, w = np.asarray(g), np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape
         if g.dtype.kind == "f":  # by their bits
-            g, w = g.view(np.int64), w.view(np.int64)
+            bits = np.dtype(f"i{g.itemsize}")
+            g, w = g.view(bits), w.view(bits)
         np.testing.assert_array_equal(g, w)
 
 
@@ -444,3 +452,74 @@ def test_counting_backend_compaction_one_launch():
     assert c.total.launches == 1 and c.total.syncs == 0
     want = compact_spans_arrays(np, setup, sel, items, row, lo, length)
     assert_same_arrays([m.asnumpy(g) for g in got], want)
+
+
+def decode_case(n: int, bits: int, seed: int = 0):
+    """Depth keys of random depths in [0, 1] (0, 1 and -0.0's bits among them), empty
+    pixels, and a few keys no z-buffer holds (depth bits beyond 32: the array code keeps
+    their low 32)."""
+    rng = np.random.default_rng(seed)
+    z = rng.uniform(0.0, 1.0, size=n).astype(np.float32)
+    z[::9], z[1::9] = 0.0, 1.0
+    depth_bits = z.view(np.int32).astype(np.int64)
+    keys = (depth_bits << bits) | rng.integers(0, 1 << bits, size=n)
+    keys[::5] = EMPTY
+    keys[3::17] = rng.integers(0, np.iinfo(np.int64).max, size=keys[3::17].size)
+    return keys
+
+
+def test_cpu_decoding_matches_array_code():
+    for bits in (1, 13, 31):
+        keys = decode_case(5000, bits, seed=bits)
+        assert_same_arrays(decode_keys(np, keys, bits), decode_keys_arrays(np, keys, bits))
+    # a strided view, no pixel, and a 2-D array (the array code)
+    assert_same_arrays(decode_keys(np, keys[::3], 31), decode_keys_arrays(np, keys[::3], 31))
+    assert all(x.shape == (0,) for x in decode_keys(np, keys[:0], 31))
+    square = keys[:4900].reshape(70, 70)
+    assert_same_arrays(decode_keys(np, square, 31), decode_keys_arrays(np, square, 31))
+
+
+def test_counting_backend_decoding_one_launch():
+    m = Machine(backend="counting")
+    keys = decode_case(3000, 12, seed=4)
+    dkeys = m.asarray(keys)
+    with counting.measure() as c:
+        got = decode_keys(m.xp, dkeys, 12)
+    assert c.total.ops["kernel:renderer.decode_keys"] == 1
+    assert c.total.launches == 1 and c.total.syncs == 0
+    assert_same_arrays([m.asnumpy(g) for g in got], decode_keys_arrays(np, keys, 12))
+
+
+def transform_case(n: int, seed: int = 0):
+    """Vertices over many magnitudes (and a few zeros) and a perspective view's matrix."""
+    from renderer.camera import Camera
+
+    rng = np.random.default_rng(seed)
+    vertices = rng.normal(size=(n, 3)) * 10.0 ** rng.uniform(-3, 3, size=(n, 1))
+    vertices[::7] = 0.0
+    mvp = Camera(eye=(3.0, 2.0, 5.0), target=(0.1, -0.2, 0.3), near=0.5, far=40.0).mvp(1.25)
+    return vertices, mvp
+
+
+def test_cpu_transform_matches_array_code():
+    from renderer.transform import to_clip, to_clip_arrays
+
+    vertices, mvp = transform_case(5000)
+    got = to_clip(np, vertices, mvp)
+    assert_same_arrays([got], [to_clip_arrays(np, vertices, mvp)])
+    # a strided view of the vertices, no vertex
+    assert_same_arrays([to_clip(np, vertices[::3], mvp)], [to_clip_arrays(np, vertices[::3], mvp)])
+    assert to_clip(np, vertices[:0], mvp).shape == (0, 4)
+
+
+def test_counting_backend_transform_one_launch_no_upload():
+    from renderer.transform import to_clip, to_clip_arrays
+
+    m = Machine(backend="counting")
+    vertices, mvp = transform_case(3000, seed=2)
+    dvertices = m.asarray(vertices)
+    with counting.measure() as c:
+        got = to_clip(m.xp, dvertices, mvp)
+    assert c.total.ops["kernel:renderer.to_clip"] == 1
+    assert c.total.launches == 1 and c.total.syncs == 0 and c.total.h2d_bytes == 0
+    assert_same_arrays([m.asnumpy(got)], [to_clip_arrays(np, vertices, mvp)])

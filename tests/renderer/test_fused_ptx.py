@@ -65,6 +65,14 @@ sigs = {
         ints, types.Array(i64, 1, "A"), ints, ints, ints, floats, floats, floats, ints, ints,
         ints, ints, floats,
     ),
+    # the z-buffer's keys and the index bits; covered, triangle index, float32 depth
+    "decode": (
+        ints, i64, flags, ints, types.Array(types.float32, 1, "C"),
+    ),
+    # the vertices, the matrix's 16 entries (arguments, not an array), clip coordinates
+    "transform": (
+        types.Array(f64, 2, "C"), types.UniTuple(f64, 16), types.Array(f64, 2, "C"),
+    ),
 }
 kernels = build_kernels()
 sm90 = pytypes.SimpleNamespace(compute_capability=(9, 0))
@@ -87,7 +95,10 @@ def ptx(ptx_all) -> str:
     return ptx_all["setup"]
 
 
-@pytest.mark.parametrize("kernel", ["setup", "classify", "shade", "spans", "fragments", "compact"])
+@pytest.mark.parametrize(
+    "kernel",
+    ["setup", "classify", "shade", "spans", "fragments", "compact", "decode", "transform"],
+)
 def test_ptx_targets_sm90(ptx_all, kernel):
     ptx = ptx_all[kernel]
     assert re.search(r"^\.target\s+sm_90\b", ptx, re.M), "PTX does not target sm_90"
@@ -151,4 +162,20 @@ def test_compaction_rounds_the_depth_product(ptx_all):
     # per copy of the body: dz/dy times the distance from y0, rounded on its own, then added
     products = len(re.findall(r"\bmul\.rn\.f64\b", ptx))
     assert products >= 1
+    assert len(re.findall(r"\badd\.f64\b", ptx)) == products
+
+
+def test_decoding_moves_the_depth_bits_without_conversion(ptx_all):
+    ptx = ptx_all["decode"]
+    # the float32 is the key's bits moved (int_as_float), never a converted number
+    assert not re.search(r"\bcvt\.rn\.f32\.", ptx), "the depth bits were converted"
+    assert re.search(r"\bmov\.b32\s+%f\d+, %r\d+;", ptx), "no move of the bits to a float32"
+    assert re.search(r"\bst\.global\.f32\b", ptx), "no float32 depth store"
+
+
+def test_transform_rounds_every_product(ptx_all):
+    ptx = ptx_all["transform"]
+    # per copy of the body: 12 products, each rounded on its own, and 12 sums (no fma)
+    products = len(re.findall(r"\bmul\.rn\.f64\b", ptx))
+    assert products >= 12 and products % 12 == 0
     assert len(re.findall(r"\badd\.f64\b", ptx)) == products

@@ -36,14 +36,21 @@ from simd import Machine
 #: (renderer.zbuffer_kernels): expand 178 -> 158, the unbalanced original form 1070 -> 870;
 #: and so is scan conversion's gathering of the kept spans with their depth at the row
 #: (renderer.span_kernels.compact_one): expand 158 -> 148, unbalanced original 870 -> 590.
+#: The expand form's load-balancing search is one fused kernel per loop (the send, max-scan
+#: and get charged, not run: simd.balance.cost_effective.search_kernels; the total and the
+#: ends charged, not computed), and decode_keys one kernel (renderer.zbuffer_kernels):
+#: expand 148 -> 86 launches and 64 bytes fewer read back (four address checks fewer),
+#: the other forms 6 launches fewer each.
+#: The transform to clip space is one fused kernel, its matrix in the launch's arguments
+#: (renderer.transform_kernels): 27 launches fewer in every form (expand 86 -> 59).
 BUDGETS = {
-    "expand": {"launches": 148, "syncs": 4, "d2h_bytes": 61_592},
-    "cost-effective": {"launches": 282, "syncs": 11, "d2h_bytes": 61_776},
-    "original": {"launches": 194, "syncs": 11, "d2h_bytes": 61_776},
+    "expand": {"launches": 59, "syncs": 4, "d2h_bytes": 61_528},
+    "cost-effective": {"launches": 249, "syncs": 11, "d2h_bytes": 61_776},
+    "original": {"launches": 161, "syncs": 11, "d2h_bytes": 61_776},
     # the original form on the unbalanced set (many loop iterations)
-    "original/unbalanced": {"launches": 590, "syncs": 33, "d2h_bytes": 62_624},
+    "original/unbalanced": {"launches": 557, "syncs": 33, "d2h_bytes": 62_624},
     # expand with the near plane through the surface (clipping in depth)
-    "expand/near-clip": {"launches": 377, "syncs": 5, "d2h_bytes": 61_600},
+    "expand/near-clip": {"launches": 288, "syncs": 5, "d2h_bytes": 61_536},
 }
 SIZE = 64
 RESOLUTION = 16

@@ -82,7 +82,11 @@ Modules
     The three phases of Figure 2: :func:`gather_information`, :func:`decide`,
     :func:`redistribute`.
 ``search``
-    :func:`load_balancing_search`, the one primitive of the ``expand`` form.
+    :func:`load_balancing_search`, the one primitive of the ``expand`` form, and the
+    expand form's expansion (``Expansion``).
+``search_kernels``
+    The same search fused into one kernel (a scalar body for ``numba.njit`` and
+    ``numba.cuda.jit``), which the expansion runs where it charges the same.
 ``loops``
     :func:`run_loop` and its three forms.
 ``store``, ``estimate``, ``calibration``

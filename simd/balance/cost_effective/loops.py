@@ -30,7 +30,7 @@ from simd.balance.cost_effective.records import (
     PhaseTiming,
     check_clock,
 )
-from simd.balance.cost_effective.search import load_balancing_search
+from simd.balance.cost_effective.search import Expansion
 
 __all__ = ["run_loop"]
 
@@ -43,8 +43,6 @@ BALANCED_OPS = 3
 IMPLICIT_WORKLOAD_OPS = 1
 #: Figure 2 at the first redistribution: materialising ``workload`` and ``parallel_index``.
 MATERIALISE_OPS = 2
-#: The expand form: ``ends = offsets + workload``.
-EXPAND_ENDS_OPS = 1
 
 #: Default chunk of the expand form (tasks per step).
 DEFAULT_CHUNK = 1 << 22
@@ -221,19 +219,15 @@ class _Loop:
     def expand(self, w: Any, chunk: int, total: int) -> None:
         """All tasks at once: an add-scan of the workload, a load-balancing search per chunk."""
         m = self.m
-        n = int(w.size)
         expansion = self.timing(PHASE_EXPANSION)
         soln = self.timing(PHASE_SOLUTION)
         with m.phase(PHASE_EXPANSION) as record:
-            offsets = m.scan(w, "add", exclusive=True, initial=0)
-            m.reduce(w, "add")  # the total, which run_loop has already read
-            ends = offsets + w
-            m.charge("elementwise", n, ops=EXPAND_ENDS_OPS)
+            search = Expansion(w, machine=m)
         expansion.records.append(record)
         for start in range(0, total, chunk):
             stop = min(start + chunk, total)
             with m.phase(PHASE_EXPANSION) as record:
-                items, tasks = load_balancing_search(offsets, ends, start, stop, machine=m)
+                items, tasks = search.tasks(start, stop)
             expansion.records.append(record)
             with m.phase(PHASE_SOLUTION) as record:
                 self.solve(items, tasks, stop - start, 0)

@@ -2,7 +2,14 @@
 
 The one primitive of the ``expand`` form (moderngpu's ``transform_lbs``, in SIMD form):
 given the exclusive add-scan of a workload, every task of a range learns the datum it
-belongs to and its index within that datum, with one send and one max-scan.
+belongs to and its index within that datum, with one send and one max-scan
+(:func:`load_balancing_search`).
+
+:class:`Expansion` runs it for the expand form. The emulated machine executes those
+instructions and the model clock charges them; the host computes the same items and tasks
+with one fused kernel where that changes no charge (:mod:`.search_kernels`: one launch
+per range on a GPU instead of about 25, and no intermediate arrays), else with the
+instructions themselves.
 """
 
 from __future__ import annotations
@@ -11,12 +18,86 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SEARCH_OPS", "load_balancing_search"]
+from kernels.registry import force_reference
+from simd.balance.cost_effective.search_kernels import search_cpu, search_device
+
+__all__ = ["EXPAND_ENDS_OPS", "SEARCH_OPS", "Expansion", "load_balancing_search"]
 
 #: Elementwise operations per datum of the search: the overlap test (5) and the clip (1).
 SEARCH_OPS = 6
 #: Elementwise operations per task: the task index within its datum.
 TASK_INDEX_OPS = 1
+#: Elementwise operations per datum of the expansion: ``ends = offsets + workload``.
+EXPAND_ENDS_OPS = 1
+
+
+class Expansion:
+    """The tasks of a workload, range by range: the expand form's expansion.
+
+    Creating it runs the machine's exclusive add-scan of ``workload`` (the data's first
+    tasks), its add-reduction (the total, which the front end knows already) and
+    ``ends = offsets + workload``; :meth:`tasks` then gives the datum and task index of
+    every task of a range (:func:`load_balancing_search`).
+
+    Where the fused kernel charges what the instructions charge, it computes the tasks
+    (``fused``): on one process, with a cost model without per-active terms (those read
+    the send's senders), the NumPy backend or deferred address checks (eager ones read the
+    number of senders back), and no ``SIMD_FORCE_REFERENCE``. The reduction and the ends,
+    which it does not read, are then charged and not computed.
+
+    Parameters
+    ----------
+    workload : 1-D int64 backend array
+        Tasks per datum (non-negative, at least one datum).
+    machine : simd.Machine
+
+    Examples
+    --------
+    >>> from simd import Machine
+    >>> m = Machine(pes=4, backend="numpy")
+    >>> items, tasks = Expansion(m.asarray([3, 0, 1]), machine=m).tasks(0, 4)
+    >>> items.tolist(), tasks.tolist()
+    ([0, 0, 0, 2], [0, 1, 2, 0])
+    """
+
+    def __init__(self, workload: Any, *, machine: Any) -> None:
+        m = self.machine = machine
+        n = int(workload.size)
+        self.fused = (
+            m.ranks is None
+            and not m.cost.per_active
+            and (m.backend == "numpy" or m.checks == "deferred")
+            and workload.dtype == np.int64
+            and not force_reference()
+        )
+        self.offsets = m.scan(workload, "add", exclusive=True, initial=0)
+        self.ends = None
+        if self.fused:  # the total, read by the front end already: charged as the machine's
+            m.charge("reduce", n, nbytes=workload.nbytes, label="reduce")
+        else:
+            m.reduce(workload, "add")
+            self.ends = self.offsets + workload
+        m.charge("elementwise", n, ops=EXPAND_ENDS_OPS)
+
+    def tasks(self, start: int, stop: int) -> tuple[Any, Any]:
+        """Datum and task index (int64 backend arrays) of tasks ``start .. stop - 1``,
+        ``0 <= start < stop <=`` the total."""
+        if not self.fused:
+            return load_balancing_search(self.offsets, self.ends, start, stop, machine=self.machine)
+        m, offsets = self.machine, self.offsets
+        n, length = int(offsets.size), stop - start
+        if m.backend == "numpy":
+            items, tasks, senders = search_cpu(offsets, start, stop)
+        else:  # deferred checks: every datum sends (the masked-off ones to no address)
+            items, tasks = search_device(m.xp, offsets, start, stop)
+            senders = n
+        # The instructions of load_balancing_search, charged in its order.
+        m.charge("elementwise", n, ops=SEARCH_OPS)
+        m.charge("router", n, nbytes=16 * senders, label="send")
+        m.charge("scan", length, nbytes=16 * length, label="scan")
+        m.charge("router", length, nbytes=16 * length, label="get")
+        m.charge("elementwise", length, ops=TASK_INDEX_OPS)
+        return items, tasks
 
 
 def load_balancing_search(offsets: Any, ends: Any, start: int, stop: int, *, machine: Any):
