@@ -100,7 +100,7 @@ LEVEL = 0.5
 #: Cache format and content version (4: multi-block unbalanced surface).
 _VERSION = 4
 #: The oil-well surfaces' cache version (their own, so the others' caches stay valid).
-_OILWELL_VERSION = 1
+_OILWELL_VERSION = 2
 
 
 def marschner_lobb(n: int, *, alpha: float = 0.25, f_m: float = 6.0) -> np.ndarray:

@@ -47,7 +47,7 @@ def test_scan_conversion_maxima_come_close_to_the_papers(table):
     # magnification of 2 cannot reach its M(45,45) 468 (2.8 times its (45,45) 169)
     for kind, views in PAPER.items():
         for view, (smax, _, _, _) in views.items():
-            factor = 1.45 if view == "M(45,45)" else 1.35
+            factor = 1.5 if view == "M(45,45)" else 1.35
             assert within(table[kind][view]["scan_max"], smax, factor), (kind, view)
     unb = table["oilwell-unbalanced"]
     assert unb["(0,0)"]["scan_max"] > 220 and unb["M(0,0)"]["scan_max"] > 480
@@ -65,7 +65,7 @@ def test_the_unbalanced_set_is_unbalanced_in_the_scan_conversion_loop(table):
     for view in PAPER["oilwell"]:
         bal, unb = table["oilwell"][view], table["oilwell-unbalanced"][view]
         assert bal["scan_max"] / bal["scan_avg"] < 5
-        assert unb["scan_max"] / unb["scan_avg"] > 40
+        assert unb["scan_max"] / unb["scan_avg"] > 35  # the paper: 28 to 117
         # the slivers stay narrow: no long spans (the paper's z-buffer maxima are larger)
         assert unb["zbuf_max"] <= 2 * bal["zbuf_max"]
 
@@ -73,7 +73,8 @@ def test_the_unbalanced_set_is_unbalanced_in_the_scan_conversion_loop(table):
 def test_triangle_counts_and_tall_slivers():
     bal = datasets.load_dataset("oilwell", "250k", cache=False)
     unb = datasets.load_dataset("oilwell-unbalanced", "250k", cache=False)
-    assert 115_000 < bal.n_faces < 135_000 and 90_000 < unb.n_faces < 105_000
+    # the paper's data sets have about 250,000 polygons each
+    assert 255_000 < bal.n_faces < 275_000 and 228_000 < unb.n_faces < 246_000
     for mesh in (bal, unb):
         assert np.isfinite(mesh.vertices).all() and mesh.faces.max() < len(mesh.vertices)
         assert np.allclose(np.linalg.norm(mesh.normals, axis=1), 1.0)
