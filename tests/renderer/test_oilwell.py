@@ -43,12 +43,12 @@ def table():
 
 
 def test_scan_conversion_maxima_come_close_to_the_papers(table):
-    # the slivers are 1.5 units tall: about the paper's 231 and 512 scan lines side on; a
-    # magnification of 2 cannot reach its M(45,45) 468 (2.8 times its (45,45) 169)
+    # the slivers are 1.5 units tall: about the paper's 231 and 512 scan lines side on; the
+    # fracture's walls from (45,45) (a magnification of 2 cannot reach the paper's M(45,45)
+    # 468, 2.8 times its (45,45) 169)
     for kind, views in PAPER.items():
         for view, (smax, _, _, _) in views.items():
-            factor = 1.45 if view == "M(45,45)" else 1.35
-            assert within(table[kind][view]["scan_max"], smax, factor), (kind, view)
+            assert within(table[kind][view]["scan_max"], smax, 1.35), (kind, view)
     unb = table["oilwell-unbalanced"]
     assert unb["(0,0)"]["scan_max"] > 220 and unb["M(0,0)"]["scan_max"] > 480
 
@@ -65,15 +65,27 @@ def test_the_unbalanced_set_is_unbalanced_in_the_scan_conversion_loop(table):
     for view in PAPER["oilwell"]:
         bal, unb = table["oilwell"][view], table["oilwell-unbalanced"][view]
         assert bal["scan_max"] / bal["scan_avg"] < 5
-        assert unb["scan_max"] / unb["scan_avg"] > 40
-        # the slivers stay narrow: no long spans (the paper's z-buffer maxima are larger)
-        assert unb["zbuf_max"] <= 2 * bal["zbuf_max"]
+        assert unb["scan_max"] / unb["scan_avg"] > 35  # the paper: 28 to 117
+        if view in ("(0,0)", "M(0,0)"):
+            # side on the slivers and the fracture's walls are edge on: no long spans
+            assert unb["zbuf_max"] <= 2 * bal["zbuf_max"]
+
+
+def test_the_fracture_gives_the_papers_long_spans_from_45_45(table):
+    # the fracture's walls, one tall cell as long as the fracture, lie horizontal from
+    # (45,45): the paper's 30 pixels per span (119 magnified, 4 times, which a
+    # magnification of 2 cannot give)
+    unb = table["oilwell-unbalanced"]
+    assert within(unb["(45,45)"]["zbuf_max"], 30, 1.2)
+    assert within(unb["M(45,45)"]["zbuf_max"], 119 / 2, 1.2)
+    assert table["oilwell"]["(45,45)"]["zbuf_max"] < 10  # the uniform grid: short spans
 
 
 def test_triangle_counts_and_tall_slivers():
     bal = datasets.load_dataset("oilwell", "250k", cache=False)
     unb = datasets.load_dataset("oilwell-unbalanced", "250k", cache=False)
-    assert 115_000 < bal.n_faces < 135_000 and 90_000 < unb.n_faces < 105_000
+    # the paper's data sets have about 250,000 polygons each
+    assert 257_000 < bal.n_faces < 277_000 and 227_000 < unb.n_faces < 247_000
     for mesh in (bal, unb):
         assert np.isfinite(mesh.vertices).all() and mesh.faces.max() < len(mesh.vertices)
         assert np.allclose(np.linalg.norm(mesh.normals, axis=1), 1.0)
