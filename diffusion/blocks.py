@@ -22,28 +22,24 @@ from typing import Any
 import numpy as np
 
 from diffusion.dense import (
-    DiffusionInfo,
-    _Workspace,
+    Layout,
     check_image,
     check_itk_parameters,
     check_parameters,
     check_spacing,
-    dilate,
     gradient_row_sums,
     itk_conductance,
     itk_delta,
     mean_of_row_sums,
-    pm_update,
-    pm_update_inplace,
+    pm_diffuse,
     warn_if_unstable,
     warn_itk_unstable,
 )
-from kernels.registry import force_reference
 
 __all__ = ["block_anisotropic_diffusion", "block_gradient_anisotropic_diffusion"]
 
 
-class _Blocks:
+class _Blocks(Layout):
     """The layout of the image over the ranks, and the halo exchange of its blocks."""
 
     def __init__(self, machine: Any, block: Any, settings: tuple) -> None:
@@ -60,15 +56,16 @@ class _Blocks:
         if len({e[3] for e in every}) != 1:
             raise ValueError("the ranks were given different diffusion parameters")
         self.rows = [e[2] for e in every]
-        self.shape = (sum(self.rows), *block.shape[1:])
-        self.size = int(np.prod(self.shape))
+        super().__init__((sum(self.rows), *block.shape[1:]))
         if self.size == 0:
             raise ValueError(f"image is empty (shape {self.shape})")
         self.local = int(block.shape[0])
+        # A ghost row on each side with a non-empty block (empty blocks are skipped).
+        r = self.ranks.rank
+        if self.local:
+            self.ghosts = (int(any(self.rows[:r])), int(any(self.rows[r + 1 :])))
 
     def extend(self, xp: Any, block: Any) -> tuple[Any, slice]:
-        """``block`` with one ghost row from each neighbour block, and the slice of the
-        block's own rows in it."""
         below, above = self.ranks.exchange_faces(block, 1, rows=self.rows)
         parts = [below] if below is not None else []
         parts.append(block)
@@ -78,10 +75,20 @@ class _Blocks:
         ext = xp.concatenate(parts) if len(parts) > 1 else block
         return ext, slice(start, start + self.local)
 
-    def total(self, *counts: Any) -> list[int]:
+    def fill(self, ext: Any, own: slice) -> None:
+        below, above = self.ranks.exchange_faces(ext[own], 1, rows=self.rows)
+        if below is not None:
+            ext[: own.start] = below
+        if above is not None:
+            ext[own.stop :] = above
+
+    def total(self, counts: np.ndarray) -> np.ndarray:
         """Integer sums over the ranks (exact, so the same on any number of ranks)."""
-        mine = np.array([int(c) for c in counts], dtype=np.int64)
-        return [int(c) for c in self.ranks.allreduce(mine, "add")]
+        return self.ranks.allreduce(np.ascontiguousarray(counts), "add")
+
+    def gather_rows(self, sums: np.ndarray) -> np.ndarray:
+        """Per-row host values (``(k, rows)``) of every rank, in row order."""
+        return self.ranks.gather(np.ascontiguousarray(sums.T), root=None).T
 
 
 def block_anisotropic_diffusion(
@@ -108,51 +115,8 @@ def block_anisotropic_diffusion(
     blocks = _Blocks(machine, out, settings)
     if ranks.is_root:  # one warning, not one per rank
         warn_if_unstable(float(gamma), spacing, option)
-    fused = xp is not np and epsilon == 0 and not force_reference()
-    info = DiffusionInfo()
-    n = blocks.size
-    ws = None
-    active_count = None
-    frozen = xp.zeros(out.shape, dtype=bool) if (epsilon > 0 and freeze) else None
-    for _ in range(niter):
-        ext, own = blocks.extend(xp, out)
-        if blocks.local == 0:
-            upd = xp.zeros_like(out)
-        elif fused:
-            from diffusion._cupy import pm_iterate
-
-            # One fused step on the extended block: its border rows are ghosts or the
-            # image border, which the kernel treats as the one-rank kernel does.
-            out = pm_iterate(xp, ext, 1, float(kappa), float(gamma), spacing, option)[own].copy()
-        elif xp is np:
-            if ws is None or ws.d.shape != ext.shape:
-                ws = _Workspace(ext.shape)
-            upd = pm_update_inplace(ext, kappa, gamma, spacing, option, ws)[own]
-        else:
-            upd = pm_update(xp, ext, kappa, gamma, spacing, option)[own]
-        info.iterations += 1
-        if epsilon == 0:
-            if not fused:
-                out += upd
-            info.active_fraction.append(1.0)
-            info.updated_fraction.append(1.0)
-            continue
-        info.active_fraction.append(1.0 if active_count is None else active_count / n)
-        changed = xp.abs(upd) >= epsilon
-        if frozen is not None:
-            changed &= ~frozen
-        out = xp.where(changed, out + upd, out)
-        if frozen is not None:
-            frozen |= ~changed
-            active = ~frozen
-        else:
-            wide, own = blocks.extend(xp, changed)
-            active = dilate(xp, wide)[own]
-        active_count, changed_count = blocks.total(active.sum(), changed.sum())
-        info.updated_fraction.append(changed_count / n)
-        if active_count == 0:
-            info.converged = True
-            break
+    out, info = pm_diffuse(xp, out, blocks, niter, float(kappa), float(gamma), spacing,
+                           option, float(epsilon), bool(freeze), return_info)  # fmt: skip
     return (out, info) if return_info else out
 
 

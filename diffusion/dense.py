@@ -20,6 +20,7 @@ from kernels.registry import force_reference
 
 __all__ = [
     "DiffusionInfo",
+    "Layout",
     "DiffusionStabilityWarning",
     "anisotropic_diffusion",
     "gradient_anisotropic_diffusion",
@@ -240,6 +241,113 @@ def dilate(xp: Any, mask: Any) -> Any:
     return out
 
 
+class Layout:
+    """How this process holds the image: here all of it, one block with no neighbours.
+
+    :class:`diffusion.blocks` splits the image in blocks of rows across MPI ranks with a
+    subclass; the iteration loop (:func:`pm_diffuse`) is the same for both.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        Shape of the whole image.
+    size : int
+        Points of the whole image.
+    local : int
+        Rows (along axis 0) of this process's block.
+    ghosts : tuple of int
+        Ghost rows the block needs below and above (from neighbour blocks): none here.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.zeros((3, 4), np.float32)
+    >>> layout = Layout(a.shape)
+    >>> layout.size, layout.ghosts, layout.extend(np, a)[1]
+    (12, (0, 0), slice(0, 3, None))
+    """
+
+    ghosts: tuple[int, int] = (0, 0)
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = tuple(int(n) for n in shape)
+        self.size = math.prod(self.shape)
+        self.local = self.shape[0]
+
+    def extend(self, xp: Any, block: Any) -> tuple[Any, slice]:
+        """``block`` with its ghost rows around it, and the slice of its own rows."""
+        return block, slice(0, self.local)
+
+    def fill(self, ext: Any, own: slice) -> None:
+        """Write the neighbours' face rows into the ghost rows of ``ext`` (whose own rows
+        are ``ext[own]``): nothing to do without neighbours."""
+
+    def total(self, counts: np.ndarray) -> np.ndarray:
+        """``counts`` (integers) summed over the processes that hold the image."""
+        return counts
+
+
+def pm_diffuse(
+    xp: Any,
+    out: Any,
+    layout: Layout,
+    niter: int,
+    kappa: float,
+    gamma: float,
+    spacing: tuple[float, ...],
+    option: int,
+    epsilon: float,
+    freeze: bool,
+    return_info: bool,
+) -> Any:
+    """The iteration loop of :func:`anisotropic_diffusion` on the validated float32 block
+    ``out`` of ``layout`` (the whole image on one process): returns the block's result and
+    the (global) :class:`DiffusionInfo`."""
+    info = DiffusionInfo()
+    if xp is not np and not force_reference():
+        out = _fused(xp, out, layout, niter, kappa, gamma, spacing, option, epsilon, freeze,
+                     info, return_info)  # fmt: skip
+        return out, info
+    n = layout.size
+    ws = None
+    active_count = None
+    frozen = xp.zeros(out.shape, dtype=bool) if (epsilon > 0 and freeze) else None
+    for _ in range(niter):
+        ext, own = layout.extend(xp, out)
+        if layout.local == 0:
+            upd = xp.zeros_like(out)
+        elif xp is np:
+            if ws is None or ws.d.shape != ext.shape:
+                ws = _Workspace(ext.shape)
+            upd = pm_update_inplace(ext, kappa, gamma, spacing, option, ws)[own]
+        else:
+            upd = pm_update(xp, ext, kappa, gamma, spacing, option)[own]
+        info.iterations += 1
+        if epsilon == 0:
+            out += upd
+            info.active_fraction.append(1.0)
+            info.updated_fraction.append(1.0)
+            continue
+        info.active_fraction.append(1.0 if active_count is None else active_count / n)
+        changed = xp.abs(upd) >= epsilon
+        if frozen is not None:
+            changed &= ~frozen
+        out = xp.where(changed, out + upd, out)
+        if frozen is not None:
+            frozen |= ~changed
+            active = ~frozen
+        else:
+            wide, own = layout.extend(xp, changed)
+            active = dilate(xp, wide)[own]
+        mine = np.array([int(active.sum()), int(changed.sum())], dtype=np.int64)
+        active_count, changed_count = (int(c) for c in layout.total(mine))
+        info.updated_fraction.append(changed_count / n)
+        if active_count == 0:
+            info.converged = True
+            break
+    return out, info
+
+
 def anisotropic_diffusion(
     image: Any,
     niter: int = 1,
@@ -339,47 +447,15 @@ def anisotropic_diffusion(
     niter = check_parameters(niter, kappa, gamma, option, epsilon)
     spacing = check_spacing(voxelspacing, out.ndim, "voxelspacing")
     warn_if_unstable(float(gamma), spacing, option)
-    info = DiffusionInfo()
-    if xp is not np and not force_reference():
-        out = _fused(xp, out, niter, kappa, gamma, spacing, option, epsilon, freeze, info,
-                     return_info)  # fmt: skip
-        return (out, info) if return_info else out
-    n = out.size
-    ws = _Workspace(out.shape) if xp is np else None
-    active = None
-    frozen = xp.zeros(out.shape, dtype=bool) if (epsilon > 0 and freeze) else None
-    for _ in range(niter):
-        if xp is np:
-            upd = pm_update_inplace(out, kappa, gamma, spacing, option, ws)
-        else:
-            upd = pm_update(xp, out, kappa, gamma, spacing, option)
-        if epsilon > 0:
-            info.active_fraction.append(1.0 if active is None else int(active.sum()) / n)
-            changed = xp.abs(upd) >= epsilon
-            if frozen is not None:
-                changed &= ~frozen
-            out = xp.where(changed, out + upd, out)
-            if frozen is not None:
-                frozen |= ~changed
-                active = ~frozen
-            else:
-                active = dilate(xp, changed)
-            info.updated_fraction.append(int(changed.sum()) / n)
-            info.iterations += 1
-            if not bool(active.any()):
-                info.converged = True
-                break
-        else:
-            out += upd
-            info.iterations += 1
-            info.active_fraction.append(1.0)
-            info.updated_fraction.append(1.0)
+    out, info = pm_diffuse(xp, out, Layout(out.shape), niter, float(kappa), float(gamma),
+                           spacing, option, float(epsilon), bool(freeze), return_info)  # fmt: skip
     return (out, info) if return_info else out
 
 
 def _fused(
     xp: Any,
     out: Any,
+    layout: Layout,
     niter: int,
     kappa: float,
     gamma: float,
@@ -390,8 +466,9 @@ def _fused(
     info: DiffusionInfo,
     dilated: bool,
 ) -> Any:
-    """The device path: one fused kernel per iteration (:mod:`diffusion._cupy`); fills
-    ``info`` as the array-code loop does (the active counts only with ``dilated``)."""
+    """The device path: one fused kernel per iteration (:mod:`diffusion._cupy`) on the
+    block of ``layout``; fills ``info`` as the array-code loop does (the active counts only
+    with ``dilated``)."""
     from diffusion._cupy import pm_iterate, pm_iterate_epsilon
 
     args = (float(kappa), float(gamma), spacing, option)
@@ -399,11 +476,11 @@ def _fused(
         info.iterations = niter
         info.active_fraction = [1.0] * niter
         info.updated_fraction = [1.0] * niter
-        return pm_iterate(xp, out, niter, *args)
+        return pm_iterate(xp, out, niter, *args, layout)
     out, changed, active = pm_iterate_epsilon(
-        xp, out, niter, *args, float(epsilon), bool(freeze), dilated
+        xp, out, niter, *args, float(epsilon), bool(freeze), dilated, layout
     )
-    n = out.size
+    n = layout.size
     # Active after an iteration: the changed points and their neighbours, or with freeze
     # the points not frozen, which are the changed ones.
     after = changed if freeze else active
