@@ -28,6 +28,7 @@ from diffusion.cuda_source import (
     step_launch,
     step_name,
 )
+from diffusion.dense import Layout
 
 __all__ = ["CHECK_EVERY", "pm_iterate", "pm_iterate_epsilon"]
 
@@ -90,7 +91,7 @@ def _active_args(shape: tuple[int, ...], index64: bool, lo: int, hi: int) -> tup
     return (n0, n1, n2, t(lo * per), t(hi * per))
 
 
-def _buffers(xp: Any, out: Any, layout: Any) -> tuple[Any, Any, int, int]:
+def _buffers(xp: Any, out: Any, layout: Layout) -> tuple[Any, Any, int, int]:
     """A C-contiguous source (16-byte aligned for ``float4``) with room for the layout's
     ghost rows, its twin, and the range of the block's own rows in them."""
     below, above = layout.ghosts
@@ -114,12 +115,13 @@ def pm_iterate(
     gamma: float,
     spacing: tuple[float, ...],
     option: int,
-    layout: Any,
+    layout: Layout | None = None,
 ) -> Any:
     """``niter`` plain Perona-Malik steps of the float32 device array ``out`` (which it
-    may overwrite), this process's block of ``layout`` (:class:`diffusion.dense.Layout`);
-    returns the result. One launch per iteration (and on ranks the exchange of the ghost
-    rows), no sync."""
+    may overwrite), this process's block of ``layout`` (:class:`diffusion.dense.Layout`;
+    the whole image by default); returns the result. One launch per iteration, no sync
+    (on ranks also the exchange of the ghost rows)."""
+    layout = layout or Layout(out.shape)
     src, dst, lo, hi = _buffers(xp, out, layout)
     if hi == lo:
         return out  # an empty block: nothing to compute, no neighbour waits for it
@@ -145,7 +147,7 @@ def pm_iterate_epsilon(
     epsilon: float,
     freeze: bool,
     dilated: bool,
-    layout: Any,
+    layout: Layout | None = None,
 ) -> tuple[Any, np.ndarray, np.ndarray | None]:
     """Steps with the fixed point ``epsilon`` (and ``freeze``) of ``out``, this process's
     block of ``layout``, as the NumPy path of :func:`diffusion.anisotropic_diffusion`,
@@ -155,6 +157,7 @@ def pm_iterate_epsilon(
     each (the changed ones and their neighbours; None otherwise). On ranks the counts are
     summed over the ranks once every :data:`CHECK_EVERY` iterations, when they are read."""
     eps = 2 if freeze else 1
+    layout = layout or Layout(out.shape)
     src, dst, lo, hi = _buffers(xp, out, layout)
     own, empty = slice(lo, hi), hi == lo
     grid, block, vec, index64 = step_launch(src.shape)

@@ -1,14 +1,20 @@
 """The dense path with the image split in blocks of rows across MPI ranks.
 
-Each rank holds a block of rows (along axis 0) of the image or volume. An iteration sends
-the block's first and last rows to the neighbour ranks (:meth:`simd.ranks.Ranks.exchange_faces`),
-runs the one-rank update on the block with these ghost rows around it, and keeps the
-block's own rows: every update reads the point's neighbours only, so each kept row sees
-exactly what it sees on one rank. At the global border nothing is added and the one-rank
-boundary rule applies. Global quantities are made exact: counts by an integer sum over the
-ranks, ITK's mean squared gradient from per-row sums gathered in row order
-(:func:`diffusion.dense.gradient_row_sums`). The result equals the one-rank result bit for
-bit, whatever the number of ranks and the layout (empty blocks included).
+Each rank holds a block of rows (along axis 0) of the image or volume. The iteration loops
+are the one-rank ones (:func:`diffusion.dense.pm_diffuse`, :func:`diffusion.dense.itk_diffuse`)
+given a layout, :class:`_Blocks`, whose blocks have neighbours: an iteration sends the
+block's first and last rows to the neighbour ranks (:meth:`simd.ranks.Ranks.exchange_faces`)
+as ghost rows of theirs, runs the one-rank update on the block with its ghost rows around
+it, and keeps the block's own rows: every update reads the point's neighbours only, so each
+kept row sees exactly what it sees on one rank. At the global border nothing is added and
+the one-rank boundary rule applies. On device arrays that update is the fused kernel
+(:mod:`diffusion._cupy`) on a buffer holding the block and its ghost rows, computing and
+writing only the block's rows. Global quantities are made exact: counts by an integer sum
+over the ranks (with ``epsilon`` on the device, once every
+:data:`diffusion._cupy.CHECK_EVERY` iterations, when they are read), ITK's mean squared
+gradient from per-row sums gathered in row order (:func:`diffusion.dense.gradient_row_sums`).
+The result equals the one-rank result of the same backend bit for bit, whatever the number
+of ranks and the layout (empty blocks included).
 
 Reached through ``anisotropic_diffusion(block, ..., machine=m)`` and
 ``gradient_anisotropic_diffusion(block, ..., machine=m)`` with ``m`` a machine made with a
@@ -27,10 +33,7 @@ from diffusion.dense import (
     check_itk_parameters,
     check_parameters,
     check_spacing,
-    gradient_row_sums,
-    itk_conductance,
-    itk_delta,
-    mean_of_row_sums,
+    itk_diffuse,
     pm_diffuse,
     warn_if_unstable,
     warn_itk_unstable,
@@ -147,23 +150,5 @@ def block_gradient_anisotropic_diffusion(
     blocks = _Blocks(machine, out, settings)
     if ranks.is_root:
         warn_itk_unstable(time_step, spacing, stacklevel=3)
-    scale = tuple(1.0 / s for s in spacing)
-    big_k = 0.0
-    k = out.ndim
-    for it in range(niter):
-        ext, own = blocks.extend(xp, out)
-        empty = blocks.local == 0
-        if not empty:
-            x = ext.astype(np.float64)
-            # At the image border the pad replicates, as on one rank; beside a ghost row
-            # it only feeds the ghost row's own update, which is dropped.
-            p = xp.pad(x, 1, mode="edge")
-        if it % interval == 0:
-            sums = np.zeros((k, 0)) if empty else gradient_row_sums(xp, p, scale, own)
-            every = ranks.gather(np.ascontiguousarray(sums.T), root=None).T
-            big_k = itk_conductance(mean_of_row_sums(every, blocks.size), conductance)
-        if empty:
-            continue
-        update = itk_delta(xp, x, p, big_k, scale)[own].astype(np.float32)
-        out = out + (update.astype(np.float64) * float(time_step)).astype(np.float32)
-    return out
+    return itk_diffuse(xp, out, blocks, float(time_step), float(conductance), interval,
+                       niter, spacing)  # fmt: skip

@@ -286,6 +286,11 @@ class Layout:
         """``counts`` (integers) summed over the processes that hold the image."""
         return counts
 
+    def gather_rows(self, values: np.ndarray) -> np.ndarray:
+        """Per-row host values of shape ``(k, rows of the block)`` of every block, in row
+        order: ``(k, rows of the image)``."""
+        return values
+
 
 def pm_diffuse(
     xp: Any,
@@ -680,15 +685,38 @@ def gradient_anisotropic_diffusion(
         k,
     )
     warn_itk_unstable(time_step, spacing, stacklevel=2)
+    return itk_diffuse(xp, out, Layout(out.shape), float(time_step), float(conductance),
+                       interval, niter, spacing)  # fmt: skip
+
+
+def itk_diffuse(
+    xp: Any,
+    out: Any,
+    layout: Layout,
+    time_step: float,
+    conductance: float,
+    interval: int,
+    niter: int,
+    spacing: tuple[float, ...],
+) -> Any:
+    """The iteration loop of :func:`gradient_anisotropic_diffusion` on the validated
+    float32 block ``out`` of ``layout`` (the whole image on one process)."""
     scale = tuple(1.0 / s for s in spacing)
     big_k = 0.0
-    every = slice(None)
+    empty = layout.local == 0
     for it in range(niter):
-        x = out.astype(np.float64)
-        p = xp.pad(x, 1, mode="edge")
+        ext, own = layout.extend(xp, out)
+        if not empty:
+            x = ext.astype(np.float64)
+            # At the image border the pad replicates; beside a ghost row it only feeds the
+            # ghost row's own update, which is dropped.
+            p = xp.pad(x, 1, mode="edge")
         if it % interval == 0:
-            avg = mean_of_row_sums(gradient_row_sums(xp, p, scale, every), out.size)
+            sums = np.zeros((out.ndim, 0)) if empty else gradient_row_sums(xp, p, scale, own)
+            avg = mean_of_row_sums(layout.gather_rows(sums), layout.size)
             big_k = itk_conductance(avg, conductance)
-        update = itk_delta(xp, x, p, big_k, scale).astype(np.float32)
+        if empty:
+            continue
+        update = itk_delta(xp, x, p, big_k, scale)[own].astype(np.float32)
         out = out + (update.astype(np.float64) * float(time_step)).astype(np.float32)
     return out
