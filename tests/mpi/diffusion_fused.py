@@ -132,4 +132,50 @@ for name, (kw, want) in budgets.items():
     assert got == want, (name, m.rank, got, want)
     checked += 1
 
+# The direct path (a CUDA-aware MPI): the same launches; a sync before each of the two
+# Sendrecv calls of an exchange (it waits for the stream before every MPI call with device
+# arrays); nothing crosses to the host but the counts.
+os.environ["SIMD_MPI_CUDA_AWARE"] = "1"
+direct = Machine(pes=16, backend="counting", comm=MPI.COMM_WORLD)
+assert direct.ranks.device.path == "direct"
+for name, (kw, (launches, _, _, _)) in budgets.items():
+    exchanges = 2 if name == "epsilon/info" else 1  # the values, and the changed mask
+    syncs = exchanges * 2 * (g > 0) + (1 / CHECK_EVERY if "epsilon" in name else 0)
+    totals = []
+    for niter in (8, 16):
+        with counting.measure() as c:
+            anisotropic_diffusion(block, niter=niter, machine=direct, **kw)
+        totals.append(c.total)
+    a, b = totals
+    got = tuple((getattr(b, k) - getattr(a, k)) / 8 for k in ("launches", "syncs", "d2h_bytes",
+                                                              "h2d_bytes"))  # fmt: skip
+    want = (launches, syncs, counts if "epsilon" in name else 0, 0)
+    assert got == want, ("direct", name, m.rank, got, want)
+    checked += 1
+
+# The kernel text itself (compiled as C++, one OS thread per CUDA thread) on blocks with
+# ghost rows: bit for bit the one-rank run of the same text, the tiling and seams included.
+from tests.diffusion.cuda_on_cpu import cpu_cuda, unavailable  # noqa: E402
+
+if unavailable() is None:
+    from diffusion.blocks import _Blocks
+    from diffusion.dense import Layout, pm_diffuse
+
+    host = Machine(pes=16, backend="numpy", comm=MPI.COMM_WORLD)
+    for shape, kw in [
+        ((37, 20), dict(epsilon=0.0, freeze=False)),  # float4 rows
+        ((35, 9), dict(epsilon=0.5, freeze=False)),  # the active counts, one float a thread
+        ((6, 5, 8), dict(epsilon=0.3, freeze=True)),
+    ]:
+        whole = (np.random.default_rng(9).random(shape) * 255).astype(np.float32)
+        mine = host.scatter(whole if host.is_root else None)
+        args = (12, 30.0, 0.08, (1.0,) * len(shape), 1, kw["epsilon"], kw["freeze"], True)
+        out, info = pm_diffuse(cpu_cuda, mine.copy(), _Blocks(host, mine, shape), *args)
+        got = host.gather(out)
+        if host.is_root:
+            ref, ref_info = pm_diffuse(cpu_cuda, whole.copy(), Layout(shape), *args)
+            assert got.tobytes() == ref.tobytes(), ("kernel text", shape, kw)
+            assert info == ref_info, ("kernel text", shape, kw, info, ref_info)
+        checked += 1
+
 print("ok", m.rank, checked)
