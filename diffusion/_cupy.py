@@ -11,6 +11,12 @@ iteration changes no point, every later one changes none either (the input of th
 is the same image, or every point is frozen), so the extra iterations leave the image
 as it is, and the counts read back say at which iteration the NumPy path would have
 stopped.
+
+The loops run on this process's block of a :class:`diffusion.dense.Layout`: on MPI ranks
+(:mod:`diffusion.blocks`) the block lies in a buffer with a ghost row from each neighbour
+block, refilled before each launch, the kernel computes the block's rows only, and the
+counts are summed over the ranks when they are read (one small all-reduce every
+:data:`CHECK_EVERY` iterations), so every rank stops at the same iteration.
 """
 
 from __future__ import annotations

@@ -414,7 +414,8 @@ def anisotropic_diffusion(
     -----
     On CuPy arrays every iteration is one fused CUDA kernel (:mod:`diffusion.cuda_source`),
     with ``epsilon`` too (the activity test on the device; the counts are read back every
-    :data:`diffusion._cupy.CHECK_EVERY` iterations); results agree with the NumPy path to
+    :data:`diffusion._cupy.CHECK_EVERY` iterations), and so on MPI ranks (the kernel on the
+    rank's block with a ghost row from each neighbour); results agree with the NumPy path to
     float32 rounding. ``SIMD_FORCE_REFERENCE=1`` forces the array-code path
     (:func:`kernels.registry.force_reference`).
     Skipping a point whose neighbourhood did not change is exact: its update would be
