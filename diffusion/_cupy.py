@@ -100,17 +100,11 @@ def _active_args(shape: tuple[int, ...], index64: bool, lo: int, hi: int) -> tup
 def _buffers(xp: Any, out: Any, layout: Layout) -> tuple[Any, Any, int, int]:
     """A C-contiguous source (16-byte aligned for ``float4``) with room for the layout's
     ghost rows, its twin, and the range of the block's own rows in them."""
-    below, above = layout.ghosts
-    n = int(out.shape[0])
-    if below or above:
-        src = xp.empty((below + n + above, *out.shape[1:]), dtype=np.float32)
-        src[below : below + n] = out
-        return src, xp.empty_like(src), below, below + n
-    src = xp.ascontiguousarray(out)
+    src, own = layout.buffer(xp, xp.ascontiguousarray(out))
     ptr = getattr(getattr(src, "data", None), "ptr", 0)
     if out.shape[-1] % 4 == 0 and ptr % 16:  # the float4 variant (see step_launch)
         src = src.copy()
-    return src, xp.empty_like(src), 0, n
+    return src, xp.empty_like(src), own.start, own.stop
 
 
 def pm_iterate(

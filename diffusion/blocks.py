@@ -68,16 +68,6 @@ class _Blocks(Layout):
         if self.local:
             self.ghosts = (int(any(self.rows[:r])), int(any(self.rows[r + 1 :])))
 
-    def extend(self, xp: Any, block: Any) -> tuple[Any, slice]:
-        below, above = self.ranks.exchange_faces(block, 1, rows=self.rows)
-        parts = [below] if below is not None else []
-        parts.append(block)
-        if above is not None:
-            parts.append(above)
-        start = 0 if below is None else 1
-        ext = xp.concatenate(parts) if len(parts) > 1 else block
-        return ext, slice(start, start + self.local)
-
     def fill(self, ext: Any, own: slice) -> None:
         if self.ghosts == (0, 0):  # no neighbour sends here or waits for this block
             return

@@ -263,7 +263,7 @@ class Layout:
     >>> import numpy as np
     >>> a = np.zeros((3, 4), np.float32)
     >>> layout = Layout(a.shape)
-    >>> layout.size, layout.ghosts, layout.extend(np, a)[1]
+    >>> layout.size, layout.ghosts, layout.buffer(np, a)[1]
     (12, (0, 0), slice(0, 3, None))
     """
 
@@ -274,9 +274,16 @@ class Layout:
         self.size = math.prod(self.shape)
         self.local = self.shape[0]
 
-    def extend(self, xp: Any, block: Any) -> tuple[Any, slice]:
-        """``block`` with its ghost rows around it, and the slice of its own rows."""
-        return block, slice(0, self.local)
+    def buffer(self, xp: Any, block: Any) -> tuple[Any, slice]:
+        """A C-contiguous array holding ``block`` (this process's own copy) with room for
+        its ghost rows around it, and the slice of the block's rows in it: ``block``
+        itself when there are none."""
+        below, above = self.ghosts
+        if not (below or above):
+            return block, slice(0, self.local)
+        ext = xp.empty((below + self.local + above, *block.shape[1:]), dtype=block.dtype)
+        ext[below : below + self.local] = block
+        return ext, slice(below, below + self.local)
 
     def fill(self, ext: Any, own: slice) -> None:
         """Write the neighbours' face rows into the ghost rows of ``ext`` (whose own rows
@@ -317,8 +324,11 @@ def pm_diffuse(
     ws = None
     active_count = None
     frozen = xp.zeros(out.shape, dtype=bool) if (epsilon > 0 and freeze) else None
+    ext, own = layout.buffer(xp, out)
+    out = ext[own]  # a view: the block's updates land in the buffer
+    wide = None  # the changed points with ghost rows, for the dilation
     for _ in range(niter):
-        ext, own = layout.extend(xp, out)
+        layout.fill(ext, own)
         if layout.local == 0:
             upd = xp.zeros_like(out)
         elif xp is np:
@@ -337,12 +347,16 @@ def pm_diffuse(
         changed = xp.abs(upd) >= epsilon
         if frozen is not None:
             changed &= ~frozen
-        out = xp.where(changed, out + upd, out)
+        xp.copyto(out, out + upd, where=changed)
         if frozen is not None:
             frozen |= ~changed
             active = ~frozen
         else:
-            wide, own = layout.extend(xp, changed)
+            if wide is None:
+                wide, _ = layout.buffer(xp, changed)
+            else:
+                wide[own] = changed
+            layout.fill(wide, own)
             active = dilate(xp, wide)[own]
         mine = np.array([int(active.sum()), int(changed.sum())], dtype=np.int64)
         active_count, changed_count = (int(c) for c in layout.total(mine))
@@ -705,8 +719,10 @@ def itk_diffuse(
     scale = tuple(1.0 / s for s in spacing)
     big_k = 0.0
     empty = layout.local == 0
+    ext, own = layout.buffer(xp, out)
+    out = ext[own]  # a view: the block's updates land in the buffer
     for it in range(niter):
-        ext, own = layout.extend(xp, out)
+        layout.fill(ext, own)
         if not empty:
             x = ext.astype(np.float64)
             # At the image border the pad replicates; beside a ghost row it only feeds the
@@ -719,5 +735,5 @@ def itk_diffuse(
         if empty:
             continue
         update = itk_delta(xp, x, p, big_k, scale)[own].astype(np.float32)
-        out = out + (update.astype(np.float64) * float(time_step)).astype(np.float32)
+        out[...] = out + (update.astype(np.float64) * float(time_step)).astype(np.float32)
     return out
