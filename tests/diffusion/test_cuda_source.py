@@ -371,3 +371,36 @@ def test_fused_kernel_matches_numpy(option, kw):
         ref, ref_info = anisotropic_diffusion(img, return_info=True, **args)
         np.testing.assert_allclose(cupy.asnumpy(ours), ref, atol=ATOL)
         assert info.iterations == ref_info.iterations
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("option", [1, 2, 3])
+@pytest.mark.parametrize("eps", [0, 1, 2])
+def test_ghost_rows_on_the_gpu_give_the_same_bits(option, eps):
+    """What makes a rank's block equal the one-rank result bit for bit on a GPU: the rows
+    ``lo .. hi - 1`` of a launch computing only them equal those of the launch over the
+    whole image, though the strips start one row later (the first step of a strip computes
+    the face behind it instead of carrying it), and the ghost rows are not written."""
+    cupy = pytest.importorskip("cupy")
+    from diffusion._cupy import _device, _step_kernel
+
+    for shape in ((70, 96), (67, 93), (40, 9, 12)):
+        img = cupy.asarray(_image(shape, seed=option))
+        grid, block, vec, index64 = step_launch(shape)
+        kernel = _step_kernel(cupy, option, len(shape), eps, vec, index64, _device(cupy))
+        scalars = _scalars(25.0, 0.1, (1.0, 1.3, 0.9)[: len(shape)], option)
+        runs = []
+        for rows in ((0, shape[0]), (1, shape[0] - 1)):
+            out = cupy.full(shape, -1.0, cupy.float32)
+            mask = cupy.full(shape, 7, cupy.uint8)
+            count = cupy.zeros(1, cupy.uint64)
+            frozen = cupy.zeros(shape, cupy.uint8)
+            extra = (np.float32(0.4), frozen, mask, count) if eps else ()
+            kernel(grid, block, (img, out, *_shape_args(shape, index64, *rows), *scalars, *extra))
+            runs.append((cupy.asnumpy(out), cupy.asnumpy(mask), int(count[0])))
+        (a, ma, _), (b, mb, cb) = runs
+        assert a[1:-1].tobytes() == b[1:-1].tobytes(), shape
+        assert (b[[0, -1]] == -1).all()
+        if eps:
+            assert np.array_equal(ma[1:-1], mb[1:-1]) and (mb[[0, -1]] == 7).all()
+            assert cb == np.count_nonzero(ma[1:-1])
