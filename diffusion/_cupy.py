@@ -11,6 +11,12 @@ iteration changes no point, every later one changes none either (the input of th
 is the same image, or every point is frozen), so the extra iterations leave the image
 as it is, and the counts read back say at which iteration the NumPy path would have
 stopped.
+
+The loops run on this process's block of a :class:`diffusion.dense.Layout`: on MPI ranks
+(:mod:`diffusion.blocks`) the block lies in a buffer with a ghost row from each neighbour
+block, refilled before each launch, the kernel computes the block's rows only, and the
+counts are summed over the ranks when they are read (one small all-reduce every
+:data:`CHECK_EVERY` iterations), so every rank stops at the same iteration.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from diffusion.cuda_source import (
     step_launch,
     step_name,
 )
+from diffusion.dense import Layout
 
 __all__ = ["CHECK_EVERY", "pm_iterate", "pm_iterate_epsilon"]
 
@@ -73,19 +80,31 @@ def _scalars(kappa: float, gamma: float, spacing: tuple[float, ...], option: int
     return (np.float32(1.0 / float(k)), k, np.float32(gamma), *inv)
 
 
-def _shape_args(shape: tuple[int, ...], index64: bool) -> tuple:
+def _shape_args(shape: tuple[int, ...], index64: bool, lo: int = 0, hi: int | None = None) -> tuple:
+    """``n0, n1, n2, lo, hi``: the shape as three axes, and the rows (along axis 0) that the
+    step computes (all by default; the others are ghost rows, only read)."""
     n = (1,) * (3 - len(shape)) + tuple(int(s) for s in shape)
     t = np.int64 if index64 else np.int32
-    return tuple(t(s) for s in n)
+    return tuple(t(s) for s in n) + (t(lo), t(shape[0] if hi is None else hi))
 
 
-def _buffers(xp: Any, out: Any, vec: int) -> tuple[Any, Any]:
-    """A C-contiguous source (16-byte aligned for ``float4``) and its twin."""
-    src = xp.ascontiguousarray(out)
+def _active_args(shape: tuple[int, ...], index64: bool, lo: int, hi: int) -> tuple:
+    """``n0, n1, n2, lo, hi`` of the counting kernel: its rows are ``z * n1 + y``, so in
+    3-D the range of planes becomes one of rows."""
+    n0, n1, n2, _, _ = _shape_args(shape, index64)
+    per = int(n1) if len(shape) == 3 else 1
+    t = np.int64 if index64 else np.int32
+    return (n0, n1, n2, t(lo * per), t(hi * per))
+
+
+def _buffers(xp: Any, out: Any, layout: Layout) -> tuple[Any, Any, int, int]:
+    """A C-contiguous source (16-byte aligned for ``float4``) with room for the layout's
+    ghost rows, its twin, and the range of the block's own rows in them."""
+    src, own = layout.buffer(xp, xp.ascontiguousarray(out))
     ptr = getattr(getattr(src, "data", None), "ptr", 0)
-    if vec == 4 and ptr % 16:
+    if out.shape[-1] % 4 == 0 and ptr % 16:  # the float4 variant (see step_launch)
         src = src.copy()
-    return src, xp.empty_like(src)
+    return src, xp.empty_like(src), own.start, own.stop
 
 
 def pm_iterate(
@@ -96,17 +115,25 @@ def pm_iterate(
     gamma: float,
     spacing: tuple[float, ...],
     option: int,
+    layout: Layout | None = None,
 ) -> Any:
     """``niter`` plain Perona-Malik steps of the float32 device array ``out`` (which it
-    may overwrite); returns the result. One launch per iteration, no sync."""
-    grid, block, vec, index64 = step_launch(out.shape)
+    may overwrite), this process's block of ``layout`` (:class:`diffusion.dense.Layout`;
+    the whole image by default); returns the result. One launch per iteration, no sync
+    (on ranks also the exchange of the ghost rows)."""
+    layout = layout or Layout(out.shape)
+    src, dst, lo, hi = _buffers(xp, out, layout)
+    if hi == lo:
+        return out  # an empty block: nothing to compute, no neighbour waits for it
+    grid, block, vec, index64 = step_launch(src.shape)
     kernel = _step_kernel(xp, option, out.ndim, 0, vec, index64, _device(xp))
-    args = _shape_args(out.shape, index64) + _scalars(kappa, gamma, spacing, option)
-    src, dst = _buffers(xp, out, vec)
+    args = _shape_args(src.shape, index64, lo, hi) + _scalars(kappa, gamma, spacing, option)
+    own = slice(lo, hi)
     for _ in range(niter):
+        layout.fill(src, own)
         kernel(grid, block, (src, dst, *args))
         src, dst = dst, src
-    return src
+    return src[own]
 
 
 def pm_iterate_epsilon(
@@ -120,38 +147,49 @@ def pm_iterate_epsilon(
     epsilon: float,
     freeze: bool,
     dilated: bool,
+    layout: Layout | None = None,
 ) -> tuple[Any, np.ndarray, np.ndarray | None]:
-    """Steps with the fixed point ``epsilon`` (and ``freeze``) of ``out``, as the NumPy
-    path of :func:`diffusion.anisotropic_diffusion`, until an iteration changes no point
-    or after ``niter``. Returns ``(image, changed, active)``: the points changed by each
-    iteration run (its length is the iteration count) and, with ``dilated``, the points
-    active after each (the changed ones and their neighbours; None otherwise)."""
+    """Steps with the fixed point ``epsilon`` (and ``freeze``) of ``out``, this process's
+    block of ``layout``, as the NumPy path of :func:`diffusion.anisotropic_diffusion`,
+    until an iteration changes no point of the whole image or after ``niter``. Returns
+    ``(image, changed, active)``: the points of the whole image changed by each iteration
+    run (its length is the iteration count) and, with ``dilated``, the points active after
+    each (the changed ones and their neighbours; None otherwise). On ranks the counts are
+    summed over the ranks once every :data:`CHECK_EVERY` iterations, when they are read."""
     eps = 2 if freeze else 1
-    grid, block, vec, index64 = step_launch(out.shape)
-    kernel = _step_kernel(xp, option, out.ndim, eps, vec, index64, _device(xp))
-    args = _shape_args(out.shape, index64) + _scalars(kappa, gamma, spacing, option)
-    src, dst = _buffers(xp, out, vec)
-    frozen = xp.zeros(out.shape, dtype=np.uint8) if freeze else _NULL
-    mask = xp.empty(out.shape, dtype=np.uint8) if (dilated and not freeze) else _NULL
+    layout = layout or Layout(out.shape)
+    src, dst, lo, hi = _buffers(xp, out, layout)
+    own, empty = slice(lo, hi), hi == lo
+    grid, block, vec, index64 = step_launch(src.shape)
+    args = _shape_args(src.shape, index64, lo, hi) + _scalars(kappa, gamma, spacing, option)
+    frozen = xp.zeros(src.shape, dtype=np.uint8) if freeze else _NULL
+    mask = xp.empty(src.shape, dtype=np.uint8) if (dilated and not freeze) else _NULL
     counts = xp.zeros((max(niter, 1), 2), dtype=np.uint64)  # changed, active
-    if mask is not _NULL:
-        a_grid, a_block, a_index64 = active_launch(out.shape)
+    if not empty:
+        kernel = _step_kernel(xp, option, out.ndim, eps, vec, index64, _device(xp))
+    if mask is not _NULL and not empty:
+        a_grid, a_block, a_index64 = active_launch(src.shape)
         active = _active_kernel(xp, a_index64, _device(xp))
-        a_args = _shape_args(out.shape, a_index64)
+        a_args = _active_args(src.shape, a_index64, lo, hi)
     host = np.zeros((0, 2), dtype=np.uint64)
     for it in range(niter):
-        kernel(grid, block, (src, dst, *args, np.float32(epsilon), frozen, mask, counts[it]))
+        layout.fill(src, own)
+        if not empty:
+            kernel(grid, block, (src, dst, *args, np.float32(epsilon), frozen, mask, counts[it]))
         if mask is not _NULL:
-            active(a_grid, a_block, (mask, *a_args, counts[it, 1:]))
+            layout.fill(mask, own)  # the neighbours' changed rows, for the dilation
+            if not empty:
+                active(a_grid, a_block, (mask, *a_args, counts[it, 1:]))
         src, dst = dst, src
         if (it + 1) % CHECK_EVERY == 0 or it + 1 == niter:
-            host = np.concatenate([host, xp.asnumpy(counts[len(host) : it + 1])])
+            mine = xp.asnumpy(counts[len(host) : it + 1])
+            host = np.concatenate([host, layout.total(mine)])
             still = host[:, 0] > 0
             if not still.all():
                 host = host[: int(np.argmin(still)) + 1]
                 break
     changed = host[:, 0]
-    return src, changed, (host[:, 1] if mask is not _NULL else None)
+    return src[own], changed, (host[:, 1] if mask is not _NULL else None)
 
 
 # ----------------------------------------------------------------- counting stand-in
@@ -170,9 +208,10 @@ def _model_flux(d: np.ndarray, ik: np.float32, kt: np.float32, option: int) -> n
 def _model_step(option: int, ndim: int, eps: int, variant: Any, args: tuple) -> None:
     """NumPy model of one launch of the step kernel (its float32 arithmetic, without the
     tiling and without fused multiply-adds)."""
-    src, dst, n0, n1, n2, ik, kt, gamma, is0, is1, is2 = args[:11]
+    src, dst, n0, n1, n2, lo, hi, ik, kt, gamma, is0, is1, is2 = args[:13]
     shape = (int(n0), int(n1), int(n2))[3 - ndim :]
     v = np.asarray(src).reshape(shape)
+    rows = slice(int(lo), int(hi))  # the rows computed; the others are ghosts
     inv = (is0, is1, is2) if ndim == 3 else (is0, is2)
     acc = np.zeros(shape, np.float32)
     for axis in range(ndim):
@@ -183,25 +222,27 @@ def _model_step(option: int, ndim: int, eps: int, variant: Any, args: tuple) -> 
         hi = tuple(slice(1, None) if a == axis else slice(None) for a in range(ndim))
         lo = tuple(slice(None, -1) if a == axis else slice(None) for a in range(ndim))
         acc += (f[hi] - f[lo]) * inv[axis]
-    res = dst.reshape(shape)
+    v, acc = v[rows], acc[rows]
+    res = dst.reshape(shape)[rows]
     if eps == 0:
         res[...] = v + gamma * acc
         return
-    epsilon, frozen, mask, count = args[11:]
+    epsilon, frozen, mask, count = args[13:]
     u = gamma * acc
     ch = np.abs(u) >= epsilon
     if eps == 2:
-        ch &= frozen.reshape(shape) == 0
-        frozen.reshape(shape)[...] = ~ch
+        ch &= frozen.reshape(shape)[rows] == 0
+        frozen.reshape(shape)[rows] = ~ch
     res[...] = np.where(ch, v + u, v)
     if isinstance(mask, np.ndarray):
-        mask.reshape(shape)[...] = ch
+        mask.reshape(shape)[rows] = ch
     count[0] += np.uint64(ch.sum())
 
 
 def _model_active(variant: Any, args: tuple) -> None:
     from diffusion.dense import dilate
 
-    mask, n0, n1, n2, count = args
-    m = np.asarray(mask).reshape(int(n0), int(n1), int(n2)).astype(bool)
-    count[0] += np.uint64(dilate(np, m).sum())
+    mask, n0, n1, n2, lo, hi, count = args
+    m = np.asarray(mask).reshape(int(n0) * int(n1), int(n2)).astype(bool)
+    a = dilate(np, m.reshape(int(n0), int(n1), int(n2))).reshape(m.shape)
+    count[0] += np.uint64(a[int(lo) : int(hi)].sum())

@@ -36,6 +36,12 @@ points to a device counter: the activity test stays on the device. :data:`ACTIVE
 counts the points with a changed point in their neighbourhood (the dilated mask of the
 NumPy path) for :class:`diffusion.DiffusionInfo`.
 
+Ghost rows: the step computes and writes only the steps ``lo .. hi - 1`` of the marching
+axis (axis 0 of the image), reading the steps just outside as neighbours; the counting
+kernel counts only those rows. A block of an image split across MPI ranks
+(:mod:`diffusion.blocks`) runs with a ghost row from each neighbour block around it; one
+process passes the whole range (the same instructions in the loop).
+
 Agreement: multiplying by a host reciprocal and applying the spacing to the difference of
 two fluxes round differently from NumPy's divisions, and ``expf`` is not NumPy's ``exp``:
 results agree with the NumPy path to float32 rounding (about ``2e-4`` on 0..255 data after
@@ -150,22 +156,23 @@ __device__ __forceinline__ void store_flags(unsigned char* p, const bool* f) {{
 
 extern "C" __global__ void {name}(
     const float* __restrict__ in, float* __restrict__ out, idx_t n0, idx_t n1, idx_t n2,
-    float ik, float kt, float gamma, float is0, float is1, float is2
+    idx_t lo, idx_t hi, float ik, float kt, float gamma, float is0, float is1, float is2
 #if EPS
     , float eps, unsigned char* __restrict__ frozen, unsigned char* __restrict__ mask,
     unsigned long long* __restrict__ count
 #endif
 ) {{
-    // The marching axis (rows in 2-D, planes in 3-D): nm steps of stride sm.
+    // The marching axis (rows in 2-D, planes in 3-D): nm steps of stride sm, of which
+    // lo .. hi - 1 are computed and written (the others are ghosts, only read).
 #if NDIM == 3
     const idx_t nm = n0, sm = n1 * n2;
     const idx_t y = (idx_t)blockIdx.y * BY + threadIdx.y;
-    const idx_t nstrips = (nm + R - 1) / R, first = blockIdx.z, step = gridDim.z;
+    const idx_t nstrips = (hi - lo + R - 1) / R, first = blockIdx.z, step = gridDim.z;
     __shared__ __align__(16) float yflux[2][BY][TX * VEC];  // faces between rows, 2 buffers
 #else
     const idx_t nm = n1, sm = n2;
     const idx_t y = 0;
-    const idx_t nstrips = (nm + R - 1) / R, first = blockIdx.y, step = gridDim.y;
+    const idx_t nstrips = (hi - lo + R - 1) / R, first = blockIdx.y, step = gridDim.y;
 #endif
     const idx_t x0 = ((idx_t)blockIdx.x * TX + threadIdx.x) * VEC;
     const bool ok = x0 < n2 && y < n1;  // 2-D: n1 is the row count and y is 0
@@ -176,8 +183,8 @@ extern "C" __global__ void {name}(
 #endif
     // Strips are block-uniform (every thread runs the same steps: the barriers hold).
     for (idx_t strip = first; strip < nstrips; strip += step) {{
-        const idx_t m0 = strip * R;
-        const idx_t m1 = (m0 + R < nm) ? m0 + R : nm;
+        const idx_t m0 = lo + strip * R;
+        const idx_t m1 = (m0 + R < hi) ? m0 + R : hi;
         float cur[VEC], nxt[VEC], up[VEC];
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {{ cur[j] = 0.0f; nxt[j] = 0.0f; up[j] = 0.0f; }}
@@ -289,16 +296,19 @@ _ACTIVE_TEMPLATE = r"""
 typedef {idx} idx_t;
 
 // Points with a changed point among themselves and their 2k orthogonal neighbours (the
-// NumPy path's dilate), added to *count. A 2-D image is one plane (n0 = 1).
+// NumPy path's dilate), added to *count. A 2-D image is one plane (n0 = 1). Only rows
+// lo .. hi - 1 (row z * n1 + y) are counted: the others are ghosts, only read.
 extern "C" __global__ void {name}(const unsigned char* __restrict__ mask, idx_t n0,
-                                  idx_t n1, idx_t n2, unsigned long long* __restrict__ count) {{
+                                  idx_t n1, idx_t n2, idx_t lo, idx_t hi,
+                                  unsigned long long* __restrict__ count) {{
     const idx_t x = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned int active = 0;
     for (idx_t z = blockIdx.z; z < n0; z += gridDim.z) {{
         for (idx_t y = (idx_t)blockIdx.y * blockDim.y + threadIdx.y; y < n1;
              y += (idx_t)gridDim.y * blockDim.y) {{
-            if (x >= n2) continue;
-            const idx_t i = (z * n1 + y) * n2 + x;
+            const idx_t row = z * n1 + y;
+            if (x >= n2 || row < lo || row >= hi) continue;
+            const idx_t i = row * n2 + x;
             bool a = mask[i];
             a = a || (x > 0 && mask[i - 1]) || (x + 1 < n2 && mask[i + 1]);
             a = a || (y > 0 && mask[i - n2]) || (y + 1 < n1 && mask[i + n2]);

@@ -20,6 +20,7 @@ from kernels.registry import force_reference
 
 __all__ = [
     "DiffusionInfo",
+    "Layout",
     "DiffusionStabilityWarning",
     "anisotropic_diffusion",
     "gradient_anisotropic_diffusion",
@@ -240,6 +241,132 @@ def dilate(xp: Any, mask: Any) -> Any:
     return out
 
 
+class Layout:
+    """How this process holds the image: here all of it, one block with no neighbours.
+
+    :class:`diffusion.blocks` splits the image in blocks of rows across MPI ranks with a
+    subclass; the iteration loop (:func:`pm_diffuse`) is the same for both.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        Shape of the whole image.
+    size : int
+        Points of the whole image.
+    local : int
+        Rows (along axis 0) of this process's block.
+    ghosts : tuple of int
+        Ghost rows the block needs below and above (from neighbour blocks): none here.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.zeros((3, 4), np.float32)
+    >>> layout = Layout(a.shape)
+    >>> layout.size, layout.ghosts, layout.buffer(np, a)[1]
+    (12, (0, 0), slice(0, 3, None))
+    """
+
+    ghosts: tuple[int, int] = (0, 0)
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = tuple(int(n) for n in shape)
+        self.size = math.prod(self.shape)
+        self.local = self.shape[0]
+
+    def buffer(self, xp: Any, block: Any) -> tuple[Any, slice]:
+        """A C-contiguous array holding ``block`` (this process's own copy) with room for
+        its ghost rows around it, and the slice of the block's rows in it: ``block``
+        itself when there are none."""
+        below, above = self.ghosts
+        if not (below or above):
+            return block, slice(0, self.local)
+        ext = xp.empty((below + self.local + above, *block.shape[1:]), dtype=block.dtype)
+        ext[below : below + self.local] = block
+        return ext, slice(below, below + self.local)
+
+    def fill(self, ext: Any, own: slice) -> None:
+        """Write the neighbours' face rows into the ghost rows of ``ext`` (whose own rows
+        are ``ext[own]``): nothing to do without neighbours."""
+
+    def total(self, counts: np.ndarray) -> np.ndarray:
+        """``counts`` (integers) summed over the processes that hold the image."""
+        return counts
+
+    def gather_rows(self, values: np.ndarray) -> np.ndarray:
+        """Per-row host values of shape ``(k, rows of the block)`` of every block, in row
+        order: ``(k, rows of the image)``."""
+        return values
+
+
+def pm_diffuse(
+    xp: Any,
+    out: Any,
+    layout: Layout,
+    niter: int,
+    kappa: float,
+    gamma: float,
+    spacing: tuple[float, ...],
+    option: int,
+    epsilon: float,
+    freeze: bool,
+    return_info: bool,
+) -> Any:
+    """The iteration loop of :func:`anisotropic_diffusion` on the validated float32 block
+    ``out`` of ``layout`` (the whole image on one process): returns the block's result and
+    the (global) :class:`DiffusionInfo`."""
+    info = DiffusionInfo()
+    if xp is not np and not force_reference():
+        out = _fused(xp, out, layout, niter, kappa, gamma, spacing, option, epsilon, freeze,
+                     info, return_info)  # fmt: skip
+        return out, info
+    n = layout.size
+    ws = None
+    active_count = None
+    frozen = xp.zeros(out.shape, dtype=bool) if (epsilon > 0 and freeze) else None
+    ext, own = layout.buffer(xp, out)
+    out = ext[own]  # a view: the block's updates land in the buffer
+    wide = None  # the changed points with ghost rows, for the dilation
+    for _ in range(niter):
+        layout.fill(ext, own)
+        if layout.local == 0:
+            upd = xp.zeros_like(out)
+        elif xp is np:
+            if ws is None or ws.d.shape != ext.shape:
+                ws = _Workspace(ext.shape)
+            upd = pm_update_inplace(ext, kappa, gamma, spacing, option, ws)[own]
+        else:
+            upd = pm_update(xp, ext, kappa, gamma, spacing, option)[own]
+        info.iterations += 1
+        if epsilon == 0:
+            out += upd
+            info.active_fraction.append(1.0)
+            info.updated_fraction.append(1.0)
+            continue
+        info.active_fraction.append(1.0 if active_count is None else active_count / n)
+        changed = xp.abs(upd) >= epsilon
+        if frozen is not None:
+            changed &= ~frozen
+        xp.copyto(out, out + upd, where=changed)
+        if frozen is not None:
+            frozen |= ~changed
+            active = ~frozen
+        else:
+            if wide is None:
+                wide, _ = layout.buffer(xp, changed)
+            else:
+                wide[own] = changed
+            layout.fill(wide, own)
+            active = dilate(xp, wide)[own]
+        mine = np.array([int(active.sum()), int(changed.sum())], dtype=np.int64)
+        active_count, changed_count = (int(c) for c in layout.total(mine))
+        info.updated_fraction.append(changed_count / n)
+        if active_count == 0:
+            info.converged = True
+            break
+    return out, info
+
+
 def anisotropic_diffusion(
     image: Any,
     niter: int = 1,
@@ -301,7 +428,8 @@ def anisotropic_diffusion(
     -----
     On CuPy arrays every iteration is one fused CUDA kernel (:mod:`diffusion.cuda_source`),
     with ``epsilon`` too (the activity test on the device; the counts are read back every
-    :data:`diffusion._cupy.CHECK_EVERY` iterations); results agree with the NumPy path to
+    :data:`diffusion._cupy.CHECK_EVERY` iterations), and so on MPI ranks (the kernel on the
+    rank's block with a ghost row from each neighbour); results agree with the NumPy path to
     float32 rounding. ``SIMD_FORCE_REFERENCE=1`` forces the array-code path
     (:func:`kernels.registry.force_reference`).
     Skipping a point whose neighbourhood did not change is exact: its update would be
@@ -339,47 +467,15 @@ def anisotropic_diffusion(
     niter = check_parameters(niter, kappa, gamma, option, epsilon)
     spacing = check_spacing(voxelspacing, out.ndim, "voxelspacing")
     warn_if_unstable(float(gamma), spacing, option)
-    info = DiffusionInfo()
-    if xp is not np and not force_reference():
-        out = _fused(xp, out, niter, kappa, gamma, spacing, option, epsilon, freeze, info,
-                     return_info)  # fmt: skip
-        return (out, info) if return_info else out
-    n = out.size
-    ws = _Workspace(out.shape) if xp is np else None
-    active = None
-    frozen = xp.zeros(out.shape, dtype=bool) if (epsilon > 0 and freeze) else None
-    for _ in range(niter):
-        if xp is np:
-            upd = pm_update_inplace(out, kappa, gamma, spacing, option, ws)
-        else:
-            upd = pm_update(xp, out, kappa, gamma, spacing, option)
-        if epsilon > 0:
-            info.active_fraction.append(1.0 if active is None else int(active.sum()) / n)
-            changed = xp.abs(upd) >= epsilon
-            if frozen is not None:
-                changed &= ~frozen
-            out = xp.where(changed, out + upd, out)
-            if frozen is not None:
-                frozen |= ~changed
-                active = ~frozen
-            else:
-                active = dilate(xp, changed)
-            info.updated_fraction.append(int(changed.sum()) / n)
-            info.iterations += 1
-            if not bool(active.any()):
-                info.converged = True
-                break
-        else:
-            out += upd
-            info.iterations += 1
-            info.active_fraction.append(1.0)
-            info.updated_fraction.append(1.0)
+    out, info = pm_diffuse(xp, out, Layout(out.shape), niter, float(kappa), float(gamma),
+                           spacing, option, float(epsilon), bool(freeze), return_info)  # fmt: skip
     return (out, info) if return_info else out
 
 
 def _fused(
     xp: Any,
     out: Any,
+    layout: Layout,
     niter: int,
     kappa: float,
     gamma: float,
@@ -390,8 +486,9 @@ def _fused(
     info: DiffusionInfo,
     dilated: bool,
 ) -> Any:
-    """The device path: one fused kernel per iteration (:mod:`diffusion._cupy`); fills
-    ``info`` as the array-code loop does (the active counts only with ``dilated``)."""
+    """The device path: one fused kernel per iteration (:mod:`diffusion._cupy`) on the
+    block of ``layout``; fills ``info`` as the array-code loop does (the active counts only
+    with ``dilated``)."""
     from diffusion._cupy import pm_iterate, pm_iterate_epsilon
 
     args = (float(kappa), float(gamma), spacing, option)
@@ -399,11 +496,11 @@ def _fused(
         info.iterations = niter
         info.active_fraction = [1.0] * niter
         info.updated_fraction = [1.0] * niter
-        return pm_iterate(xp, out, niter, *args)
+        return pm_iterate(xp, out, niter, *args, layout)
     out, changed, active = pm_iterate_epsilon(
-        xp, out, niter, *args, float(epsilon), bool(freeze), dilated
+        xp, out, niter, *args, float(epsilon), bool(freeze), dilated, layout
     )
-    n = out.size
+    n = layout.size
     # Active after an iteration: the changed points and their neighbours, or with freeze
     # the points not frozen, which are the changed ones.
     after = changed if freeze else active
@@ -603,15 +700,40 @@ def gradient_anisotropic_diffusion(
         k,
     )
     warn_itk_unstable(time_step, spacing, stacklevel=2)
+    return itk_diffuse(xp, out, Layout(out.shape), float(time_step), float(conductance),
+                       interval, niter, spacing)  # fmt: skip
+
+
+def itk_diffuse(
+    xp: Any,
+    out: Any,
+    layout: Layout,
+    time_step: float,
+    conductance: float,
+    interval: int,
+    niter: int,
+    spacing: tuple[float, ...],
+) -> Any:
+    """The iteration loop of :func:`gradient_anisotropic_diffusion` on the validated
+    float32 block ``out`` of ``layout`` (the whole image on one process)."""
     scale = tuple(1.0 / s for s in spacing)
     big_k = 0.0
-    every = slice(None)
+    empty = layout.local == 0
+    ext, own = layout.buffer(xp, out)
+    out = ext[own]  # a view: the block's updates land in the buffer
     for it in range(niter):
-        x = out.astype(np.float64)
-        p = xp.pad(x, 1, mode="edge")
+        layout.fill(ext, own)
+        if not empty:
+            x = ext.astype(np.float64)
+            # At the image border the pad replicates; beside a ghost row it only feeds the
+            # ghost row's own update, which is dropped.
+            p = xp.pad(x, 1, mode="edge")
         if it % interval == 0:
-            avg = mean_of_row_sums(gradient_row_sums(xp, p, scale, every), out.size)
+            sums = np.zeros((out.ndim, 0)) if empty else gradient_row_sums(xp, p, scale, own)
+            avg = mean_of_row_sums(layout.gather_rows(sums), layout.size)
             big_k = itk_conductance(avg, conductance)
-        update = itk_delta(xp, x, p, big_k, scale).astype(np.float32)
-        out = out + (update.astype(np.float64) * float(time_step)).astype(np.float32)
+        if empty:
+            continue
+        update = itk_delta(xp, x, p, big_k, scale)[own].astype(np.float32)
+        out[...] = out + (update.astype(np.float64) * float(time_step)).astype(np.float32)
     return out

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 from diffusion import anisotropic_diffusion
-from diffusion._cupy import _model_active, _model_step, _scalars, _shape_args
+from diffusion._cupy import _active_args, _model_active, _model_step, _scalars, _shape_args
 from diffusion.cuda_source import (
     ACTIVE_NAME,
     Tile,
@@ -41,7 +41,7 @@ from diffusion.cuda_source import (
     step_launch,
     step_name,
 )
-from diffusion.dense import DiffusionInfo, _fused
+from diffusion.dense import DiffusionInfo, Layout, _fused, dilate
 from tests import gpu_compile
 from tests.diffusion.cuda_on_cpu import cpu_cuda, unavailable
 from tests.nvrtc_support import compile_sm90, nvrtc_unavailable
@@ -213,7 +213,8 @@ def test_kernel_text_on_cpu_matches_numpy_path(case):
     )
     info = DiffusionInfo()
     sp = spacing or (1.0,) * len(shape)
-    out = _fused(cpu_cuda, img.copy(), 10, 30, 0.08, sp, option, epsilon, freeze, info, True)
+    args = (10, 30, 0.08, sp, option, epsilon, freeze, info, True)
+    out = _fused(cpu_cuda, img.copy(), Layout(shape), *args)
     np.testing.assert_allclose(out, ref, rtol=0, atol=ATOL)
     if epsilon == 0:  # and medpy's, which the NumPy path equals bit for bit
         medpy = pytest.importorskip("medpy.filter.smoothing")
@@ -235,7 +236,8 @@ def test_convergence_on_cpu_matches_numpy_path(freeze):
     ref, ref_info = anisotropic_diffusion(img, return_info=True, **kw)
     assert ref_info.converged and ref_info.iterations % 8 != 0
     info = DiffusionInfo()
-    out = _fused(cpu_cuda, img.copy(), 60, 20, 0.2, (1.0, 1.0), 1, 2.0, freeze, info, True)
+    args = (60, 20, 0.2, (1.0, 1.0), 1, 2.0, freeze, info, True)
+    out = _fused(cpu_cuda, img.copy(), Layout(img.shape), *args)
     np.testing.assert_allclose(out, ref, rtol=0, atol=ATOL)
     assert (info.iterations, info.converged) == (ref_info.iterations, True)
     np.testing.assert_allclose(info.active_fraction, ref_info.active_fraction, atol=1e-3)
@@ -287,15 +289,67 @@ def test_tiny_tiles_on_cpu_match_the_model(shape, eps, vec, index64):
 
 
 @cpu
+@pytest.mark.parametrize(
+    "shape,eps,vec,lo,hi",
+    [
+        ((13, 16), 0, 4, 1, 12),
+        ((11, 13), 1, 1, 0, 6),
+        ((10, 24), 2, 4, 4, 10),
+        ((7, 9, 16), 1, 4, 1, 6),
+        ((8, 7, 11), 2, 1, 3, 4),
+    ],
+)
+def test_ghost_rows_are_read_not_written(shape, eps, vec, lo, hi):
+    """The rows ``lo .. hi - 1`` of one launch over an image are those of the launch over
+    the whole image, bit for bit (the same kernel text), with the same count; the rows
+    outside, the ghosts of a rank's block, are read but neither written nor counted."""
+    ndim = len(shape)
+    img = _image(shape, seed=7)
+    grid, block, _, _ = step_launch(shape, TINY)
+    kernel = cpu_cuda.RawKernel(pm_source(2, ndim, eps, vec, False, TINY), "")
+    kernel.name = step_name(2, ndim, eps, vec, False)
+    scalars = _scalars(25.0, 0.1, (1.0, 1.3, 0.9)[:ndim], 2)
+    runs = []
+    for rows in ((0, shape[0]), (lo, hi)):
+        out = np.full(shape, -1.0, np.float32)
+        frozen = (np.random.default_rng(3).random(shape) < 0.2).astype(np.uint8)
+        mask = np.full(shape, 7, np.uint8)
+        count = np.zeros(1, np.uint64)
+        extra = (np.float32(0.4), frozen, mask, count) if eps else ()
+        kernel(grid, block, (img, out, *_shape_args(shape, False, *rows), *scalars, *extra))
+        runs.append((out, frozen, mask, count))
+    (a, fa, ma, _), (b, fb, mb, cb) = runs
+    own = slice(lo, hi)
+    assert a[own].tobytes() == b[own].tobytes()
+    ghosts = np.ones(shape[0], bool)
+    ghosts[own] = False
+    assert (b[ghosts] == -1).all()
+    if eps:
+        assert (mb[ghosts] == 7).all() and np.array_equal(ma[own], mb[own])
+        assert cb[0] == np.count_nonzero(ma[own])
+        if eps == 2:
+            np.testing.assert_array_equal(fa[own], fb[own])
+
+
+@cpu
 @pytest.mark.parametrize("shape", [(13, 17), (5, 9, 11)])
 def test_active_kernel_on_cpu_matches_dilate(shape):
     mask = (np.random.default_rng(1).random(shape) < 0.05).astype(np.uint8)
     grid, block, index64 = active_launch(shape)
     got, want = np.zeros(1, np.uint64), np.zeros(1, np.uint64)
-    args = _shape_args(shape, index64)
+    args = _active_args(shape, index64, 0, shape[0])
     cpu_cuda.RawKernel(active_source(index64), ACTIVE_NAME)(grid, block, (mask, *args, got))
     _model_active(None, (mask, *args, want))
     assert got[0] == want[0] > mask.sum()
+    # Rows 2 .. n - 2 only (in 3-D the planes): the rows outside are ghosts, only read.
+    lo, hi = 2, shape[0] - 1
+    got, want = np.zeros(1, np.uint64), np.zeros(1, np.uint64)
+    args = _active_args(shape, index64, lo, hi)
+    cpu_cuda.RawKernel(active_source(index64), ACTIVE_NAME)(grid, block, (mask, *args, got))
+    full = dilate(np, mask.astype(bool))
+    assert got[0] == full[lo:hi].sum()
+    _model_active(None, (mask, *args, want))
+    assert want[0] == got[0]
 
 
 # ------------------------------------------------------------------ on a GPU
@@ -317,3 +371,36 @@ def test_fused_kernel_matches_numpy(option, kw):
         ref, ref_info = anisotropic_diffusion(img, return_info=True, **args)
         np.testing.assert_allclose(cupy.asnumpy(ours), ref, atol=ATOL)
         assert info.iterations == ref_info.iterations
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("option", [1, 2, 3])
+@pytest.mark.parametrize("eps", [0, 1, 2])
+def test_ghost_rows_on_the_gpu_give_the_same_bits(option, eps):
+    """What makes a rank's block equal the one-rank result bit for bit on a GPU: the rows
+    ``lo .. hi - 1`` of a launch computing only them equal those of the launch over the
+    whole image, though the strips start one row later (the first step of a strip computes
+    the face behind it instead of carrying it), and the ghost rows are not written."""
+    cupy = pytest.importorskip("cupy")
+    from diffusion._cupy import _device, _step_kernel
+
+    for shape in ((70, 96), (67, 93), (40, 9, 12)):
+        img = cupy.asarray(_image(shape, seed=option))
+        grid, block, vec, index64 = step_launch(shape)
+        kernel = _step_kernel(cupy, option, len(shape), eps, vec, index64, _device(cupy))
+        scalars = _scalars(25.0, 0.1, (1.0, 1.3, 0.9)[: len(shape)], option)
+        runs = []
+        for rows in ((0, shape[0]), (1, shape[0] - 1)):
+            out = cupy.full(shape, -1.0, cupy.float32)
+            mask = cupy.full(shape, 7, cupy.uint8)
+            count = cupy.zeros(1, cupy.uint64)
+            frozen = cupy.zeros(shape, cupy.uint8)
+            extra = (np.float32(0.4), frozen, mask, count) if eps else ()
+            kernel(grid, block, (img, out, *_shape_args(shape, index64, *rows), *scalars, *extra))
+            runs.append((cupy.asnumpy(out), cupy.asnumpy(mask), int(count[0])))
+        (a, ma, _), (b, mb, cb) = runs
+        assert a[1:-1].tobytes() == b[1:-1].tobytes(), shape
+        assert (b[[0, -1]] == -1).all()
+        if eps:
+            assert np.array_equal(ma[1:-1], mb[1:-1]) and (mb[[0, -1]] == 7).all()
+            assert cb == np.count_nonzero(ma[1:-1])

@@ -1,5 +1,6 @@
 """The dense diffusion split in blocks across MPI ranks (diffusion.blocks): bit for bit
-the one-rank result, and the command line on several ranks."""
+the one-rank result on the NumPy and the counting backends (the fused kernel), and the
+command line on several ranks."""
 
 from __future__ import annotations
 
@@ -15,6 +16,15 @@ from tests.mpi_support import run_ranks
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_blocks_equal_one_rank_bit_for_bit(n):
     done = run_ranks(n, "diffusion_blocks.py", timeout=150)
+    assert sorted(line.split()[0] for line in done.stdout.splitlines()) == ["ok"] * n
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_fused_step_on_ranks_equals_one_rank_within_budget(n):
+    """The CuPy code path (counting backend): the fused kernel on blocks with ghost rows,
+    bit for bit the one-rank result and info; launches, syncs and face bytes pinned."""
+    done = run_ranks(n, "diffusion_fused.py", timeout=150)
     assert sorted(line.split()[0] for line in done.stdout.splitlines()) == ["ok"] * n
 
 
