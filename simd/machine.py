@@ -153,8 +153,9 @@ class Machine:
         self._scopes = self.xp if hasattr(self.xp, "push_scope") else None
         self.cost = resolve_cost(cost, self.pes, self.npes)
         self._phases: dict[str, PhaseStats] = {}
+        # Paths of the open phases, outermost first ("outer", "outer/inner", ...).
         self._phase_stack: list[str] = []
-        self._path = _OUTSIDE  # "/".join(self._phase_stack), or _OUTSIDE outside any phase
+        self._path = _OUTSIDE  # self._phase_stack[-1], or _OUTSIDE outside any phase
         # Model cycles memoised per (kind, n, ops, distance) for the cost model in
         # self._cycles_of (the memo is dropped when ``cost`` is replaced).
         self._cycles: dict[tuple, float] = {}
@@ -365,8 +366,7 @@ class Machine:
             if len(self._unread) > self._settled:
                 self.sync()  # one wait for every phase timed so far, not one per event
             for entry, record in self._unread:
-                record.interval.read_done()
-                entry.wall += record.wall
+                entry.wall += record.interval.read_done()
             self._unread.clear()
             self._settled = 0
         phases = {path: entry.copy() for path, entry in self._phases.items()}
@@ -456,11 +456,14 @@ class Machine:
         if entry is None:
             entry = self._phases[self._path] = PhaseStats()
         nbytes = int(nbytes)
-        entry.calls[label] += 1
+        # calls.get rather than Counter's += (whose first use of a label calls __missing__)
+        calls = entry.calls
+        calls[label] = calls.get(label, 0) + 1
         entry.bytes += nbytes
         entry.cycles += cycles
         for record in self._open:
-            record.calls[label] += 1
+            calls = record.calls
+            calls[label] = calls.get(label, 0) + 1
             record.bytes += nbytes
             record.cycles += cycles
         self._clock += cycles
@@ -1198,8 +1201,9 @@ class _Phase:
 
     def __enter__(self) -> PhaseRecord:
         m = self.machine
-        m._phase_stack.append(self.name)
-        path = m._path = "/".join(m._phase_stack)
+        stack = m._phase_stack
+        path = m._path = f"{stack[-1]}/{self.name}" if stack else self.name
+        stack.append(path)
         self.entry = m._phases.get(path)
         if self.entry is None:
             self.entry = m._phases[path] = PhaseStats()
@@ -1220,8 +1224,9 @@ class _Phase:
             m.sync()
         record.interval.stop()
         m._open.pop()
-        m._phase_stack.pop()
-        m._path = "/".join(m._phase_stack) if m._phase_stack else _OUTSIDE
+        stack = m._phase_stack
+        stack.pop()
+        m._path = stack[-1] if stack else _OUTSIDE
         if m._scopes is not None:
             m._scopes.pop_scope()
         if self.on_device:
