@@ -1166,14 +1166,10 @@ def _raise_if_out(what: str, size: int, low: int, high: int) -> None:
 
 def _raise_first(pending: list, bounds: np.ndarray) -> None:
     """Raise the first failed check of ``pending`` given their (low, high) on the host."""
-    if not pending:
-        return
-    # Found with array operations: up to MAX_PENDING_CHECKS of them, read once per fetch.
-    sizes = np.fromiter((check[1] for check in pending), dtype=np.int64, count=len(pending))
-    failed = (bounds[:, 0] < 0) | (bounds[:, 1] >= sizes)
-    if failed.any():
-        i = int(failed.argmax())
-        _raise_if_out(pending[i][0], pending[i][1], int(bounds[i, 0]), int(bounds[i, 1]))
+    # A loop: a frame has a few checks (array operations cost more than it), and at most
+    # MAX_PENDING_CHECKS of them are read at once.
+    for (what, size, _, _), (low, high) in zip(pending, bounds.tolist(), strict=True):
+        _raise_if_out(what, size, low, high)
 
 
 class _VPSet:
