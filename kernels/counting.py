@@ -60,6 +60,11 @@ Where it is approximate
 - CuPy's host overhead per launch (a few microseconds of Python and driver time) is not
   in ``host_seconds``; multiply ``launches`` by a per-launch cost to estimate it.
 - Memory traffic counts whole arrays; strides, caches and fusion are not modelled.
+- The device work runs on the host's CPU and flushes its caches: the caller's Python after
+  each operation starts cold, which a GPU's host does not (about twice the host time of a
+  250k frame; 1 us of bookkeeping became 10-20 us after a 32 MB operation, on another core
+  too). A :class:`Tape` replays a recorded block with the device work stubbed, giving the
+  host time on warm caches.
 - Freeing: when a large NumPy array dies, glibc gives its pages back to the system
   (``munmap``), in the caller's code and so in ``host_seconds`` (about 1.5 ms of a 250k
   frame); CuPy's memory pool keeps freed device blocks instead. :func:`pool_host_memory`
@@ -73,6 +78,7 @@ best in one place (its sections are marked).
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import time
 import types
@@ -89,6 +95,10 @@ from kernels import reference
 
 __all__ = [
     "pool_host_memory",
+    "recording",
+    "replaying",
+    "ReplayError",
+    "Tape",
     "Counts",
     "CountingCuPy",
     "DeviceArray",
@@ -184,6 +194,7 @@ class _State:
         self.scopes: list[str] = []
         self.meters: list[Measurement] = []
         self.lifetime = Counts()
+        self.tape: Tape | None = None  # recording or replaying the device's results
 
     def record(
         self,
@@ -272,6 +283,118 @@ def pool_host_memory() -> bool:
     )
 
 
+class ReplayError(RuntimeError):
+    """A replayed block asked the device for other work than the recorded one did."""
+
+
+class Tape:
+    """What the device gave a recorded block, to run the block again with it stubbed.
+
+    :func:`recording` keeps, per counted operation, its name, its counts and the shape of
+    its result, and the values of every read back; :func:`replaying` then runs the same
+    block again with each operation answered by an uninitialised array of that shape and
+    each read back by the recorded value, so no device work is done. The host does what
+    it did, on caches the device work has not flushed (as a GPU would leave them): the
+    emulated device work evicts the host's code and data from the CPU caches, which made
+    its Python about twice as slow over a 250k frame (the module docstring). Only synchronising reads
+    back carry recorded data to the host here, so a block that reads device data otherwise
+    (``numpy.asarray`` of a device array, an asynchronous ``get`` into pinned memory)
+    cannot be replayed faithfully; a block that asks for other operations
+    than the recorded ones raises :class:`ReplayError`. Record a block that has run once
+    already (the first run of a machine's kernels makes their scratch buffers).
+    """
+
+    def __init__(self) -> None:
+        #: (op, counts for ``_State.record``, result) per operation: the shape of an
+        #: operation's result (``_spec``), the value of a read back.
+        self.entries: list[tuple[str, dict[str, int], Any]] = []
+        self.position: int | None = None  # the next entry while replaying
+
+    def next(self, op: str) -> tuple[dict[str, int], Any]:
+        """The recorded counts and result of the next operation, which must be ``op``."""
+        k = self.position
+        if k is None or k >= len(self.entries) or self.entries[k][0] != op:
+            expected = self.entries[k][0] if k is not None and k < len(self.entries) else None
+            raise ReplayError(
+                f"replay diverged at operation {k}: the block asked for {op!r}, the "
+                f"recorded one for {expected!r}"
+            )
+        self.position = k + 1
+        return self.entries[k][1], self.entries[k][2]
+
+
+def _spec(r: Any) -> Any:
+    """The shape of a result, to make a stand-in for it (:func:`_stub`)."""
+    if isinstance(r, np.ndarray):
+        return ("array", r.shape, r.dtype, isinstance(r, DeviceArray))
+    if isinstance(r, tuple | list):
+        return (type(r), [_spec(v) for v in r])
+    return ("value", r)
+
+
+def _stub(spec: Any) -> Any:
+    kind = spec[0]
+    if kind == "array":
+        out = np.empty(spec[1], dtype=spec[2])
+        return out.view(DeviceArray) if spec[3] else out
+    if kind == "value":
+        return spec[1]
+    return kind(_stub(v) for v in spec[1])
+
+
+def _host_copy(value: Any) -> Any:
+    """A read back's recorded value, fresh for each replay (callers may write into it)."""
+    if isinstance(value, np.ndarray | list):
+        return copy.deepcopy(value)
+    return value
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Tape]:
+    """Record the device's results of the block on a :class:`Tape` (counted as usual).
+
+    Examples
+    --------
+    >>> from kernels.counting import cupy as xp, recording, replaying, measure
+    >>> def block():
+    ...     return int((xp.arange(4) * 2).sum())
+    >>> with recording() as tape:
+    ...     block()
+    12
+    >>> with measure() as c, replaying(tape):
+    ...     block()
+    12
+    >>> c.total.launches, c.total.syncs
+    (3, 1)
+    """
+    if _state.tape is not None:
+        raise RuntimeError("a tape is already being recorded or replayed")
+    tape = _state.tape = Tape()
+    try:
+        yield tape
+    finally:
+        _state.tape = None
+
+
+@contextlib.contextmanager
+def replaying(tape: Tape) -> Iterator[Tape]:
+    """Run the block with the device work stubbed by ``tape`` (see :class:`Tape`); the
+    block must ask for the recorded operations in the recorded order, and all of them."""
+    if _state.tape is not None:
+        raise RuntimeError("a tape is already being recorded or replayed")
+    tape.position = 0
+    _state.tape = tape
+    try:
+        yield tape
+        if tape.position != len(tape.entries):
+            raise ReplayError(
+                f"replay ended after {tape.position} of {len(tape.entries)} recorded operations"
+            )
+    finally:
+        _state.tape = None
+        tape.position = None
+
+
 @contextlib.contextmanager
 def scope(name: str) -> Iterator[None]:
     """Attribute the counts of the block to scope ``name`` (nested: ``outer/name``)."""
@@ -353,6 +476,12 @@ def _run(
     if _state.depth:
         return fn(*args, **kwargs)
     t0 = time.perf_counter()
+    tape = _state.tape
+    if tape is not None and tape.position is not None:  # replaying: no device work
+        counts, spec = tape.next(op)
+        out = _stub(spec)
+        _state.record(op, **counts, since=t0)
+        return out
     call = _Call()
     args = call.unwrap(args, host_ok=host_ok)
     kwargs = {k: call.unwrap(v, host_ok=host_ok) for k, v in kwargs.items()}
@@ -362,18 +491,18 @@ def _run(
     finally:
         _state.depth -= 1
     n = launches(result) if callable(launches) else launches
-    traffic = (call.traffic + _out_bytes(result)) if n else 0
     out = _wrap(result) if wrap else result
-    _state.record(
-        op,
-        launches=n,
-        syncs=syncs,
-        h2d=call.host_bytes + h2d,
-        d2h=8 * syncs,
-        traffic=traffic,
-        since=t0,
-        implicit=call.implicit,
-    )
+    counts = {
+        "launches": n,
+        "syncs": syncs,
+        "h2d": call.host_bytes + h2d,
+        "d2h": 8 * syncs,
+        "traffic": (call.traffic + _out_bytes(result)) if n else 0,
+        "implicit": call.implicit,
+    }
+    if tape is not None:
+        tape.entries.append((op, counts, _spec(out)))
+    _state.record(op, **counts, since=t0)
     return out
 
 
@@ -382,11 +511,18 @@ def _sync(op: str, nbytes: int, fn: Callable, *args: Any) -> Any:
     if _state.depth:
         return fn(*args)
     t0 = time.perf_counter()
+    tape = _state.tape
+    if tape is not None and tape.position is not None:  # replaying: the recorded value
+        result = _host_copy(tape.next(op)[1])
+        _state.record(op, syncs=1, d2h=nbytes, since=t0)
+        return result
     _state.depth += 1
     try:
         result = fn(*args)
     finally:
         _state.depth -= 1
+    if tape is not None:
+        tape.entries.append((op, {}, _host_copy(result)))
     _state.record(op, syncs=1, d2h=nbytes, since=t0)
     return result
 

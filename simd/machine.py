@@ -153,8 +153,9 @@ class Machine:
         self._scopes = self.xp if hasattr(self.xp, "push_scope") else None
         self.cost = resolve_cost(cost, self.pes, self.npes)
         self._phases: dict[str, PhaseStats] = {}
+        # Paths of the open phases, outermost first ("outer", "outer/inner", ...).
         self._phase_stack: list[str] = []
-        self._path = _OUTSIDE  # "/".join(self._phase_stack), or _OUTSIDE outside any phase
+        self._path = _OUTSIDE  # self._phase_stack[-1], or _OUTSIDE outside any phase
         # Model cycles memoised per (kind, n, ops, distance) for the cost model in
         # self._cycles_of (the memo is dropped when ``cost`` is replaced).
         self._cycles: dict[tuple, float] = {}
@@ -365,8 +366,7 @@ class Machine:
             if len(self._unread) > self._settled:
                 self.sync()  # one wait for every phase timed so far, not one per event
             for entry, record in self._unread:
-                record.interval.read_done()
-                entry.wall += record.wall
+                entry.wall += record.interval.read_done()
             self._unread.clear()
             self._settled = 0
         phases = {path: entry.copy() for path, entry in self._phases.items()}
@@ -456,11 +456,14 @@ class Machine:
         if entry is None:
             entry = self._phases[self._path] = PhaseStats()
         nbytes = int(nbytes)
-        entry.calls[label] += 1
+        # calls.get rather than Counter's += (whose first use of a label calls __missing__)
+        calls = entry.calls
+        calls[label] = calls.get(label, 0) + 1
         entry.bytes += nbytes
         entry.cycles += cycles
         for record in self._open:
-            record.calls[label] += 1
+            calls = record.calls
+            calls[label] = calls.get(label, 0) + 1
             record.bytes += nbytes
             record.cycles += cycles
         self._clock += cycles
@@ -1163,14 +1166,10 @@ def _raise_if_out(what: str, size: int, low: int, high: int) -> None:
 
 def _raise_first(pending: list, bounds: np.ndarray) -> None:
     """Raise the first failed check of ``pending`` given their (low, high) on the host."""
-    if not pending:
-        return
-    # Found with array operations: up to MAX_PENDING_CHECKS of them, read once per fetch.
-    sizes = np.fromiter((check[1] for check in pending), dtype=np.int64, count=len(pending))
-    failed = (bounds[:, 0] < 0) | (bounds[:, 1] >= sizes)
-    if failed.any():
-        i = int(failed.argmax())
-        _raise_if_out(pending[i][0], pending[i][1], int(bounds[i, 0]), int(bounds[i, 1]))
+    # A loop: a frame has a few checks (array operations cost more than it), and at most
+    # MAX_PENDING_CHECKS of them are read at once.
+    for (what, size, _, _), (low, high) in zip(pending, bounds.tolist(), strict=True):
+        _raise_if_out(what, size, low, high)
 
 
 class _VPSet:
@@ -1198,8 +1197,9 @@ class _Phase:
 
     def __enter__(self) -> PhaseRecord:
         m = self.machine
-        m._phase_stack.append(self.name)
-        path = m._path = "/".join(m._phase_stack)
+        stack = m._phase_stack
+        path = m._path = f"{stack[-1]}/{self.name}" if stack else self.name
+        stack.append(path)
         self.entry = m._phases.get(path)
         if self.entry is None:
             self.entry = m._phases[path] = PhaseStats()
@@ -1220,8 +1220,9 @@ class _Phase:
             m.sync()
         record.interval.stop()
         m._open.pop()
-        m._phase_stack.pop()
-        m._path = "/".join(m._phase_stack) if m._phase_stack else _OUTSIDE
+        stack = m._phase_stack
+        stack.pop()
+        m._path = stack[-1] if stack else _OUTSIDE
         if m._scopes is not None:
             m._scopes.pop_scope()
         if self.on_device:

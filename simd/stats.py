@@ -63,14 +63,14 @@ class DeviceInterval:
             if self._stop is None:
                 self.stop()
             self._stop.synchronize()
-            self.read_done()
-        return self._seconds
+        return self.read_done()
 
-    def read_done(self) -> None:
-        """Read the time of an interval whose events the device has already passed (after
+    def read_done(self) -> float:
+        """The seconds of an interval whose events the device has already passed (after
         one wait for the whole device, many intervals are read without waiting again)."""
         if self._seconds is None:
             self._seconds = self._cuda.get_elapsed_time(self._start, self._stop) / 1e3
+        return self._seconds
 
 
 @dataclass(eq=False, slots=True)

@@ -145,3 +145,27 @@ def test_scene_renders_on_its_own_machine(meshes):
     frame = renderer.render(scene, size=16, machine=scene.machine)
     assert frame.image.shape == (16, 16, 3)
     assert "triangles" in repr(scene)
+
+
+@pytest.mark.parametrize("loop", renderer.LOOP_FORMS)
+def test_scene_frames_replay_with_the_device_work_stubbed(meshes, loop):
+    """bench/gpu_budget.py's replayed host time: a later frame of a scene, run again from
+    a recording of the device's answers, asks for the same work and gives the same frame
+    (the host reads device data only through counted read backs)."""
+    scene = renderer.Scene(meshes["balanced"], machine=Machine(backend="counting"))
+    renderer.render(scene, size=SIZE, loop=loop)
+    with counting.measure() as recorded, counting.recording() as tape:
+        want = renderer.render(scene, size=SIZE, loop=loop)
+    with counting.measure() as replayed, counting.replaying(tape):
+        got = renderer.render(scene, size=SIZE, loop=loop)
+    for c in (recorded, replayed):
+        c.total.device_seconds = 0.0
+    assert replayed.total == recorded.total
+    np.testing.assert_array_equal(got.image, want.image)
+    np.testing.assert_array_equal(got.depth, want.depth)
+    np.testing.assert_array_equal(got.face, want.face)
+
+    def charged(frame):  # the model clock's charges of the frame, stage by stage
+        return {k: (r.cycles, dict(r.calls)) for k, r in frame.stats.stages.items()}
+
+    assert charged(got) == charged(want)

@@ -53,15 +53,31 @@ def overestimate_key(machine: Any, *, name: str, clock: str = "model") -> str:
     return key
 
 
+#: path -> (its (inode, mtime, size) when read, its calibrations): a cost-effective loop
+#: looks its overestimate up at every run, which a stat answers rather than a parse.
+_READ: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
 def _read_store(path: Path) -> dict[str, Any]:
-    """The calibrations in ``path``; none when it is missing, unreadable or not a JSON
-    object (the search then goes on with the next file, or the online estimate)."""
+    """The calibrations in ``path`` (not to be modified: shared by later reads); none when
+    it is missing, unreadable or not a JSON object (the search then goes on with the next
+    file, or the online estimate)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {}
+    stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+    hit = _READ.get(path)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
     try:
         with open(path) as f:
             data = json.load(f)
     except (OSError, json.JSONDecodeError):
         return {}
-    return data if isinstance(data, dict) else {}
+    data = data if isinstance(data, dict) else {}
+    _READ[path] = (stamp, data)
+    return data
 
 
 def load_overestimate(
@@ -129,7 +145,7 @@ def store_overestimate(
     ):
         raise ValueError(f"overestimate must be a finite number >= 0, got {overestimate!r}")
     p = Path(path) if path is not None else user_store_path()
-    data = _read_store(p)
+    data = dict(_read_store(p))
     entry = {
         "overestimate": float(overestimate),
         "min_vp_ratio": int(min_vp_ratio),
@@ -143,4 +159,5 @@ def store_overestimate(
     with open(tmp, "w") as f:
         json.dump(data, f, indent=2, sort_keys=True)
     os.replace(tmp, p)
+    _READ.pop(p, None)  # written here: read again whatever its stamp says
     return p
