@@ -85,14 +85,14 @@ def body(*args: Any) -> int:  # bound to the target's compiled per-item body
     raise NotImplementedError
 
 
-def setup_kernel(clip, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
-                 col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order, count):  # fmt: skip
+def setup_kernel(points, corners, width, height, sx, sy, a, b, c, area2, xs, ys, row0,
+                 workload, col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order, count):  # fmt: skip
     """Triangles ``t = grid position + k * grid size``; ``count[0]`` += degenerate ones."""
     t = cuda.grid(1)
     stride = cuda.gridsize(1)
-    while t < clip.shape[0]:
-        if body(clip, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
-                col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
+    while t < corners.shape[0]:
+        if body(points, corners, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0,
+                workload, col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
             cuda.atomic.add(count, 0, 1)
         t += stride
 
@@ -110,12 +110,12 @@ def classify_kernel(clip, faces, gx, gy, rejected, crossing, counts):
         f += stride
 
 
-def shade_kernel(tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, out):
+def shade_kernel(tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, corners, out):
     """Pixels ``p = grid position + k * grid size``."""
     p = cuda.grid(1)
     stride = cuda.gridsize(1)
     while p < tri.shape[0]:
-        body(tri, pix, p, width, a, b, xs, ys, area2, inv_w, order, colours, out)
+        body(tri, pix, p, width, a, b, xs, ys, area2, inv_w, order, colours, corners, out)
         p += stride
 
 
@@ -221,19 +221,20 @@ def build_kernels() -> dict[str, Any]:
     return {name: cuda.jit(fn) for name, fn in kernel_functions().items()}
 
 
-def setup_device(xp: Any, clip: Any, width: int, height: int) -> dict[str, Any]:
-    """The fused setup on ``xp``'s device: the fields of :class:`renderer.scan.TriangleSetup`.
+def setup_device(xp: Any, points: Any, corners: Any, width: int, height: int) -> dict[str, Any]:
+    """The fused setup on ``xp``'s device of the triangles ``corners`` (rows of ``points``):
+    the fields of :class:`renderer.scan.TriangleSetup`.
 
     One launch (and the zeroing of the degenerate count); nothing is read back.
     """
-    t = int(clip.shape[0])
+    t = int(corners.shape[0])
     out = {
         name: xp.empty((t, 3) if per_vertex else t, dtype=dtype)
         for name, dtype, per_vertex in OUTPUTS
     }
     count = xp.zeros(1, dtype=xp.int64)
     if t:
-        _launch(xp, "setup", t, (clip, width, height, width / 2.0, height / 2.0,
+        _launch(xp, "setup", t, (points, corners, width, height, width / 2.0, height / 2.0,
                                  *out.values(), count))  # fmt: skip
     out["n_degenerate"] = count.reshape(())
     return out
@@ -252,14 +253,16 @@ def classify_device(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tup
     return rejected, crossing, counts
 
 
-def shade_device(xp: Any, tri: Any, pix: Any, width: int, setup: Any, colours: Any) -> Any:
+def shade_device(
+    xp: Any, tri: Any, pix: Any, width: int, setup: Any, colours: Any, corners: Any
+) -> Any:
     """The fused shading on ``xp``'s device: ``(K, 3)`` uint8 colours of pixels ``pix``."""
     k = int(tri.shape[0])
     out = xp.empty((k, 3), dtype=xp.uint8)
     if k:
         s = setup
         _launch(xp, "shade", k, (tri, pix, int(width), s.a, s.b, s.xs, s.ys, s.area2, s.inv_w,
-                                 s.order, colours, out))  # fmt: skip
+                                 s.order, colours, corners, out))  # fmt: skip
     return out
 
 
@@ -321,9 +324,10 @@ def _register_emulations() -> None:
     def _setup(variant: Any, args: tuple) -> None:
         from renderer.scan import setup_triangles_arrays
 
-        clip, width, height = args[0], int(args[1]), int(args[2])
-        outs, count = args[5:-1], args[-1]
-        ref = setup_triangles_arrays(np, np.asarray(clip), width, height)
+        points, corners = np.asarray(args[0]), np.asarray(args[1])
+        width, height = int(args[2]), int(args[3])
+        outs, count = args[6:-1], args[-1]
+        ref = setup_triangles_arrays(np, points[corners], width, height)
         for (name, _, _), dest in zip(OUTPUTS, outs, strict=True):
             dest[...] = getattr(ref, name)
         count[0] += int(ref.n_degenerate)
@@ -332,13 +336,14 @@ def _register_emulations() -> None:
     def _shade(variant: Any, args: tuple) -> None:
         from renderer.shading import shade_pixels_arrays
 
-        tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, out = args
+        tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, corners, out = args
         fields = {"a": a, "b": b, "xs": xs, "ys": ys, "area2": area2, "inv_w": inv_w}
         setup = types.SimpleNamespace(order=order, **fields)  # what shading reads of it
         with np.errstate(all="ignore"):
             out[...] = shade_pixels_arrays(
-                np, np.asarray(tri), np.asarray(pix), int(width), setup, np.asarray(colours)
-            )
+                np, np.asarray(tri), np.asarray(pix), int(width), setup,
+                np.asarray(colours)[np.asarray(corners)],
+            )  # fmt: skip
 
     @emulates(KERNEL_NAMES["spans"])
     def _spans(variant: Any, args: tuple) -> None:

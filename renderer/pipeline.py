@@ -391,7 +391,7 @@ def render(
                 tris = sortlast.balance(tris, len(mesh.faces), width, height, rank_balance)
             done("rank-balance", record)
         with stage("setup") as record:
-            setup = setup_triangles(xp, tris.clip, width, height, machine=m)
+            setup = setup_triangles(xp, tris.points, width, height, corners=tris.corners, machine=m)
         done("setup", record)
         n_tri = int(tris.face.shape[0])
         loop_stage("scan-conversion")
@@ -410,6 +410,7 @@ def render(
         res_z = balanced_loop("z-buffer", spans.length, body, 1, scanner.workload_stats)
         done("z-buffer", res_z.record)
         with stage("shading") as record:
+            colours = (tris.values, tris.corners)
             covered, tri_px, depth = decode_keys(xp, zbuffer, bits)
             if first:
                 tri_px = tri_px - first  # the rank's own triangles (uncovered pixels: masked)
@@ -419,14 +420,14 @@ def render(
                 tri_all = xp.where(covered, tri_px, 0)
                 with np.errstate(all="ignore"):  # the uncovered pixels' values are dropped
                     rgb = shade_pixels(
-                        xp, tri_all, xp.arange(width * height), width, setup, tris.attrs
+                        xp, tri_all, xp.arange(width * height), width, setup, *colours
                     )
                 image = xp.where(covered[:, None], rgb, xp.uint8(0))
                 face = xp.where(covered, tris.face[tri_all], -1)
             else:
                 pix = xp.nonzero(covered)[0]
                 tri_hit = tri_px[pix]
-                rgb = shade_pixels(xp, tri_hit, pix, width, setup, tris.attrs)
+                rgb = shade_pixels(xp, tri_hit, pix, width, setup, *colours)
                 image = xp.zeros((width * height, 3), dtype=xp.uint8)
                 image[pix] = rgb
                 face = xp.full(width * height, -1, dtype=xp.int64)

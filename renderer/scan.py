@@ -63,7 +63,7 @@ class TriangleSetup:
     ``row0`` first scan line, ``workload`` number of scan lines (0: nothing to draw);
     ``col0, col1`` the pixel columns of the bounding box clipped to the viewport; ``z0``,
     ``dzdx``, ``dzdy``, ``x0``, ``y0`` the depth plane (pixel units); ``inv_w`` (T, 3) and
-    ``order`` (T, 3): the vertex permutation that made the triangle counter-clockwise.
+    ``order`` (T, 3) int8: the vertex permutation that made the triangle counter-clockwise.
     ``n_degenerate``: the number of triangles of zero area, a 0-d xp array (on a GPU it
     stays on the device until the frame reads its results back: ``int()`` reads it).
     """
@@ -102,10 +102,10 @@ def snap(xp: Any, coord: Any) -> Any:
 
 
 def setup_triangles(
-    xp: Any, clip: Any, width: int, height: int, *, machine: Any = None
+    xp: Any, clip: Any, width: int, height: int, *, corners: Any = None, machine: Any = None
 ) -> TriangleSetup:
-    """Snap the triangles ``clip`` (T, 3, 4) to the sub-pixel grid and build edge functions,
-    scan-line ranges and depth planes.
+    """Snap the triangles to the sub-pixel grid and build edge functions, scan-line ranges
+    and depth planes.
 
     One fused kernel per frame where one is compiled (:mod:`renderer.setup_kernels`):
     Numba on the CPU (NumPy backend), Numba CUDA on the GPU (CuPy backend; one counted
@@ -116,10 +116,14 @@ def setup_triangles(
     Parameters
     ----------
     xp : module
-    clip : (T, 3, 4) float64 xp array
-        Clip coordinates after clipping (``w > 0``).
+    clip : (T, 3, 4) or, with ``corners``, (V, 4) float64 xp array
+        Clip coordinates after clipping (``w > 0``): of each triangle's vertices, or of
+        the vertices the triangles ``corners`` index (the clipper's output: no per-corner
+        copy of the coordinates is made).
     width, height : int
         Viewport size in pixels.
+    corners : (T, 3) int64 xp array, optional
+        Each triangle's vertices as rows of ``clip``.
     machine : Machine, optional
         Charged for the elementwise work (:data:`SETUP_OPS` per triangle).
 
@@ -137,18 +141,22 @@ def setup_triangles(
     >>> int(s.row0[0]), int(s.workload[0]), int(s.col0[0]), int(s.col1[0])  # rows 4..11
     (4, 8, 4, 11)
     """
+    if corners is None:  # the triangles' own vertices: rows 3 t, 3 t + 1, 3 t + 2
+        t = int(clip.shape[0])
+        corners = xp.arange(3 * t, dtype=xp.int64).reshape(t, 3)
+        clip = clip.reshape(3 * t, clip.shape[2])
     setup = None
-    if clip.dtype == np.float64 and not registry.force_reference():
+    if clip.dtype == np.float64 and corners.dtype == np.int64 and not registry.force_reference():
         if xp is np:
-            setup = TriangleSetup(**setup_cpu(clip, width, height))
+            setup = TriangleSetup(**setup_cpu(clip, corners, width, height))
         else:
             from renderer.fused_cuda import setup_device
 
-            setup = TriangleSetup(**setup_device(xp, clip, width, height))
+            setup = TriangleSetup(**setup_device(xp, clip, corners, width, height))
     if setup is None:
-        setup = setup_triangles_arrays(xp, clip, width, height)
+        setup = setup_triangles_arrays(xp, clip[corners], width, height)
     if machine is not None:
-        machine.charge("elementwise", int(clip.shape[0]), ops=SETUP_OPS)
+        machine.charge("elementwise", int(corners.shape[0]), ops=SETUP_OPS)
     return setup
 
 
@@ -172,6 +180,7 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
     # make every triangle counter-clockwise (y up) by swapping vertices 1 and 2
     cw = area2 < 0
     order = xp.stack([xp.zeros(t, dtype=xp.int64), xp.where(cw, 2, 1), xp.where(cw, 1, 2)], axis=1)
+    order = order.astype(xp.int8)  # 0, 1, 2: a byte each
 
     def ccw(a: Any) -> Any:  # apply the swap of vertices 1 and 2 where clockwise
         return xp.stack(
@@ -423,10 +432,14 @@ class ScanConverter:
     def spans(self) -> Spans:
         """All spans produced so far, in production order."""
         xp, s = self.xp, self.setup
-        if self._parts:
+        if len(self._parts) == 1:
+            tri, row, col, length, zrow = self._parts[0]
+        elif self._parts:
             tri, row, col, length, zrow = (
                 xp.concatenate(p) for p in zip(*self._parts, strict=True)
             )
+            # the pieces' memory goes: the spans are kept once
+            self._parts = [(tri, row, col, length, zrow)]
         else:
             e = xp.zeros(0, dtype=xp.int64)
             tri, row, col, length, zrow = e, e, e, e, xp.zeros(0)

@@ -51,7 +51,7 @@ OUTPUTS = (
     ("x0", np.float64, False),
     ("y0", np.float64, False),
     ("inv_w", np.float64, True),
-    ("order", np.int64, True),
+    ("order", np.int8, True),
 )
 
 _SUB = float(SUBPIXEL)  # snapping multiplies by the float 256.0, as the array code does
@@ -79,9 +79,10 @@ def _flag(a, b):
     return 0
 
 
-def setup_one(clip, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
-              col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
-    """Set up triangle ``t`` of ``clip`` (T, 3, 4); write its row of every output array.
+def setup_one(points, corners, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0,
+              workload, col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
+    """Set up triangle ``t``, whose vertex ``k`` is row ``corners[t, k]`` of the clip
+    coordinates ``points`` (V, 4); write its row of every output array.
 
     The steps and their operation order are those of
     :func:`renderer.scan.setup_triangles_arrays` (read it for the why of each step).
@@ -92,18 +93,21 @@ def setup_one(clip, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0, work
         1 when the triangle has zero area after snapping, else 0.
     """
     # to_window: x * (1 / w) * (W / 2) + W / 2 (renderer.transform.to_window)
-    w0 = 1.0 / clip[t, 0, 3]
-    w1 = 1.0 / clip[t, 1, 3]
-    w2 = 1.0 / clip[t, 2, 3]
-    xw0 = fmul(fmul(clip[t, 0, 0], w0), sx) + sx
-    xw1 = fmul(fmul(clip[t, 1, 0], w1), sx) + sx
-    xw2 = fmul(fmul(clip[t, 2, 0], w2), sx) + sx
-    yw0 = fmul(fmul(clip[t, 0, 1], w0), sy) + sy
-    yw1 = fmul(fmul(clip[t, 1, 1], w1), sy) + sy
-    yw2 = fmul(fmul(clip[t, 2, 1], w2), sy) + sy
-    zw0 = fmul(fmul(clip[t, 0, 2], w0), 0.5) + 0.5
-    zw1 = fmul(fmul(clip[t, 1, 2], w1), 0.5) + 0.5
-    zw2 = fmul(fmul(clip[t, 2, 2], w2), 0.5) + 0.5
+    v0 = corners[t, 0]
+    v1 = corners[t, 1]
+    v2 = corners[t, 2]
+    w0 = 1.0 / points[v0, 3]
+    w1 = 1.0 / points[v1, 3]
+    w2 = 1.0 / points[v2, 3]
+    xw0 = fmul(fmul(points[v0, 0], w0), sx) + sx
+    xw1 = fmul(fmul(points[v1, 0], w1), sx) + sx
+    xw2 = fmul(fmul(points[v2, 0], w2), sx) + sx
+    yw0 = fmul(fmul(points[v0, 1], w0), sy) + sy
+    yw1 = fmul(fmul(points[v1, 1], w1), sy) + sy
+    yw2 = fmul(fmul(points[v2, 1], w2), sy) + sy
+    zw0 = fmul(fmul(points[v0, 2], w0), 0.5) + 0.5
+    zw1 = fmul(fmul(points[v1, 2], w1), 0.5) + 0.5
+    zw2 = fmul(fmul(points[v2, 2], w2), 0.5) + 0.5
     # snap (renderer.scan.snap)
     px0 = to_i64(rint(fmul(xw0 - 0.5, _SUB)))
     px1 = to_i64(rint(fmul(xw1 - 0.5, _SUB)))
@@ -250,13 +254,13 @@ def cpu_body(fn: Any, *names: str) -> Any:
     return numba.njit(error_model="numpy")(bind(fn, **{n: prims[n] for n in names}))
 
 
-def _setup_rows(clip, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
-                col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
+def _setup_rows(points, corners, width, height, sx, sy, a, b, c, area2, xs, ys, row0,
+                workload, col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
     """Every triangle (the CPU's loop); returns the number of degenerate ones."""
     n = 0
-    for t in range(clip.shape[0]):
-        n += body(clip, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
-                  col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order)  # fmt: skip
+    for t in range(corners.shape[0]):
+        n += body(points, corners, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0,
+                  workload, col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order)  # fmt: skip
     return n
 
 
@@ -287,21 +291,22 @@ def cpu_loop(rows: Any) -> Any:
         return numba.njit(nogil=True, error_model="numpy")(rows)
 
 
-def setup_cpu(clip: np.ndarray, width: int, height: int) -> dict[str, Any]:
-    """The fused setup on the CPU: the fields of :class:`renderer.scan.TriangleSetup`.
+def setup_cpu(points: np.ndarray, corners: np.ndarray, width: int, height: int) -> dict[str, Any]:
+    """The fused setup on the CPU of the triangles ``corners`` (T, 3) (rows of the clip
+    coordinates ``points`` (V, 4)): the fields of :class:`renderer.scan.TriangleSetup`.
 
     Examples
     --------
-    >>> clip = np.array([[[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1]]])
-    >>> f = setup_cpu(clip, 16, 16)
+    >>> points = np.array([[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1]])
+    >>> f = setup_cpu(points, np.array([[0, 1, 2]]), 16, 16)
     >>> int(f["row0"][0]), int(f["workload"][0]), f["order"].tolist(), int(f["n_degenerate"])
     (4, 8, [[0, 1, 2]], 0)
     """
-    t = clip.shape[0]
+    t = corners.shape[0]
     out = {
         name: np.empty((t, 3) if per_vertex else t, dtype=dtype)
         for name, dtype, per_vertex in OUTPUTS
     }
-    n = _cpu_kernel()(clip, width, height, width / 2.0, height / 2.0, *out.values())
+    n = _cpu_kernel()(points, corners, width, height, width / 2.0, height / 2.0, *out.values())
     out["n_degenerate"] = np.int64(n)
     return out

@@ -218,7 +218,13 @@ def _host(a: Any) -> Any:
 
 
 def shade_pixels(
-    xp: Any, tri: Any, pix: Any, width: int, setup: TriangleSetup, colours: Any
+    xp: Any,
+    tri: Any,
+    pix: Any,
+    width: int,
+    setup: TriangleSetup,
+    colours: Any,
+    corners: Any = None,
 ) -> Any:
     """Colours of the covered pixels ``pix`` (flat indices, GL rows) drawn by triangles ``tri``.
 
@@ -228,8 +234,11 @@ def shade_pixels(
 
     Parameters
     ----------
-    colours : (T, 3, 3) float64 xp array
-        Vertex colours of each triangle, in its original vertex order.
+    colours : (T, 3, 3) or, with ``corners``, (V, 3) float64 xp array
+        Vertex colours of each triangle, in its original vertex order; or the colours of
+        the vertices the triangles ``corners`` index (the clipper's output).
+    corners : (T, 3) int64 xp array, optional
+        Each triangle's vertices as rows of ``colours``.
 
     Returns
     -------
@@ -237,13 +246,22 @@ def shade_pixels(
     """
     if tri.size == 0:
         return xp.zeros((0, 3), dtype=xp.uint8)
-    if colours.dtype == np.float64 and colours.shape[2] == 3 and not registry.force_reference():
+    if corners is None:  # the triangles' own colours: rows 3 t, 3 t + 1, 3 t + 2
+        t = int(colours.shape[0])
+        corners = xp.arange(3 * t, dtype=xp.int64).reshape(t, 3)
+        colours = colours.reshape(3 * t, colours.shape[2])
+    if (
+        colours.dtype == np.float64
+        and colours.shape[1] == 3
+        and corners.dtype == np.int64
+        and not registry.force_reference()
+    ):
         if xp is np:
-            return shade_cpu(tri, pix, width, setup, colours)
+            return shade_cpu(tri, pix, width, setup, colours, corners)
         from renderer.fused_cuda import shade_device
 
-        return shade_device(xp, tri, pix, width, setup, colours)
-    return shade_pixels_arrays(xp, tri, pix, width, setup, colours)
+        return shade_device(xp, tri, pix, width, setup, colours, corners)
+    return shade_pixels_arrays(xp, tri, pix, width, setup, colours[corners])
 
 
 def shade_pixels_arrays(

@@ -33,8 +33,9 @@ def to_u8(x):
     return np.uint8(x)
 
 
-def shade_one(tri, pix, p, width, a, b, xs, ys, area2, inv_w, order, colours, out):
-    """Write the colour of pixel ``pix[p]`` drawn by triangle ``tri[p]`` to ``out[p]``."""
+def shade_one(tri, pix, p, width, a, b, xs, ys, area2, inv_w, order, colours, corners, out):
+    """Write the colour of pixel ``pix[p]`` drawn by triangle ``tri[p]`` to ``out[p]``; the
+    colour of the triangle's vertex ``k`` is row ``corners[t, k]`` of ``colours``."""
     t = tri[p]
     q = pix[p]
     j = q // width
@@ -54,14 +55,14 @@ def shade_one(tri, pix, p, width, a, b, xs, ys, area2, inv_w, order, colours, ou
     q0 = p0 / total
     q1 = p1 / total
     q2 = p2 / total
-    v0 = order[t, 0]
-    v1 = order[t, 1]
-    v2 = order[t, 2]
+    v0 = corners[t, order[t, 0]]
+    v1 = corners[t, order[t, 1]]
+    v2 = corners[t, order[t, 2]]
     for ch in range(3):
         acc = 0.0
-        acc = acc + fmul(q0, colours[t, v0, ch])
-        acc = acc + fmul(q1, colours[t, v1, ch])
-        acc = acc + fmul(q2, colours[t, v2, ch])
+        acc = acc + fmul(q0, colours[v0, ch])
+        acc = acc + fmul(q1, colours[v1, ch])
+        acc = acc + fmul(q2, colours[v2, ch])
         if acc < 0.0:  # clamped to [0, 1]; NaN stays NaN
             acc = 0.0
         elif acc > 1.0:
@@ -73,10 +74,10 @@ def shade_one(tri, pix, p, width, a, b, xs, ys, area2, inv_w, order, colours, ou
             out[p, ch] = to_u8(level)
 
 
-def _shade_rows(tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, out):
+def _shade_rows(tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, corners, out):
     """Every pixel (the CPU's loop)."""
     for p in range(tri.shape[0]):
-        body(tri, pix, p, width, a, b, xs, ys, area2, inv_w, order, colours, out)
+        body(tri, pix, p, width, a, b, xs, ys, area2, inv_w, order, colours, corners, out)
 
 
 def body(*args: Any) -> None:  # rebound to the compiled shade_one by _cpu_kernel
@@ -88,20 +89,23 @@ def _cpu_kernel() -> Any:
     return cpu_loop(bind(_shade_rows, body=cpu_body(shade_one, "fmul", "floor", "to_u8")))
 
 
-def shade_cpu(tri: Any, pix: Any, width: int, setup: Any, colours: Any) -> np.ndarray:
-    """The fused shading on the CPU: ``(K, 3)`` uint8 colours of pixels ``pix``.
+def shade_cpu(tri: Any, pix: Any, width: int, setup: Any, colours: Any, corners: Any) -> np.ndarray:
+    """The fused shading on the CPU: ``(K, 3)`` uint8 colours of pixels ``pix`` (the
+    triangles' vertex colours: rows ``corners`` (T, 3) of ``colours`` (V, 3)).
 
     Examples
     --------
     >>> from renderer.scan import setup_triangles
     >>> clip = np.array([[[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1]]])
     >>> s = setup_triangles(np, clip, 16, 16)
-    >>> red_green_blue = np.eye(3)[None]  # vertex v is pure red, green or blue
-    >>> shade_cpu(np.array([0]), np.array([8 * 16 + 8]), 16, s, red_green_blue).tolist()
+    >>> red_green_blue = np.eye(3)  # vertex v is pure red, green or blue
+    >>> rgb = shade_cpu(np.array([0]), np.array([8 * 16 + 8]), 16, s, red_green_blue,
+    ...                 np.array([[0, 1, 2]]))
+    >>> rgb.tolist()
     [[40, 72, 143]]
     """
     out = np.empty((tri.shape[0], 3), dtype=np.uint8)
-    _cpu_kernel()(tri, pix, width, *_setup_args(setup), colours, out)
+    _cpu_kernel()(tri, pix, width, *_setup_args(setup), colours, corners, out)
     return out
 
 

@@ -154,7 +154,8 @@ class SortLast:
         self.counts.moved = report["moved"]
         if report["balanced"]:
             self.renumber(arrays["face"].shape[0])
-        return ClippedTriangles(
+        return ClippedTriangles.from_triangles(
+            local.xp,
             local.asarray(arrays["clip"]),
             local.asarray(arrays["attrs"]),
             local.asarray(arrays["face"]),

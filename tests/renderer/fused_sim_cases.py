@@ -77,7 +77,12 @@ def run_case(name: str) -> None:
 
     from renderer import fused_cuda
     from renderer.scan import TriangleSetup, setup_triangles_arrays
-    from tests.renderer.test_fused_kernels import FIELDS, assert_same_setup, random_triangles
+    from tests.renderer.test_fused_kernels import (
+        FIELDS,
+        assert_same_setup,
+        random_triangles,
+        vertex_table,
+    )
 
     assert config.ENABLE_CUDASIM, "run with NUMBA_ENABLE_CUDASIM=1"
     if name in CLIP_CASES:
@@ -99,7 +104,7 @@ def run_case(name: str) -> None:
     clip = random_triangles(max(n, 8), seed=len(name))[:n]
     saved = _shape(threads, grid)
     try:
-        got = fused_cuda.setup_device(np, clip, width, height)
+        got = fused_cuda.setup_device(np, *vertex_table(clip), width, height)
     finally:
         fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
     got = TriangleSetup(**{f: np.asarray(got[f]) for f in FIELDS})
@@ -132,7 +137,7 @@ def run_clip_case(name: str) -> None:
 def run_shade_case(name: str) -> None:
     from renderer import fused_cuda
     from renderer.shading import shade_pixels_arrays
-    from tests.renderer.test_fused_kernels import shading_case
+    from tests.renderer.test_fused_kernels import shading_case, vertex_table
 
     n_tri, n_pix, width, threads, grid = SHADE_CASES[name]
     tri, pix, setup, colours = shading_case(n_tri, n_pix, width, seed=n_pix)
@@ -142,7 +147,7 @@ def run_shade_case(name: str) -> None:
     saved = _shape(threads, grid)
     try:
         with np.errstate(all="ignore"):
-            got = fused_cuda.shade_device(np, tri, pix, width, setup, colours)
+            got = fused_cuda.shade_device(np, tri, pix, width, setup, *vertex_table(colours))
     finally:
         fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
     with np.errstate(all="ignore"):

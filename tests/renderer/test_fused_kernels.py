@@ -51,6 +51,16 @@ def assert_same_setup(got, want) -> None:
         np.testing.assert_array_equal(g, w, err_msg=name)
 
 
+def vertex_table(tri: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Triangles' per-corner data (T, 3, C) as a shuffled vertex table (3 T, C) and the
+    corner indices (T, 3) into it, as the clipper hands them on."""
+    t = tri.shape[0]
+    perm = np.random.default_rng(seed).permutation(3 * t)
+    table = np.empty((3 * t, tri.shape[2]), dtype=tri.dtype)
+    table[perm] = tri.reshape(3 * t, tri.shape[2])
+    return table, perm.reshape(t, 3)
+
+
 def random_triangles(n: int, seed: int = 0) -> np.ndarray:
     """Clip coordinates with every special case of setup: degenerate triangles (repeated
     and collinear vertices), both orientations, vertices on pixel centres and half-way
@@ -76,7 +86,7 @@ def random_triangles(n: int, seed: int = 0) -> np.ndarray:
 @pytest.mark.parametrize(("width", "height"), [(64, 48), (17, 1), (1, 1)])
 def test_cpu_kernel_matches_array_code(width, height):
     clip = random_triangles(4000)
-    got = renderer.scan.TriangleSetup(**setup_cpu(clip, width, height))
+    got = renderer.scan.TriangleSetup(**setup_cpu(*vertex_table(clip), width, height))
     want = setup_triangles_arrays(np, clip, width, height)
     assert int(want.n_degenerate) >= 800  # the degenerate cases above are really there
     assert_same_setup(got, want)
@@ -158,29 +168,29 @@ def _recording_setups(monkeypatch) -> list:
 
     monkeypatch.setattr(clip_module, "_classify", checked_classify)
 
-    def checked_shade(xp, tri, pix, width, setup, colours):
-        got = shade_pixels(xp, tri, pix, width, setup, colours)
+    def checked_shade(xp, tri, pix, width, setup, colours, corners):
+        got = shade_pixels(xp, tri, pix, width, setup, colours, corners)
         if xp is np:
-            want = shade_pixels_arrays(np, tri, pix, width, setup, colours)
+            want = shade_pixels_arrays(np, tri, pix, width, setup, colours[corners])
         else:
-            host = [np.asarray(xp.asnumpy(x)) for x in (tri, pix, colours)]
+            host = [np.asarray(xp.asnumpy(x)) for x in (tri, pix, colours, corners)]
             s = type(setup)(**{f: _host_xp(xp, getattr(setup, f)) for f in FIELDS})
             with np.errstate(all="ignore"):
-                want = shade_pixels_arrays(np, host[0], host[1], width, s, host[2])
+                want = shade_pixels_arrays(np, host[0], host[1], width, s, host[2][host[3]])
             got = xp.asnumpy(got)
         np.testing.assert_array_equal(np.asarray(got), want)
         return got if xp is np else xp.asarray(got)
 
     monkeypatch.setattr(pipeline, "shade_pixels", checked_shade)
 
-    def checked(xp, clip, width, height, *, machine=None):
-        got = setup_triangles(xp, clip, width, height, machine=machine)
-        host = machine.asnumpy(clip) if machine is not None else clip
+    def checked(xp, clip, width, height, *, corners, machine=None):
+        got = setup_triangles(xp, clip, width, height, corners=corners, machine=machine)
+        host = _host(machine, clip)[_host(machine, corners)]
         assert_same_setup(
             type(got)(**{f: _host(machine, getattr(got, f)) for f in FIELDS}),
             setup_triangles_arrays(np, host, width, height),
         )
-        seen.append(int(clip.shape[0]))
+        seen.append(int(corners.shape[0]))
         return got
 
     monkeypatch.setattr(pipeline, "setup_triangles", checked)
@@ -225,9 +235,9 @@ def test_250k_frame_set_up_as_the_array_code(monkeypatch):
 def test_counting_backend_one_launch():
     m = Machine(backend="counting")
     clip = random_triangles(500)
-    dclip = m.asarray(clip)
+    dclip, dcorners = (m.asarray(a) for a in vertex_table(clip))
     with counting.measure() as c:
-        got = setup_triangles(m.xp, dclip, 64, 48, machine=m)
+        got = setup_triangles(m.xp, dclip, 64, 48, corners=dcorners, machine=m)
     # the fused kernel and the zeroing of its degenerate count; nothing read back
     assert c.total.ops["kernel:renderer.setup_triangles"] == 1
     assert c.total.launches == 2 and c.total.syncs == 0
@@ -252,7 +262,7 @@ def test_cpu_shading_matches_array_code():
     tri, pix, setup, colours = shading_case(500, 20_000, 64)
     with np.errstate(all="ignore"):
         want = shade_pixels_arrays(np, tri, pix, 64, setup, colours)
-        got = shading.shade_cpu(tri, pix, 64, setup, colours)
+        got = shading.shade_cpu(tri, pix, 64, setup, *vertex_table(colours))
     np.testing.assert_array_equal(got, want)
     assert got.dtype == np.uint8 and got.shape == (20_000, 3)
     assert 0 < (got == 0).mean() < 1 and (got == 255).any()  # clamped both ways
@@ -261,10 +271,10 @@ def test_cpu_shading_matches_array_code():
 def test_counting_backend_shading_one_launch():
     m = Machine(backend="counting")
     tri, pix, setup, colours = shading_case(300, 5000, 32, seed=3)
-    dev = [m.asarray(x) for x in (tri, pix, colours)]
+    dev = [m.asarray(x) for x in (tri, pix, *vertex_table(colours))]
     dsetup = type(setup)(**{f: m.asarray(np.asarray(getattr(setup, f))) for f in FIELDS})
     with counting.measure() as c, np.errstate(all="ignore"):
-        got = shade_pixels(m.xp, dev[0], dev[1], 32, dsetup, dev[2])
+        got = shade_pixels(m.xp, dev[0], dev[1], 32, dsetup, dev[2], dev[3])
     assert c.total.ops["kernel:renderer.shade_pixels"] == 1
     assert c.total.launches == 1 and c.total.syncs == 0
     with np.errstate(all="ignore"):
