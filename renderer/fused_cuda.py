@@ -85,14 +85,14 @@ def body(*args: Any) -> int:  # bound to the target's compiled per-item body
     raise NotImplementedError
 
 
-def setup_kernel(points, corners, width, height, sx, sy, a, b, c, area2, xs, ys, row0,
-                 workload, col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order, count):  # fmt: skip
+def setup_kernel(points, corners, width, height, sx, sy, xs, ys, row0, workload, col0, col1,
+                 z0, dzdx, dzdy, x0, y0, order, count):  # fmt: skip
     """Triangles ``t = grid position + k * grid size``; ``count[0]`` += degenerate ones."""
     t = cuda.grid(1)
     stride = cuda.gridsize(1)
     while t < corners.shape[0]:
-        if body(points, corners, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0,
-                workload, col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
+        if body(points, corners, t, width, height, sx, sy, xs, ys, row0, workload, col0,
+                col1, z0, dzdx, dzdy, x0, y0, order):  # fmt: skip
             cuda.atomic.add(count, 0, 1)
         t += stride
 
@@ -110,21 +110,21 @@ def classify_kernel(clip, faces, gx, gy, rejected, crossing, counts):
         f += stride
 
 
-def shade_kernel(tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, corners, out):
+def shade_kernel(tri, pix, width, xs, ys, order, points, colours, corners, out):
     """Pixels ``p = grid position + k * grid size``."""
     p = cuda.grid(1)
     stride = cuda.gridsize(1)
     while p < tri.shape[0]:
-        body(tri, pix, p, width, a, b, xs, ys, area2, inv_w, order, colours, corners, out)
+        body(tri, pix, p, width, xs, ys, order, points, colours, corners, out)
         p += stride
 
 
-def spans_kernel(items, tasks, row0, col0, col1, a, b, c, row, lo, length):
+def spans_kernel(items, tasks, row0, col0, col1, xs, ys, row, lo, length):
     """Tasks ``p = grid position + k * grid size``."""
     p = cuda.grid(1)
     stride = cuda.gridsize(1)
     while p < items.shape[0]:
-        body(items, tasks, p, row0, col0, col1, a, b, c, row, lo, length)
+        body(items, tasks, p, row0, col0, col1, xs, ys, row, lo, length)
         p += stride
 
 
@@ -183,16 +183,23 @@ def kernel_functions() -> dict[str, Any]:
         from numba.cuda import libdevice
 
         device = cuda.jit(device=True)
-        flag = device(bind(setup_kernels._flag))
+        edges = {
+            "fill_bias": device(bind(setup_kernels.fill_bias)),
+            "edge_function": device(bind(setup_kernels.edge_function)),
+        }
         setup_body = device(
-            bind(
-                setup_one, fmul=libdevice.dmul_rn, rint=libdevice.rint, to_i64=np.int64, _flag=flag
-            )  # fmt: skip
+            bind(setup_one, fmul=libdevice.dmul_rn, rint=libdevice.rint, to_i64=np.int64)
         )
         classify_body = device(bind(classify_one, fmul=libdevice.dmul_rn))
-        spans_body = device(bind(span_one))  # integers only: nothing to bind
+        spans_body = device(bind(span_one, **edges))  # integers only
         shade_body = device(
-            bind(shade_one, fmul=libdevice.dmul_rn, floor=libdevice.floor, to_u8=np.uint8)
+            bind(
+                shade_one,
+                fmul=libdevice.dmul_rn,
+                floor=libdevice.floor,
+                to_u8=np.uint8,
+                edge_function=edges["edge_function"],
+            )  # fmt: skip
         )
         f32_bits = device(bind(_gpu_f32_bits, libdevice=libdevice))
         fragments_body = device(bind(fragment_one, fmul=libdevice.dmul_rn, f32_bits=f32_bits))
@@ -254,15 +261,15 @@ def classify_device(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tup
 
 
 def shade_device(
-    xp: Any, tri: Any, pix: Any, width: int, setup: Any, colours: Any, corners: Any
+    xp: Any, tri: Any, pix: Any, width: int, setup: Any, points: Any, colours: Any, corners: Any
 ) -> Any:
     """The fused shading on ``xp``'s device: ``(K, 3)`` uint8 colours of pixels ``pix``."""
     k = int(tri.shape[0])
     out = xp.empty((k, 3), dtype=xp.uint8)
     if k:
         s = setup
-        _launch(xp, "shade", k, (tri, pix, int(width), s.a, s.b, s.xs, s.ys, s.area2, s.inv_w,
-                                 s.order, colours, corners, out))  # fmt: skip
+        _launch(xp, "shade", k, (tri, pix, int(width), s.xs, s.ys, s.order, points, colours,
+                                 corners, out))  # fmt: skip
     return out
 
 
@@ -272,7 +279,7 @@ def spans_device(xp: Any, setup: Any, items: Any, tasks: Any) -> tuple:
     row, lo, length = (xp.empty(n, dtype=xp.int64) for _ in range(3))
     if n:
         s = setup
-        _launch(xp, "spans", n, (items, tasks, s.row0, s.col0, s.col1, s.a, s.b, s.c, row, lo,
+        _launch(xp, "spans", n, (items, tasks, s.row0, s.col0, s.col1, s.xs, s.ys, row, lo,
                                  length))  # fmt: skip
     return row, lo, length
 
@@ -336,21 +343,22 @@ def _register_emulations() -> None:
     def _shade(variant: Any, args: tuple) -> None:
         from renderer.shading import shade_pixels_arrays
 
-        tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, corners, out = args
-        fields = {"a": a, "b": b, "xs": xs, "ys": ys, "area2": area2, "inv_w": inv_w}
-        setup = types.SimpleNamespace(order=order, **fields)  # what shading reads of it
+        tri, pix, width, xs, ys, order, points, colours, corners, out = args
+        fields = {"xs": xs, "ys": ys, "order": order}
+        setup = types.SimpleNamespace(**{k: np.asarray(v) for k, v in fields.items()})
+        corners = np.asarray(corners)
         with np.errstate(all="ignore"):
             out[...] = shade_pixels_arrays(
                 np, np.asarray(tri), np.asarray(pix), int(width), setup,
-                np.asarray(colours)[np.asarray(corners)],
+                np.asarray(points)[corners], np.asarray(colours)[corners],
             )  # fmt: skip
 
     @emulates(KERNEL_NAMES["spans"])
     def _spans(variant: Any, args: tuple) -> None:
         from renderer.scan import spans_arrays
 
-        items, tasks, row0, col0, col1, a, b, c, row, lo, length = args
-        fields = {"row0": row0, "col0": col0, "col1": col1, "a": a, "b": b, "c": c}
+        items, tasks, row0, col0, col1, xs, ys, row, lo, length = args
+        fields = {"row0": row0, "col0": col0, "col1": col1, "xs": xs, "ys": ys}
         setup = types.SimpleNamespace(**{k: np.asarray(v) for k, v in fields.items()})
         got = spans_arrays(np, setup, np.asarray(items), np.asarray(tasks))
         for dest, value in zip((row, lo, length), got, strict=True):

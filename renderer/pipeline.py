@@ -410,7 +410,7 @@ def render(
         res_z = balanced_loop("z-buffer", spans.length, body, 1, scanner.workload_stats)
         done("z-buffer", res_z.record)
         with stage("shading") as record:
-            colours = (tris.values, tris.corners)
+            colours = (tris.points, tris.values, tris.corners)
             covered, tri_px, depth = decode_keys(xp, zbuffer, bits)
             if first:
                 tri_px = tri_px - first  # the rank's own triangles (uncovered pixels: masked)

@@ -38,6 +38,7 @@ from renderer.transform import SUBPIXEL, to_window
 
 __all__ = [
     "TriangleSetup",
+    "edge_functions",
     "setup_triangles",
     "setup_triangles_arrays",
     "spans",
@@ -57,21 +58,19 @@ SETUP_OPS = 80
 class TriangleSetup:
     """Per-triangle data of scan conversion (xp arrays of length T unless noted).
 
-    ``a[k], b[k], c[k]``: edge function ``E_k(X, Y) = a X + b Y + c`` (int64) of edge k
-    (from vertex k to vertex k+1 of the counter-clockwise triangle), positive inside, with
-    the fill-rule bias already added to ``c``. ``xs, ys`` (T, 3) snapped vertex positions;
-    ``row0`` first scan line, ``workload`` number of scan lines (0: nothing to draw);
-    ``col0, col1`` the pixel columns of the bounding box clipped to the viewport; ``z0``,
-    ``dzdx``, ``dzdy``, ``x0``, ``y0`` the depth plane (pixel units); ``inv_w`` (T, 3) and
-    ``order`` (T, 3) int8: the vertex permutation that made the triangle counter-clockwise.
-    ``n_degenerate``: the number of triangles of zero area, a 0-d xp array (on a GPU it
-    stays on the device until the frame reads its results back: ``int()`` reads it).
+    ``xs, ys`` (T, 3) int64: the snapped vertex positions, counter-clockwise; the edge
+    functions ``E_k(X, Y) = a X + b Y + c`` of edge k (vertex k to vertex k+1), positive
+    inside, and twice the area follow from them exactly (:func:`edge_functions`), so they
+    are not stored (72 bytes a triangle less at the frame's peak). ``row0`` first scan
+    line, ``workload`` number of scan lines (0: nothing to draw); ``col0, col1`` the pixel
+    columns of the bounding box clipped to the viewport; ``z0``, ``dzdx``, ``dzdy``, ``x0``,
+    ``y0`` the depth plane (pixel units); ``order`` (T, 3) int8: the vertex permutation
+    that made the triangle counter-clockwise (vertex k of ``xs, ys`` is the clipper's
+    vertex ``order[k]``). ``n_degenerate``: the number of triangles of zero area, a 0-d xp
+    array (on a GPU it stays on the device until the frame reads its results back:
+    ``int()`` reads it).
     """
 
-    a: Any
-    b: Any
-    c: Any
-    area2: Any
     xs: Any
     ys: Any
     row0: Any
@@ -83,9 +82,25 @@ class TriangleSetup:
     dzdy: Any
     x0: Any
     y0: Any
-    inv_w: Any
     order: Any
     n_degenerate: Any
+
+
+def edge_functions(xp: Any, xs: Any, ys: Any) -> tuple[Any, Any, Any]:
+    """``a, b, c`` (int64, like ``xs``) of the edge functions ``E_k = a X + b Y + c`` of
+    counter-clockwise triangles ``xs, ys`` (T, 3), without the fill rule's bias: the array
+    form of :func:`renderer.setup_kernels.edge_function`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a, b, c = edge_functions(np, np.array([[0, 512, 0]]), np.array([[0, 0, 512]]))
+    >>> a.tolist(), b.tolist(), c.tolist()
+    ([[0, -512, 512]], [[512, -512, 0]], [[0, 262144, 0]])
+    """
+    a = ys - xp.roll(ys, -1, axis=1)  # a_k = y_k - y_k+1
+    b = xp.roll(xs, -1, axis=1) - xs  # b_k = x_k+1 - x_k
+    return a, b, -(a * xs + b * ys)
 
 
 def snap(xp: Any, coord: Any) -> Any:
@@ -168,11 +183,11 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
     >>> import numpy as np
     >>> clip = np.array([[[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1]]])
     >>> s = setup_triangles_arrays(np, clip, 16, 16)
-    >>> s.xs.tolist(), s.ys.tolist(), s.a.tolist()
+    >>> s.xs.tolist(), s.ys.tolist(), edge_functions(np, s.xs, s.ys)[0].tolist()
     ([[896, 2944, 1920]], [[896, 896, 2944]], [[0, -2048, 2048]])
     """
     t = clip.shape[0]
-    xw, yw, zw, inv_w = to_window(xp, clip, width, height)
+    xw, yw, zw, _ = to_window(xp, clip, width, height)
     xs, ys = snap(xp, xw), snap(xp, yw)
     area2 = (xs[:, 1] - xs[:, 0]) * (ys[:, 2] - ys[:, 0]) - (xs[:, 2] - xs[:, 0]) * (
         ys[:, 1] - ys[:, 0]
@@ -187,15 +202,8 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
             [a[:, 0], xp.where(cw, a[:, 2], a[:, 1]), xp.where(cw, a[:, 1], a[:, 2])], axis=1
         )
 
-    xs, ys, zw, inv_w, xw, yw = (ccw(a) for a in (xs, ys, zw, inv_w, xw, yw))
-    area2 = xp.abs(area2)
+    xs, ys, zw, xw, yw = (ccw(a) for a in (xs, ys, zw, xw, yw))
     degenerate = area2 == 0
-    a = ys - xp.roll(ys, -1, axis=1)  # a_k = y_k - y_k+1
-    b = xp.roll(xs, -1, axis=1) - xs  # b_k = x_k+1 - x_k
-    c = -(a * xs + b * ys)
-    # fill rule: centres on left edges (dy < 0, a > 0) and bottom edges (dy == 0, dx > 0)
-    # are inside; E + 1 > 0 <=> E >= 0 for integers
-    c = c + ((a > 0) | ((a == 0) & (b > 0))).astype(xp.int64)
 
     ymin, ymax = ys.min(axis=1), ys.max(axis=1)
     xmin, xmax = xs.min(axis=1), xs.max(axis=1)
@@ -218,10 +226,6 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
     dzdx = xp.where(flat, 0.0, (dz1 * dy2 - dz2 * dy1) / det)
     dzdy = xp.where(flat, 0.0, (dz2 * dx1 - dz1 * dx2) / det)
     return TriangleSetup(
-        a=a,
-        b=b,
-        c=c,
-        area2=area2,
         xs=xs,
         ys=ys,
         row0=row0,
@@ -233,7 +237,6 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
         dzdy=dzdy,
         x0=xf[:, 0],
         y0=yf[:, 0],
-        inv_w=inv_w,
         order=order,
         n_degenerate=degenerate.sum(),
     )
@@ -268,9 +271,13 @@ def spans_arrays(xp: Any, setup: TriangleSetup, items: Any, tasks: Any) -> tuple
     big_y = row * SUBPIXEL
     lo = s.col0[items]
     hi = s.col1[items]
+    a_all, b_all, c_all = edge_functions(xp, s.xs[items], s.ys[items])
+    # fill rule: centres on left edges (dy < 0, a > 0) and bottom edges (dy == 0, dx > 0)
+    # are inside; E + 1 > 0 <=> E >= 0 for integers
+    c_all = c_all + ((a_all > 0) | ((a_all == 0) & (b_all > 0))).astype(xp.int64)
     for k in range(3):
-        a = s.a[items, k]
-        kk = s.b[items, k] * big_y + s.c[items, k]
+        a = a_all[:, k]
+        kk = b_all[:, k] * big_y + c_all[:, k]
         step = a * SUBPIXEL
         pos, neg = a > 0, a < 0
         # a > 0: i >= floor(-K / step) + 1 ; a < 0: i <= ceil(K / -step) - 1, which is

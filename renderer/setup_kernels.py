@@ -31,14 +31,19 @@ import numpy as np
 
 from renderer.transform import SUBPIXEL
 
-__all__ = ["setup_one", "bind", "cpu_body", "cpu_loop", "cpu_primitives", "setup_cpu", "OUTPUTS"]
+__all__ = [
+    "setup_one",
+    "edge_function",
+    "bind",
+    "cpu_body",
+    "cpu_loop",
+    "cpu_primitives",
+    "setup_cpu",
+    "OUTPUTS",
+]
 
 #: The body's outputs, in argument order: (name, dtype, per-vertex).
 OUTPUTS = (
-    ("a", np.int64, True),
-    ("b", np.int64, True),
-    ("c", np.int64, True),
-    ("area2", np.int64, False),
     ("xs", np.int64, True),
     ("ys", np.int64, True),
     ("row0", np.int64, False),
@@ -50,7 +55,6 @@ OUTPUTS = (
     ("dzdy", np.float64, False),
     ("x0", np.float64, False),
     ("y0", np.float64, False),
-    ("inv_w", np.float64, True),
     ("order", np.int8, True),
 )
 
@@ -72,15 +76,26 @@ def to_i64(x):
     return np.int64(x)
 
 
-def _flag(a, b):
-    # the fill rule's bias: left edges (a > 0) and bottom edges (a == 0, b > 0) are inside
+def fill_bias(a, b):
+    """The fill rule's bias of an edge: 1 for left edges (a > 0) and bottom edges (a == 0,
+    b > 0), whose pixel centres count as inside, else 0."""
     if a > 0 or (a == 0 and b > 0):
         return 1
     return 0
 
 
-def setup_one(points, corners, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0,
-              workload, col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
+def edge_function(xs, ys, t, k):
+    """``(a, b, c)`` of edge ``k`` (vertex ``k`` to ``k + 1``) of the counter-clockwise
+    triangle ``t`` of snapped vertices ``xs, ys``: ``E(X, Y) = a X + b Y + c``, positive
+    inside, without the fill rule's bias (:func:`fill_bias` gives it)."""
+    k1 = k + 1 if k < 2 else 0
+    a = ys[t, k] - ys[t, k1]
+    b = xs[t, k1] - xs[t, k]
+    return a, b, -(a * xs[t, k] + b * ys[t, k])
+
+
+def setup_one(points, corners, t, width, height, sx, sy, xs, ys, row0, workload, col0, col1,
+              z0, dzdx, dzdy, x0, y0, order):  # fmt: skip
     """Set up triangle ``t``, whose vertex ``k`` is row ``corners[t, k]`` of the clip
     coordinates ``points`` (V, 4); write its row of every output array.
 
@@ -123,28 +138,12 @@ def setup_one(points, corners, t, width, height, sx, sy, a, b, c, area2, xs, ys,
         px1, px2 = px2, px1
         py1, py2 = py2, py1
         zw1, zw2 = zw2, zw1
-        w1, w2 = w2, w1
         xw1, xw2 = xw2, xw1
         yw1, yw2 = yw2, yw1
         ar = -ar
     degenerate = ar == 0
-    # edge functions a X + b Y + c of edges 0-1, 1-2, 2-0 with the fill rule's bias
-    a0 = py0 - py1
-    a1 = py1 - py2
-    a2 = py2 - py0
-    b0 = px1 - px0
-    b1 = px2 - px1
-    b2 = px0 - px2
-    a[t, 0] = a0
-    a[t, 1] = a1
-    a[t, 2] = a2
-    b[t, 0] = b0
-    b[t, 1] = b1
-    b[t, 2] = b2
-    c[t, 0] = -(a0 * px0 + b0 * py0) + _flag(a0, b0)
-    c[t, 1] = -(a1 * px1 + b1 * py1) + _flag(a1, b1)
-    c[t, 2] = -(a2 * px2 + b2 * py2) + _flag(a2, b2)
-    area2[t] = ar
+    # the snapped vertices, counter-clockwise: the edge functions follow from them
+    # (edge_function), where scan conversion and shading need them
     xs[t, 0] = px0
     xs[t, 1] = px1
     xs[t, 2] = px2
@@ -190,9 +189,6 @@ def setup_one(points, corners, t, width, height, sx, sy, a, b, c, area2, xs, ys,
     z0[t] = zw0
     x0[t] = xf0
     y0[t] = yf0
-    inv_w[t, 0] = w0
-    inv_w[t, 1] = w1
-    inv_w[t, 2] = w2
     order[t, 0] = 0
     order[t, 1] = o1
     order[t, 2] = o2
@@ -242,7 +238,8 @@ def cpu_primitives() -> dict[str, Any]:
         "to_i64": inline(to_i64_cpu),
         "floor": inline(floor_cpu),
         "to_u8": inline(to_u8_cpu),
-        "_flag": inline(_flag),
+        "fill_bias": inline(fill_bias),
+        "edge_function": inline(edge_function),
     }
 
 
@@ -254,13 +251,13 @@ def cpu_body(fn: Any, *names: str) -> Any:
     return numba.njit(error_model="numpy")(bind(fn, **{n: prims[n] for n in names}))
 
 
-def _setup_rows(points, corners, width, height, sx, sy, a, b, c, area2, xs, ys, row0,
-                workload, col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
+def _setup_rows(points, corners, width, height, sx, sy, xs, ys, row0, workload, col0, col1,
+                z0, dzdx, dzdy, x0, y0, order):  # fmt: skip
     """Every triangle (the CPU's loop); returns the number of degenerate ones."""
     n = 0
     for t in range(corners.shape[0]):
-        n += body(points, corners, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0,
-                  workload, col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order)  # fmt: skip
+        n += body(points, corners, t, width, height, sx, sy, xs, ys, row0, workload, col0,
+                  col1, z0, dzdx, dzdy, x0, y0, order)  # fmt: skip
     return n
 
 
@@ -270,7 +267,7 @@ def body(*args: Any) -> int:  # rebound to the compiled body by _cpu_kernel
 
 @functools.cache
 def _cpu_kernel() -> Any:
-    body = cpu_body(setup_one, "fmul", "rint", "to_i64", "_flag")
+    body = cpu_body(setup_one, "fmul", "rint", "to_i64")
     return cpu_loop(bind(_setup_rows, body=body))
 
 

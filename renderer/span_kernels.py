@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from renderer.setup_kernels import bind, cpu_body, cpu_loop, fmul
+from renderer.setup_kernels import bind, cpu_body, cpu_loop, edge_function, fill_bias, fmul
 from renderer.transform import SUBPIXEL
 
 __all__ = ["span_one", "spans_cpu", "compact_one", "compact_cpu"]
 
 
-def span_one(items, tasks, p, row0, col0, col1, a, b, c, row, lo, length):
+def span_one(items, tasks, p, row0, col0, col1, xs, ys, row, lo, length):
     """Write ``row[p]``, ``lo[p]`` and ``length[p]`` (<= 0: no pixel) of task ``p``."""
     t = items[p]
     r = row0[t] + tasks[p]
@@ -34,8 +34,8 @@ def span_one(items, tasks, p, row0, col0, col1, a, b, c, row, lo, length):
     first = col0[t]
     last = col1[t]
     for k in range(3):
-        ak = a[t, k]
-        kk = b[t, k] * big_y + c[t, k]
+        ak, bk, ck = edge_function(xs, ys, t, k)
+        kk = bk * big_y + (ck + fill_bias(ak, bk))  # with the fill rule's bias
         # a > 0: i >= floor(-K / step) + 1; a < 0: i <= ~floor(K / step); a == 0: the
         # edge is horizontal and the whole row is in or out
         if ak > 0:
@@ -70,10 +70,10 @@ def _compact_rows(sel, items, row, lo, length, z0, dzdy, y0, tri_out, row_out, c
              zrow_out)  # fmt: skip
 
 
-def _span_rows(items, tasks, row0, col0, col1, a, b, c, row, lo, length):
+def _span_rows(items, tasks, row0, col0, col1, xs, ys, row, lo, length):
     """Every task (the CPU's loop)."""
     for p in range(items.shape[0]):
-        body(items, tasks, p, row0, col0, col1, a, b, c, row, lo, length)
+        body(items, tasks, p, row0, col0, col1, xs, ys, row, lo, length)
 
 
 def body(*args: Any) -> None:  # rebound to the compiled span_one by _cpu_kernel
@@ -82,7 +82,7 @@ def body(*args: Any) -> None:  # rebound to the compiled span_one by _cpu_kernel
 
 @functools.cache
 def _cpu_kernel() -> Any:
-    return cpu_loop(bind(_span_rows, body=cpu_body(span_one)))
+    return cpu_loop(bind(_span_rows, body=cpu_body(span_one, "edge_function", "fill_bias")))
 
 
 @functools.cache
@@ -136,4 +136,4 @@ def spans_cpu(setup: Any, items: np.ndarray, tasks: np.ndarray) -> tuple:
 
 
 def _setup_args(setup: Any) -> tuple:
-    return (setup.row0, setup.col0, setup.col1, setup.a, setup.b, setup.c)
+    return (setup.row0, setup.col0, setup.col1, setup.xs, setup.ys)

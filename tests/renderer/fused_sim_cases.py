@@ -140,18 +140,15 @@ def run_shade_case(name: str) -> None:
     from tests.renderer.test_fused_kernels import shading_case, vertex_table
 
     n_tri, n_pix, width, threads, grid = SHADE_CASES[name]
-    tri, pix, setup, colours = shading_case(n_tri, n_pix, width, seed=n_pix)
-    # host arrays go to the simulated device whole: a contiguous copy (CuPy's strided
-    # views go as they are: the PTX test compiles that signature)
-    colours = np.ascontiguousarray(colours)
+    tri, pix, setup, clip, colours = shading_case(n_tri, n_pix, width, seed=n_pix)
     saved = _shape(threads, grid)
     try:
         with np.errstate(all="ignore"):
-            got = fused_cuda.shade_device(np, tri, pix, width, setup, *vertex_table(colours))
+            got = fused_cuda.shade_device(np, tri, pix, width, setup, *vertex_table(clip, colours))
     finally:
         fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
     with np.errstate(all="ignore"):
-        want = shade_pixels_arrays(np, tri, pix, width, setup, colours)
+        want = shade_pixels_arrays(np, tri, pix, width, setup, clip, colours)
     np.testing.assert_array_equal(got, want)
 
 

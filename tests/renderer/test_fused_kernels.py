@@ -51,14 +51,17 @@ def assert_same_setup(got, want) -> None:
         np.testing.assert_array_equal(g, w, err_msg=name)
 
 
-def vertex_table(tri: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Triangles' per-corner data (T, 3, C) as a shuffled vertex table (3 T, C) and the
-    corner indices (T, 3) into it, as the clipper hands them on."""
-    t = tri.shape[0]
+def vertex_table(*per_corner: np.ndarray, seed: int = 0) -> tuple[np.ndarray, ...]:
+    """Triangles' per-corner data (T, 3, C) as shuffled vertex tables (3 T, C), one per
+    array, and the corner indices (T, 3) into them, as the clipper hands them on."""
+    t = per_corner[0].shape[0]
     perm = np.random.default_rng(seed).permutation(3 * t)
-    table = np.empty((3 * t, tri.shape[2]), dtype=tri.dtype)
-    table[perm] = tri.reshape(3 * t, tri.shape[2])
-    return table, perm.reshape(t, 3)
+    tables = []
+    for tri in per_corner:
+        table = np.empty((3 * t, tri.shape[2]), dtype=tri.dtype)
+        table[perm] = tri.reshape(3 * t, tri.shape[2])
+        tables.append(table)
+    return (*tables, perm.reshape(t, 3))
 
 
 def random_triangles(n: int, seed: int = 0) -> np.ndarray:
@@ -168,15 +171,20 @@ def _recording_setups(monkeypatch) -> list:
 
     monkeypatch.setattr(clip_module, "_classify", checked_classify)
 
-    def checked_shade(xp, tri, pix, width, setup, colours, corners):
-        got = shade_pixels(xp, tri, pix, width, setup, colours, corners)
+    def checked_shade(xp, tri, pix, width, setup, points, colours, corners):
+        got = shade_pixels(xp, tri, pix, width, setup, points, colours, corners)
         if xp is np:
-            want = shade_pixels_arrays(np, tri, pix, width, setup, colours[corners])
+            want = shade_pixels_arrays(
+                np, tri, pix, width, setup, points[corners], colours[corners]
+            )
         else:
-            host = [np.asarray(xp.asnumpy(x)) for x in (tri, pix, colours, corners)]
+            host = [np.asarray(xp.asnumpy(x)) for x in (tri, pix, points, colours, corners)]
             s = type(setup)(**{f: _host_xp(xp, getattr(setup, f)) for f in FIELDS})
+            corner = host[4]
             with np.errstate(all="ignore"):
-                want = shade_pixels_arrays(np, host[0], host[1], width, s, host[2][host[3]])
+                want = shade_pixels_arrays(
+                    np, host[0], host[1], width, s, host[2][corner], host[3][corner]
+                )
             got = xp.asnumpy(got)
         np.testing.assert_array_equal(np.asarray(got), want)
         return got if xp is np else xp.asarray(got)
@@ -255,14 +263,14 @@ def shading_case(n_tri: int, n_pix: int, width: int, seed: int = 0):
     tri = rng.integers(0, n_tri, size=n_pix)
     pix = rng.integers(0, width * width, size=n_pix)
     colours = rng.uniform(-0.1, 1.1, size=(n_tri, 3, 5))[:, :, 1:4]  # a strided view
-    return tri, pix, setup, colours
+    return tri, pix, setup, clip, colours
 
 
 def test_cpu_shading_matches_array_code():
-    tri, pix, setup, colours = shading_case(500, 20_000, 64)
+    tri, pix, setup, clip, colours = shading_case(500, 20_000, 64)
     with np.errstate(all="ignore"):
-        want = shade_pixels_arrays(np, tri, pix, 64, setup, colours)
-        got = shading.shade_cpu(tri, pix, 64, setup, *vertex_table(colours))
+        want = shade_pixels_arrays(np, tri, pix, 64, setup, clip, colours)
+        got = shading.shade_cpu(tri, pix, 64, setup, *vertex_table(clip, colours))
     np.testing.assert_array_equal(got, want)
     assert got.dtype == np.uint8 and got.shape == (20_000, 3)
     assert 0 < (got == 0).mean() < 1 and (got == 255).any()  # clamped both ways
@@ -270,15 +278,15 @@ def test_cpu_shading_matches_array_code():
 
 def test_counting_backend_shading_one_launch():
     m = Machine(backend="counting")
-    tri, pix, setup, colours = shading_case(300, 5000, 32, seed=3)
-    dev = [m.asarray(x) for x in (tri, pix, *vertex_table(colours))]
+    tri, pix, setup, clip, colours = shading_case(300, 5000, 32, seed=3)
+    dev = [m.asarray(x) for x in (tri, pix, *vertex_table(clip, colours))]
     dsetup = type(setup)(**{f: m.asarray(np.asarray(getattr(setup, f))) for f in FIELDS})
     with counting.measure() as c, np.errstate(all="ignore"):
-        got = shade_pixels(m.xp, dev[0], dev[1], 32, dsetup, dev[2], dev[3])
+        got = shade_pixels(m.xp, dev[0], dev[1], 32, dsetup, *dev[2:])
     assert c.total.ops["kernel:renderer.shade_pixels"] == 1
     assert c.total.launches == 1 and c.total.syncs == 0
     with np.errstate(all="ignore"):
-        want = shade_pixels_arrays(np, tri, pix, 32, setup, colours)
+        want = shade_pixels_arrays(np, tri, pix, 32, setup, clip, colours)
     np.testing.assert_array_equal(m.asnumpy(got), want)
 
 

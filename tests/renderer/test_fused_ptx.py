@@ -50,16 +50,16 @@ sigs = {
         types.Array(f64, 2, "C"), types.Array(i64, 2, "C"), f64, f64, flags, flags,
         types.Array(i64, 1, "C"),
     ),
-    # the vertex colours (a table, maybe strided) and the triangles' corner indices into it
+    # the vertices' clip coordinates and colours (tables, maybe strided) and the triangles'
+    # corner indices into them
     "shade": (
-        ints, ints, i64, int2, int2, int2, int2, ints, types.Array(f64, 2, "C"),
-        types.Array(types.int8, 2, "C"), types.Array(f64, 2, "A"), int2,
-        types.Array(types.uint8, 2, "C"),
+        ints, ints, i64, int2, int2, types.Array(types.int8, 2, "C"), types.Array(f64, 2, "A"),
+        types.Array(f64, 2, "A"), int2, types.Array(types.uint8, 2, "C"),
     ),
     # the loops' task arrays may be strided views
     "spans": (
-        types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), ints, ints, ints, int2, int2, int2,
-        ints, ints, ints,
+        types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), ints, ints, ints, int2, int2, ints,
+        ints, ints,
     ),
     # spans' fields, the loops' (maybe strided) tasks, the keys and addresses
     "fragments": (
