@@ -39,7 +39,7 @@ from kernels.numba_stream import launch_on_stream
 from renderer.clip_kernels import classify_one
 from renderer.setup_kernels import OUTPUTS, bind, setup_one
 from renderer.shading_kernels import shade_one
-from renderer.span_kernels import compact_args, compact_one, span_one
+from renderer.span_kernels import compact_args, compact_one, span_depth, span_of, span_one
 from renderer.zbuffer_kernels import fragment_one, spans_args
 
 __all__ = [
@@ -178,7 +178,7 @@ def kernel_functions() -> dict[str, Any]:
         )
         spans_body = span_one
         fragments_body = bind(fragment_one, fmul=_sim_fmul, f32_bits=_sim_f32_bits)
-        compact_body = bind(compact_one, fmul=_sim_fmul)
+        compact_body = bind(compact_one, span_depth=bind(span_depth, fmul=_sim_fmul))
     else:
         from numba.cuda import libdevice
 
@@ -191,7 +191,7 @@ def kernel_functions() -> dict[str, Any]:
             bind(setup_one, fmul=libdevice.dmul_rn, rint=libdevice.rint, to_i64=np.int64)
         )
         classify_body = device(bind(classify_one, fmul=libdevice.dmul_rn))
-        spans_body = device(bind(span_one, **edges))  # integers only
+        spans_body = device(bind(span_one, span_of=device(bind(span_of, **edges))))
         shade_body = device(
             bind(
                 shade_one,
@@ -203,7 +203,8 @@ def kernel_functions() -> dict[str, Any]:
         )
         f32_bits = device(bind(_gpu_f32_bits, libdevice=libdevice))
         fragments_body = device(bind(fragment_one, fmul=libdevice.dmul_rn, f32_bits=f32_bits))
-        compact_body = device(bind(compact_one, fmul=libdevice.dmul_rn))
+        depth = device(bind(span_depth, fmul=libdevice.dmul_rn))
+        compact_body = device(bind(compact_one, span_depth=depth))
     return {
         "setup": bind(setup_kernel, cuda=cuda, body=setup_body),
         "classify": bind(classify_kernel, cuda=cuda, body=classify_body),

@@ -33,7 +33,7 @@ import numpy as np
 
 from kernels import registry
 from renderer.setup_kernels import setup_cpu
-from renderer.span_kernels import compact_cpu, spans_cpu
+from renderer.span_kernels import compact_cpu, kept_spans_cpu, spans_cpu
 from renderer.transform import SUBPIXEL, to_window
 
 __all__ = [
@@ -84,6 +84,13 @@ class TriangleSetup:
     y0: Any
     order: Any
     n_degenerate: Any
+
+    def keep_for_shading(self) -> None:
+        """Drop the fields only scan conversion reads (set to None), once its spans are
+        made: shading reads ``xs``, ``ys`` and ``order``; the rest, 72 bytes a triangle,
+        need not stay through the z-buffer loop."""
+        for name in ("row0", "workload", "col0", "col1", "z0", "dzdx", "dzdy", "x0", "y0"):
+            setattr(self, name, None)
 
 
 def edge_functions(xp: Any, xs: Any, ys: Any) -> tuple[Any, Any, Any]:
@@ -242,6 +249,17 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
     )
 
 
+def _fused(items: Any, tasks: Any, setup: TriangleSetup) -> bool:
+    """Whether the fused span kernels take these tasks (else the array code does)."""
+    floats = (setup.z0, setup.dzdy, setup.y0)
+    return (
+        items.dtype == np.int64
+        and tasks.dtype == np.int64
+        and all(a.dtype == np.float64 for a in floats)
+        and not registry.force_reference()
+    )
+
+
 def spans(xp: Any, setup: TriangleSetup, items: Any, tasks: Any) -> tuple[Any, Any, Any]:
     """The scan line, first pixel and length (<= 0: empty) of the span of triangle ``items``
     on its scan line ``row0 + tasks``: one fused kernel where one is compiled
@@ -375,6 +393,15 @@ class ScanConverter:
     def __call__(self, items: Any, tasks: Any) -> None:
         xp, s = self.xp, self.setup
         if items.size == 0:
+            return
+        if xp is np and self.machine is not None and _fused(items, tasks, s):
+            # the CPU's one loop: no per-task arrays; charged as the pack below
+            n = int(items.size)
+            self.machine.charge("scan", n, label="pack", nbytes=2 * 8 * n)
+            part, (count, total, high) = kept_spans_cpu(s, items, tasks)
+            if count:
+                self._add_figures(count, (total, high, 1))  # the minimum as _pack gives it
+                self._parts.append(part)
             return
         row, lo, length = spans(xp, s, items, tasks)
         keep = length > 0
