@@ -35,6 +35,7 @@ from renderer.scan import (
 )
 from renderer.setup_kernels import OUTPUTS, setup_cpu
 from renderer.shading import shade_pixels, shade_pixels_arrays
+from renderer.span_kernels import kept_spans_cpu
 from renderer.zbuffer import fragments, fragments_arrays
 from simd import Machine
 
@@ -442,6 +443,20 @@ def test_cpu_compaction_matches_array_code():
     assert_same_arrays(got, compact_spans_arrays(np, setup, *args))
     none = compact_spans(np, setup, sel[:0], items, row, lo, length)
     assert all(x.shape == (0,) for x in none)
+
+
+def test_cpu_kept_spans_match_array_code():
+    """The CPU's one-loop spans and compaction: the array code's kept spans, in task order,
+    with their number and their lengths' sum and maximum."""
+    setup, items, tasks = spans_case(2000, 30_000, 64, seed=7)
+    row, lo, length = spans_arrays(np, setup, items, tasks)
+    sel = np.nonzero(length > 0)[0]
+    assert 0 < sel.size < items.size
+    got, figures = kept_spans_cpu(setup, items, tasks)
+    assert_same_arrays(got, compact_spans_arrays(np, setup, sel, items, row, lo, length))
+    assert figures == (sel.size, int(length[sel].sum()), int(length[sel].max()))
+    none, figures = kept_spans_cpu(setup, items[:0], tasks[:0])
+    assert figures == (0, 0, 0) and all(x.shape == (0,) for x in none)
 
 
 def test_counting_backend_compaction_one_launch():
