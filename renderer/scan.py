@@ -58,7 +58,7 @@ SETUP_OPS = 80
 class TriangleSetup:
     """Per-triangle data of scan conversion (xp arrays of length T unless noted).
 
-    ``xs, ys`` (T, 3) int64: the snapped vertex positions, counter-clockwise; the edge
+    ``xs, ys`` (T, 3) int32: the snapped vertex positions, counter-clockwise; the edge
     functions ``E_k(X, Y) = a X + b Y + c`` of edge k (vertex k to vertex k+1), positive
     inside, and twice the area follow from them exactly (:func:`edge_functions`), so they
     are not stored (72 bytes a triangle less at the frame's peak). ``row0`` first scan
@@ -94,7 +94,7 @@ class TriangleSetup:
 
 
 def edge_functions(xp: Any, xs: Any, ys: Any) -> tuple[Any, Any, Any]:
-    """``a, b, c`` (int64, like ``xs``) of the edge functions ``E_k = a X + b Y + c`` of
+    """``a, b, c`` (int64) of the edge functions ``E_k = a X + b Y + c`` of
     counter-clockwise triangles ``xs, ys`` (T, 3), without the fill rule's bias: the array
     form of :func:`renderer.setup_kernels.edge_function`.
 
@@ -105,6 +105,7 @@ def edge_functions(xp: Any, xs: Any, ys: Any) -> tuple[Any, Any, Any]:
     >>> a.tolist(), b.tolist(), c.tolist()
     ([[0, -512, 512]], [[512, -512, 0]], [[0, 262144, 0]])
     """
+    xs, ys = xs.astype(xp.int64), ys.astype(xp.int64)  # products need 64 bits
     a = ys - xp.roll(ys, -1, axis=1)  # a_k = y_k - y_k+1
     b = xp.roll(xs, -1, axis=1) - xs  # b_k = x_k+1 - x_k
     return a, b, -(a * xs + b * ys)
@@ -233,8 +234,8 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
     dzdx = xp.where(flat, 0.0, (dz1 * dy2 - dz2 * dy1) / det)
     dzdy = xp.where(flat, 0.0, (dz2 * dx1 - dz1 * dx2) / det)
     return TriangleSetup(
-        xs=xs,
-        ys=ys,
+        xs=xs.astype(xp.int32),
+        ys=ys.astype(xp.int32),
         row0=row0,
         workload=workload,
         col0=col0,

@@ -44,8 +44,10 @@ __all__ = [
 
 #: The body's outputs, in argument order: (name, dtype, per-vertex).
 OUTPUTS = (
-    ("xs", np.int64, True),
-    ("ys", np.int64, True),
+    # snapped coordinates fit 32 bits (the guard band keeps them within 2**22); the bodies
+    # that read them compute in int64 (Numba widens int32 arithmetic)
+    ("xs", np.int32, True),
+    ("ys", np.int32, True),
     ("row0", np.int64, False),
     ("workload", np.int64, False),
     ("col0", np.int64, False),
@@ -89,9 +91,13 @@ def edge_function(xs, ys, t, k):
     triangle ``t`` of snapped vertices ``xs, ys``: ``E(X, Y) = a X + b Y + c``, positive
     inside, without the fill rule's bias (:func:`fill_bias` gives it)."""
     k1 = k + 1 if k < 2 else 0
-    a = ys[t, k] - ys[t, k1]
-    b = xs[t, k1] - xs[t, k]
-    return a, b, -(a * xs[t, k] + b * ys[t, k])
+    # in int64 (the coordinates are int32; so is NumPy's scalar arithmetic on them, which
+    # the CUDA simulator runs)
+    x0 = np.int64(xs[t, k])
+    y0 = np.int64(ys[t, k])
+    a = y0 - np.int64(ys[t, k1])
+    b = np.int64(xs[t, k1]) - x0
+    return a, b, -(a * x0 + b * y0)
 
 
 def setup_one(points, corners, t, width, height, sx, sy, xs, ys, row0, workload, col0, col1,

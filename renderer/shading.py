@@ -281,7 +281,7 @@ def shade_pixels_arrays(
     j = pix // width
     i = pix - j * width
     px, py = i * SUBPIXEL, j * SUBPIXEL
-    xs, ys = setup.xs[tri], setup.ys[tri]
+    xs, ys = setup.xs[tri].astype(xp.int64), setup.ys[tri].astype(xp.int64)
     # the barycentric weights are the raw edge functions (without the fill-rule bias)
     a, b, c = edge_functions(xp, xs, ys)
     lam = [(a[:, k] * px + b[:, k] * py + c[:, k]).astype(xp.float64) for k in range(3)]

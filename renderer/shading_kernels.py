@@ -50,9 +50,9 @@ def shade_one(tri, pix, p, width, xs, ys, order, points, colours, corners, out):
     l0 = float(a0 * px + b0 * py + c0)
     l1 = float(a1 * px + b1 * py + c1)
     l2 = float(a2 * px + b2 * py + c2)
-    # twice the area (positive: the vertices are counter-clockwise)
-    area = float((xs[t, 1] - xs[t, 0]) * (ys[t, 2] - ys[t, 0])
-                 - (xs[t, 2] - xs[t, 0]) * (ys[t, 1] - ys[t, 0]))  # fmt: skip
+    # twice the area, (x1 - x0) (y2 - y0) - (x2 - x0) (y1 - y0), positive (the vertices
+    # are counter-clockwise)
+    area = float(b0 * a2 - b2 * a0)
     v0 = corners[t, order[t, 0]]
     v1 = corners[t, order[t, 1]]
     v2 = corners[t, order[t, 2]]

@@ -38,6 +38,7 @@ outs = tuple(
 )
 flags = types.Array(types.bool_, 1, "C")
 ints, int2 = types.Array(i64, 1, "C"), types.Array(i64, 2, "C")
+int32_2 = types.Array(types.int32, 2, "C")  # setup's snapped vertices
 floats = types.Array(f64, 1, "C")
 sigs = {
     # what setup_device passes: the vertex table (the transform's output, or columns of
@@ -53,13 +54,14 @@ sigs = {
     # the vertices' clip coordinates and colours (tables, maybe strided) and the triangles'
     # corner indices into them
     "shade": (
-        ints, ints, i64, int2, int2, types.Array(types.int8, 2, "C"), types.Array(f64, 2, "A"),
-        types.Array(f64, 2, "A"), int2, types.Array(types.uint8, 2, "C"),
+        ints, ints, i64, int32_2, int32_2, types.Array(types.int8, 2, "C"),
+        types.Array(f64, 2, "A"), types.Array(f64, 2, "A"), int2,
+        types.Array(types.uint8, 2, "C"),
     ),
     # the loops' task arrays may be strided views
     "spans": (
-        types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), ints, ints, ints, int2, int2, ints,
-        ints, ints,
+        types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), ints, ints, ints, int32_2, int32_2,
+        ints, ints, ints,
     ),
     # spans' fields, the loops' (maybe strided) tasks, the keys and addresses
     "fragments": (
