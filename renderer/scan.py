@@ -127,8 +127,8 @@ def snap(xp: Any, coord: Any) -> Any:
 def setup_triangles(
     xp: Any, clip: Any, width: int, height: int, *, corners: Any = None, machine: Any = None
 ) -> TriangleSetup:
-    """Snap the triangles to the sub-pixel grid and build edge functions, scan-line ranges
-    and depth planes.
+    """Snap the triangles to the sub-pixel grid (counter-clockwise) and find their
+    scan-line ranges, column ranges and depth planes.
 
     One fused kernel per frame where one is compiled (:mod:`renderer.setup_kernels`):
     Numba on the CPU (NumPy backend), Numba CUDA on the GPU (CuPy backend; one counted

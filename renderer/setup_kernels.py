@@ -1,9 +1,11 @@
 """Triangle setup fused into one kernel: a scalar per-triangle body written once.
 
 :func:`setup_one` is the whole of :func:`renderer.scan.setup_triangles_arrays` (the
-window transform, snapping, orientation, edge functions, bounding box and depth plane) for
-one triangle, in the same operation order, so its results are bit for bit the array code's.
-It is compiled twice from the same code object:
+window transform, snapping, orientation, bounding box and depth plane) for one triangle,
+in the same operation order, so its results are bit for bit the array code's. The edge
+functions are not stored: :func:`edge_function` derives them exactly from the snapped
+vertices where scan conversion and shading need them. It is compiled twice from the same
+code object:
 
 - for the CPU with ``numba.njit`` (:func:`setup_cpu`, one loop over triangles,
   the NumPy backend's path);
