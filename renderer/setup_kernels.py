@@ -252,11 +252,14 @@ def cpu_primitives() -> dict[str, Any]:
 
 
 def cpu_body(fn: Any, *names: str) -> Any:
-    """Body ``fn`` compiled for the CPU with the primitives ``names`` bound."""
+    """Body ``fn`` compiled for the CPU with the primitives ``names`` bound, inlined into
+    the loops that call it: a call per item costs more than a light body's work (its many
+    array arguments are passed, and reference-counted, on every call)."""
     import numba
 
     prims = cpu_primitives()
-    return numba.njit(error_model="numpy")(bind(fn, **{n: prims[n] for n in names}))
+    body = bind(fn, **{n: prims[n] for n in names})
+    return numba.njit(error_model="numpy", inline="always")(body)
 
 
 def _setup_rows(points, corners, width, height, sx, sy, xs, ys, row0, workload, col0, col1,
