@@ -290,13 +290,19 @@ def cpu_loop(rows: Any) -> Any:
     The loop is serial: a parallel one (``prange``) was no faster on a 2-core machine, and
     its idle OpenMP threads spin after the loop, slowing the NumPy stage that follows by
     more than the loop gained.
+
+    It is compiled without Numba's reference counting (``_nrt=False``): the loops only
+    index the arrays they are given (they allocate nothing, which Numba would refuse to
+    compile), and counting the references of a body's many array arguments on every item
+    cost several times the body's own work (setup of 242k triangles: 17.5 ms, 3.7 without).
     """
     import numba
 
+    options = {"nogil": True, "error_model": "numpy", "_nrt": False}
     try:
-        return numba.njit(cache=True, nogil=True, error_model="numpy")(rows)
+        return numba.njit(cache=True, **options)(rows)
     except RuntimeError:  # no cache locator for this file: compile in memory only
-        return numba.njit(nogil=True, error_model="numpy")(rows)
+        return numba.njit(**options)(rows)
 
 
 def setup_cpu(points: np.ndarray, corners: np.ndarray, width: int, height: int) -> dict[str, Any]:
