@@ -296,11 +296,12 @@ class Tape:
     each read back by the recorded value, so no device work is done. The host does what
     it did, on caches the device work has not flushed (as a GPU would leave them): the
     emulated device work evicts the host's code and data from the CPU caches, which made
-    its Python about twice as slow over a 250k frame (the module docstring). Only synchronising reads
-    back carry recorded data to the host here, so a block that reads device data otherwise
-    (``numpy.asarray`` of a device array, an asynchronous ``get`` into pinned memory)
-    cannot be replayed faithfully; a block that asks for other operations
-    than the recorded ones raises :class:`ReplayError`. Record a block that has run once
+    its Python about twice as slow over a 250k frame (the module docstring). Only
+    synchronising reads back carry recorded data to the host here, so a block that reads
+    device data otherwise (``numpy.asarray`` of a device array, an asynchronous ``get``
+    into pinned memory) cannot be replayed faithfully; a block that asks for other
+    operations than the recorded ones raises :class:`ReplayError`. Record a block that has
+    run once
     already (the first run of a machine's kernels makes their scratch buffers).
     """
 

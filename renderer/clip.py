@@ -47,12 +47,19 @@ SUTHERLAND_HODGMAN_OPS = 6 * MAX_VERTS * 12
 class ClippedTriangles:
     """Triangles after clipping, in drawing order (by original face, then fan position).
 
+    Each triangle is three rows of a vertex table: the mesh's own vertices, and after them
+    three rows per fan triangle of each clipped face, so that an unclipped triangle costs
+    its three indices (no copy of its coordinates and colours, which were the frame's
+    largest arrays).
+
     Attributes
     ----------
-    clip : (T, 3, 4) float64 xp array
-        Clip coordinates of each vertex.
-    attrs : (T, 3, A) float64 xp array
+    points : (V, 4) float64 xp array
+        Clip coordinates of the vertices.
+    values : (V, A) float64 xp array
         Per-vertex attributes, interpolated linearly in clip space where clipped.
+    corners : (T, 3) int64 xp array
+        Each triangle's vertices, rows of ``points`` and ``values``.
     face : (T,) int64 xp array
         Index of the original face each triangle comes from.
     n_clipped : int
@@ -61,11 +68,38 @@ class ClippedTriangles:
         Number of original faces dropped as wholly outside.
     """
 
-    clip: Any
-    attrs: Any
+    points: Any
+    values: Any
+    corners: Any
     face: Any
     n_clipped: int
     n_rejected: int
+
+    @property
+    def clip(self) -> Any:
+        """(T, 3, 4): the clip coordinates of each triangle's vertices (a copy)."""
+        return self.points[self.corners]
+
+    @property
+    def attrs(self) -> Any:
+        """(T, 3, A): the attributes of each triangle's vertices (a copy)."""
+        return self.values[self.corners]
+
+    @classmethod
+    def from_triangles(
+        cls, xp: Any, clip: Any, attrs: Any, face: Any, n_clipped: int, n_rejected: int
+    ) -> ClippedTriangles:
+        """Triangles given by their vertices' clip coordinates (T, 3, 4) and attributes
+        (T, 3, A), each vertex its own row."""
+        t = int(clip.shape[0])
+        return cls(
+            clip.reshape(3 * t, clip.shape[2]),
+            attrs.reshape(3 * t, attrs.shape[2]),
+            xp.arange(3 * t, dtype=xp.int64).reshape(t, 3),
+            face,
+            n_clipped,
+            n_rejected,
+        )
 
 
 def _plane_distance(v: Any, plane: int, gx: float, gy: float) -> Any:
@@ -123,7 +157,11 @@ def clip_triangles(
     are gathered with a scan and a scatter, clipped in fixed-shape ``(K, MAX_VERTS)``
     arrays under masks, and their fan triangles scattered to offsets from one scan. The
     number of kernel launches does not depend on the data (only on whether any face is
-    clipped).
+    clipped or dropped).
+
+    The triangles are indices into a vertex table (:class:`ClippedTriangles`): where no
+    face is clipped or dropped they are ``faces`` itself and the table is ``clip`` and
+    ``attrs``, so the stage allocates nothing per triangle.
 
     Examples
     --------
@@ -135,25 +173,35 @@ def clip_triangles(
     >>> out = clip_triangles(np, clip, np.array([[0, 1, 2], [0, 1, 3]]), np.zeros((4, 1)), 16, 16)
     >>> out.face.tolist(), out.n_clipped, out.n_rejected
     ([0, 1, 1], 1, 0)
+    >>> out.corners.tolist()  # the clipped face's fan: rows 4.. of the vertex table
+    [[0, 1, 2], [4, 5, 6], [7, 8, 9]]
     """
     m = len(faces)
     gx = 1.0 + 2.0 * GUARD_BAND / width
     gy = 1.0 + 2.0 * GUARD_BAND / height
     # host read 1 (one transfer): how many faces cross a plane, how many are dropped
     rejected, crossing, n_clipped, n_rejected = _classify(xp, clip, faces, gx, gy)
-    table = xp.concatenate([clip, attrs], axis=1)  # (N, 4 + A), gathered per corner below
     if machine is not None:
         machine.charge("elementwise", clip.shape[0], ops=OUTCODE_OPS)
         machine.charge("elementwise", m, ops=TRIANGLE_TEST_OPS)
+    if not n_clipped and not n_rejected:
+        # Every face is drawn as it is: the mesh's own indices, nothing copied. The model
+        # clock is charged the scan that places the output, as below (here the identity).
+        if machine is not None:
+            machine.charge("scan", m, label="scan", nbytes=2 * 8 * m)
+        return ClippedTriangles(clip, attrs, faces, xp.arange(m, dtype=xp.int64), 0, 0)
 
     counts = xp.where(rejected, 0, 1).astype(xp.int64, copy=False)  # triangles per face
     face_ids = xp.arange(m, dtype=xp.int64)
+    points, values = clip, attrs
     if n_clipped:
-        # the crossing faces in order (a compaction by scan and scatter: no size read)
-        rank = xp.cumsum(crossing, dtype=xp.int64) - 1
-        idx = xp.empty(n_clipped + 1, dtype=xp.int64)
-        idx[xp.where(crossing, rank, n_clipped)] = face_ids  # the rest to a spare slot
-        idx = idx[:n_clipped]
+        # the crossing faces in order (a compaction by scan and scatter: no size read);
+        # the inclusive ranks are 1-based, slot 0 of idx is never written
+        rank = xp.cumsum(crossing, dtype=xp.int64)
+        idx = xp.empty(n_clipped + 2, dtype=xp.int64)
+        idx[xp.where(crossing, rank, n_clipped + 1)] = face_ids  # the rest to a spare slot
+        idx = idx[1 : n_clipped + 1]
+        table = xp.concatenate([clip, attrs], axis=1)  # (N, 4 + A)
         poly, poly_n = _sutherland_hodgman(xp, table[faces[idx]], gx, gy, machine=machine)
         counts[idx] = xp.maximum(poly_n - 2, 0)
 
@@ -173,15 +221,19 @@ def clip_triangles(
         j = xp.arange(MAX_VERTS - 2, dtype=xp.int64)
         fan_row = xp.where(j < (poly_n - 2)[:, None], offsets[idx][:, None] + j, total)
         face[fan_row] = xp.broadcast_to(idx[:, None], fan_row.shape)
-    if m:
-        out = table[faces[face]]
-    else:
-        out = xp.zeros((1, 3, table.shape[1]), dtype=table.dtype)
+    corners = faces[face]
     if n_clipped:
+        # Every fan slot's three vertices become rows of the vertex table after the mesh's
+        # (a slot that makes no triangle too: its rows are never read), in slot order.
         first = xp.broadcast_to(poly[:, :1], (poly.shape[0], MAX_VERTS - 2, poly.shape[2]))
-        out[fan_row] = xp.stack([first, poly[:, 1:-1], poly[:, 2:]], axis=2)
-    out, face = out[:total], face[:total]
-    return ClippedTriangles(out[..., :4], out[..., 4:], face, n_clipped, n_rejected)
+        fans = xp.stack([first, poly[:, 1:-1], poly[:, 2:]], axis=2)  # (K, 7, 3, C)
+        n = table.shape[0]
+        table = xp.concatenate([table, fans.reshape(-1, table.shape[1])])
+        points, values = table[:, :4], table[:, 4:]
+        corners[fan_row] = xp.arange(n, n + fans.shape[0] * fans.shape[1] * 3).reshape(
+            fan_row.shape + (3,)
+        )
+    return ClippedTriangles(points, values, corners[:total], face[:total], n_clipped, n_rejected)
 
 
 def _classify(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tuple[Any, Any, int, int]:

@@ -44,7 +44,7 @@ from kernels.numba_stream import launch_on_stream
 from renderer.clip_kernels import classify_one
 from renderer.setup_kernels import OUTPUTS, bind, setup_one
 from renderer.shading_kernels import shade_one
-from renderer.span_kernels import compact_args, compact_one, span_one
+from renderer.span_kernels import compact_args, compact_one, span_depth, span_of, span_one
 from renderer.transform_kernels import clip_one, matrix_args
 from renderer.zbuffer_kernels import decode_one, fragment_one, spans_args
 
@@ -97,14 +97,14 @@ def body(*args: Any) -> int:  # bound to the target's compiled per-item body
     raise NotImplementedError
 
 
-def setup_kernel(clip, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
-                 col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order, count):  # fmt: skip
+def setup_kernel(points, corners, width, height, sx, sy, xs, ys, row0, workload, col0, col1,
+                 z0, dzdx, dzdy, x0, y0, order, count):  # fmt: skip
     """Triangles ``t = grid position + k * grid size``; ``count[0]`` += degenerate ones."""
     t = cuda.grid(1)
     stride = cuda.gridsize(1)
-    while t < clip.shape[0]:
-        if body(clip, t, width, height, sx, sy, a, b, c, area2, xs, ys, row0, workload,
-                col0, col1, z0, dzdx, dzdy, x0, y0, inv_w, order):  # fmt: skip
+    while t < corners.shape[0]:
+        if body(points, corners, t, width, height, sx, sy, xs, ys, row0, workload, col0,
+                col1, z0, dzdx, dzdy, x0, y0, order):  # fmt: skip
             cuda.atomic.add(count, 0, 1)
         t += stride
 
@@ -122,21 +122,21 @@ def classify_kernel(clip, faces, gx, gy, rejected, crossing, counts):
         f += stride
 
 
-def shade_kernel(tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, out):
+def shade_kernel(tri, pix, width, xs, ys, order, points, colours, corners, out):
     """Pixels ``p = grid position + k * grid size``."""
     p = cuda.grid(1)
     stride = cuda.gridsize(1)
     while p < tri.shape[0]:
-        body(tri, pix, p, width, a, b, xs, ys, area2, inv_w, order, colours, out)
+        body(tri, pix, p, width, xs, ys, order, points, colours, corners, out)
         p += stride
 
 
-def spans_kernel(items, tasks, row0, col0, col1, a, b, c, row, lo, length):
+def spans_kernel(items, tasks, row0, col0, col1, xs, ys, row, lo, length):
     """Tasks ``p = grid position + k * grid size``."""
     p = cuda.grid(1)
     stride = cuda.gridsize(1)
     while p < items.shape[0]:
-        body(items, tasks, p, row0, col0, col1, a, b, c, row, lo, length)
+        body(items, tasks, p, row0, col0, col1, xs, ys, row, lo, length)
         p += stride
 
 
@@ -212,27 +212,35 @@ def kernel_functions() -> dict[str, Any]:
         )
         spans_body = span_one
         fragments_body = bind(fragment_one, fmul=_sim_fmul, f32_bits=_sim_f32_bits)
-        compact_body = bind(compact_one, fmul=_sim_fmul)
+        compact_body = bind(compact_one, span_depth=bind(span_depth, fmul=_sim_fmul))
         decode_body = bind(decode_one, f32_of_bits=_sim_f32_of_bits)
         transform_body = bind(clip_one, fmul=_sim_fmul)
     else:
         from numba.cuda import libdevice
 
         device = cuda.jit(device=True)
-        flag = device(bind(setup_kernels._flag))
+        edges = {
+            "fill_bias": device(bind(setup_kernels.fill_bias)),
+            "edge_function": device(bind(setup_kernels.edge_function)),
+        }
         setup_body = device(
-            bind(
-                setup_one, fmul=libdevice.dmul_rn, rint=libdevice.rint, to_i64=np.int64, _flag=flag
-            )  # fmt: skip
+            bind(setup_one, fmul=libdevice.dmul_rn, rint=libdevice.rint, to_i64=np.int64)
         )
         classify_body = device(bind(classify_one, fmul=libdevice.dmul_rn))
-        spans_body = device(bind(span_one))  # integers only: nothing to bind
+        spans_body = device(bind(span_one, span_of=device(bind(span_of, **edges))))
         shade_body = device(
-            bind(shade_one, fmul=libdevice.dmul_rn, floor=libdevice.floor, to_u8=np.uint8)
+            bind(
+                shade_one,
+                fmul=libdevice.dmul_rn,
+                floor=libdevice.floor,
+                to_u8=np.uint8,
+                edge_function=edges["edge_function"],
+            )  # fmt: skip
         )
         f32_bits = device(bind(_gpu_f32_bits, libdevice=libdevice))
         fragments_body = device(bind(fragment_one, fmul=libdevice.dmul_rn, f32_bits=f32_bits))
-        compact_body = device(bind(compact_one, fmul=libdevice.dmul_rn))
+        depth = device(bind(span_depth, fmul=libdevice.dmul_rn))
+        compact_body = device(bind(compact_one, span_depth=depth))
         f32_of_bits = device(bind(_gpu_f32_of_bits, libdevice=libdevice))
         decode_body = device(bind(decode_one, f32_of_bits=f32_of_bits))
         transform_body = device(bind(clip_one, fmul=libdevice.dmul_rn))
@@ -267,19 +275,20 @@ def build_kernels() -> dict[str, Any]:
     return {name: cuda.jit(fn) for name, fn in kernel_functions().items()}
 
 
-def setup_device(xp: Any, clip: Any, width: int, height: int) -> dict[str, Any]:
-    """The fused setup on ``xp``'s device: the fields of :class:`renderer.scan.TriangleSetup`.
+def setup_device(xp: Any, points: Any, corners: Any, width: int, height: int) -> dict[str, Any]:
+    """The fused setup on ``xp``'s device of the triangles ``corners`` (rows of ``points``):
+    the fields of :class:`renderer.scan.TriangleSetup`.
 
     One launch (and the zeroing of the degenerate count); nothing is read back.
     """
-    t = int(clip.shape[0])
+    t = int(corners.shape[0])
     out = {
         name: xp.empty((t, 3) if per_vertex else t, dtype=dtype)
         for name, dtype, per_vertex in OUTPUTS
     }
     count = xp.zeros(1, dtype=xp.int64)
     if t:
-        _launch(xp, "setup", t, (clip, width, height, width / 2.0, height / 2.0,
+        _launch(xp, "setup", t, (points, corners, width, height, width / 2.0, height / 2.0,
                                  *out.values(), count))  # fmt: skip
     out["n_degenerate"] = count.reshape(())
     return out
@@ -298,14 +307,16 @@ def classify_device(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tup
     return rejected, crossing, counts
 
 
-def shade_device(xp: Any, tri: Any, pix: Any, width: int, setup: Any, colours: Any) -> Any:
+def shade_device(
+    xp: Any, tri: Any, pix: Any, width: int, setup: Any, points: Any, colours: Any, corners: Any
+) -> Any:
     """The fused shading on ``xp``'s device: ``(K, 3)`` uint8 colours of pixels ``pix``."""
     k = int(tri.shape[0])
     out = xp.empty((k, 3), dtype=xp.uint8)
     if k:
         s = setup
-        _launch(xp, "shade", k, (tri, pix, int(width), s.a, s.b, s.xs, s.ys, s.area2, s.inv_w,
-                                 s.order, colours, out))  # fmt: skip
+        _launch(xp, "shade", k, (tri, pix, int(width), s.xs, s.ys, s.order, points, colours,
+                                 corners, out))  # fmt: skip
     return out
 
 
@@ -315,7 +326,7 @@ def spans_device(xp: Any, setup: Any, items: Any, tasks: Any) -> tuple:
     row, lo, length = (xp.empty(n, dtype=xp.int64) for _ in range(3))
     if n:
         s = setup
-        _launch(xp, "spans", n, (items, tasks, s.row0, s.col0, s.col1, s.a, s.b, s.c, row, lo,
+        _launch(xp, "spans", n, (items, tasks, s.row0, s.col0, s.col1, s.xs, s.ys, row, lo,
                                  length))  # fmt: skip
     return row, lo, length
 
@@ -389,9 +400,10 @@ def _register_emulations() -> None:
     def _setup(variant: Any, args: tuple) -> None:
         from renderer.scan import setup_triangles_arrays
 
-        clip, width, height = args[0], int(args[1]), int(args[2])
-        outs, count = args[5:-1], args[-1]
-        ref = setup_triangles_arrays(np, np.asarray(clip), width, height)
+        points, corners = np.asarray(args[0]), np.asarray(args[1])
+        width, height = int(args[2]), int(args[3])
+        outs, count = args[6:-1], args[-1]
+        ref = setup_triangles_arrays(np, points[corners], width, height)
         for (name, _, _), dest in zip(OUTPUTS, outs, strict=True):
             dest[...] = getattr(ref, name)
         count[0] += int(ref.n_degenerate)
@@ -400,20 +412,22 @@ def _register_emulations() -> None:
     def _shade(variant: Any, args: tuple) -> None:
         from renderer.shading import shade_pixels_arrays
 
-        tri, pix, width, a, b, xs, ys, area2, inv_w, order, colours, out = args
-        fields = {"a": a, "b": b, "xs": xs, "ys": ys, "area2": area2, "inv_w": inv_w}
-        setup = types.SimpleNamespace(order=order, **fields)  # what shading reads of it
+        tri, pix, width, xs, ys, order, points, colours, corners, out = args
+        fields = {"xs": xs, "ys": ys, "order": order}
+        setup = types.SimpleNamespace(**{k: np.asarray(v) for k, v in fields.items()})
+        corners = np.asarray(corners)
         with np.errstate(all="ignore"):
             out[...] = shade_pixels_arrays(
-                np, np.asarray(tri), np.asarray(pix), int(width), setup, np.asarray(colours)
-            )
+                np, np.asarray(tri), np.asarray(pix), int(width), setup,
+                np.asarray(points)[corners], np.asarray(colours)[corners],
+            )  # fmt: skip
 
     @emulates(KERNEL_NAMES["spans"])
     def _spans(variant: Any, args: tuple) -> None:
         from renderer.scan import spans_arrays
 
-        items, tasks, row0, col0, col1, a, b, c, row, lo, length = args
-        fields = {"row0": row0, "col0": col0, "col1": col1, "a": a, "b": b, "c": c}
+        items, tasks, row0, col0, col1, xs, ys, row, lo, length = args
+        fields = {"row0": row0, "col0": col0, "col1": col1, "xs": xs, "ys": ys}
         setup = types.SimpleNamespace(**{k: np.asarray(v) for k, v in fields.items()})
         got = spans_arrays(np, setup, np.asarray(items), np.asarray(tasks))
         for dest, value in zip((row, lo, length), got, strict=True):

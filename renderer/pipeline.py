@@ -391,13 +391,17 @@ def render(
                 tris = sortlast.balance(tris, len(mesh.faces), width, height, rank_balance)
             done("rank-balance", record)
         with stage("setup") as record:
-            setup = setup_triangles(xp, tris.clip, width, height, machine=m)
+            setup = setup_triangles(xp, tris.points, width, height, corners=tris.corners, machine=m)
         done("setup", record)
         n_tri = int(tris.face.shape[0])
         loop_stage("scan-conversion")
         scanner = ScanConverter(xp, setup, machine=m)
         res_scan = balanced_loop("scan-conversion", setup.workload, scanner, 0)
         spans = scanner.spans()
+        span_stats = scanner.workload_stats
+        scan_workload = setup.workload if keep_workloads else None
+        del scanner
+        setup.keep_for_shading()  # what only scan conversion read goes before the z-buffer
         done("scan-conversion", res_scan.record)
         # on several ranks: the one-rank frame's index bits and drawing indices
         bits = id_bits(max(n_tri, 1)) if sortlast is None else sortlast.bits
@@ -407,9 +411,13 @@ def render(
         loop_stage("z-buffer")
         body = ZBufferBody(xp, spans, zbuffer, width, bits, machine=m, writes=writes, first=first)
         # the span lengths' sum, max and min: read by the scan converter with its counts
-        res_z = balanced_loop("z-buffer", spans.length, body, 1, scanner.workload_stats)
+        res_z = balanced_loop("z-buffer", spans.length, body, 1, span_stats)
+        n_spans = int(spans.length.shape[0])
+        span_lengths = spans.length if keep_workloads else None
+        del spans, body  # shading reads the z-buffer, not the spans
         done("z-buffer", res_z.record)
         with stage("shading") as record:
+            colours = (tris.points, tris.values, tris.corners)
             covered, tri_px, depth = decode_keys(xp, zbuffer, bits)
             if first:
                 tri_px = tri_px - first  # the rank's own triangles (uncovered pixels: masked)
@@ -419,14 +427,14 @@ def render(
                 tri_all = xp.where(covered, tri_px, 0)
                 with np.errstate(all="ignore"):  # the uncovered pixels' values are dropped
                     rgb = shade_pixels(
-                        xp, tri_all, xp.arange(width * height), width, setup, tris.attrs
+                        xp, tri_all, xp.arange(width * height), width, setup, *colours
                     )
                 image = xp.where(covered[:, None], rgb, xp.uint8(0))
                 face = xp.where(covered, tris.face[tri_all], -1)
             else:
                 pix = xp.nonzero(covered)[0]
                 tri_hit = tri_px[pix]
-                rgb = shade_pixels(xp, tri_hit, pix, width, setup, tris.attrs)
+                rgb = shade_pixels(xp, tri_hit, pix, width, setup, *colours)
                 image = xp.zeros((width * height, 3), dtype=xp.uint8)
                 image[pix] = rgb
                 face = xp.full(width * height, -1, dtype=xp.int64)
@@ -445,7 +453,7 @@ def render(
         if sortlast is not None:
             rank_counts = sortlast.sum_counts(
                 [mesh.n_faces, tris.n_clipped, tris.n_rejected, n_tri]
-                + [int(setup.n_degenerate), int(spans.length.shape[0]), res_z.total_tasks]
+                + [int(setup.n_degenerate), n_spans, res_z.total_tasks]
             )
             with dm.phase("composite") as record:
                 merged = sortlast.composite(
@@ -472,7 +480,7 @@ def render(
     if writes is not None:
         results.append(writes)
     if keep_workloads:
-        results += [setup.workload, spans.length]
+        results += [scan_workload, span_lengths]
     host = list(m.fetch(*results))
     image, depth, face, n_degenerate = host[:4]
     n_degenerate = int(n_degenerate)
@@ -487,7 +495,7 @@ def render(
         rejected=tris.n_rejected,
         drawn=n_tri - n_degenerate,
         degenerate=n_degenerate,
-        spans=int(spans.length.shape[0]),
+        spans=n_spans,
         fragments=res_z.total_tasks,  # the sum of the span lengths, read by run_loop
         pixels=int(np.count_nonzero(face >= 0)),
     )

@@ -24,6 +24,7 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -68,11 +69,12 @@ def destinations(starts: np.ndarray, total: int, nranks: int) -> np.ndarray:
 def balance_triangles(
     ranks: Any,
     machine: Any,
-    arrays: dict[str, np.ndarray],
+    arrays: dict[str, np.ndarray] | Callable[[], dict[str, np.ndarray]],
     work: np.ndarray,
     *,
     enabled: bool = True,
-) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    row_bytes: int | None = None,
+) -> tuple[dict[str, np.ndarray] | None, dict[str, Any]]:
     """Balance the rank's triangles ``arrays`` (host arrays, one row per triangle, in
     global drawing order) by their estimated ``work``; collective.
 
@@ -82,16 +84,22 @@ def balance_triangles(
     machine : simd.Machine
         The machine spread over the ranks: its phases record the messages and its cost
         model prices the decision.
-    arrays : dict of str to (T, ...) numpy arrays
+    arrays : dict of str to (T, ...) numpy arrays, or a function that makes them
+        A function is called only when triangles move (a frame whose ranks keep their
+        triangles copies none to host rows); ``row_bytes`` then gives the bytes of a row.
     work : (T,) int64
     enabled : bool
         False gathers the information and decides nothing (no triangle moves).
+    row_bytes : int, optional
+        The bytes of one triangle's row of ``arrays`` (the same on every rank); by default
+        read from the arrays' dtypes and shapes.
 
     Returns
     -------
-    (arrays, report): the rank's triangles after balancing, and a dict with the work per
-    rank before and after (``work_before``, ``work_after``), ``balanced`` and ``moved``
-    (triangles that changed rank).
+    (arrays, report): the rank's triangles after balancing (None where nothing moved and
+    ``arrays`` is a function), and a dict with the work per rank before and after
+    (``work_before``, ``work_after``), ``balanced`` and ``moved`` (triangles that changed
+    rank).
 
     Notes
     -----
@@ -115,8 +123,9 @@ def balance_triangles(
         "moved": 0,
     }
     with machine.phase("decision"):
-        # from dtypes and trailing shapes, the same on every rank (even one with none)
-        row_bytes = sum(a.dtype.itemsize * int(np.prod(a.shape[1:])) for a in arrays.values())
+        if row_bytes is None:
+            # from dtypes and trailing shapes, the same on every rank (even one with none)
+            row_bytes = sum(a.dtype.itemsize * int(np.prod(a.shape[1:])) for a in arrays.values())
         gain = (totals.max() - total / p) * pixel_cycles(cost) if p else 0.0
         moved, messages = _moved(totals, counts, total, p)
         price = (
@@ -125,7 +134,9 @@ def balance_triangles(
         )
         go = bool(enabled and total > 0 and moved > 0 and price < gain)
     if not go:
-        return arrays, report
+        return (None if callable(arrays) else arrays), report
+    if callable(arrays):
+        arrays = arrays()
     with machine.phase("redistribution"):
         start = int(totals[: ranks.rank].sum())
         starts = start + np.cumsum(work) - work

@@ -33,11 +33,12 @@ import numpy as np
 
 from kernels import registry
 from renderer.setup_kernels import setup_cpu
-from renderer.span_kernels import compact_cpu, spans_cpu
+from renderer.span_kernels import compact_cpu, kept_spans_cpu, spans_cpu
 from renderer.transform import SUBPIXEL, to_window
 
 __all__ = [
     "TriangleSetup",
+    "edge_functions",
     "setup_triangles",
     "setup_triangles_arrays",
     "spans",
@@ -57,21 +58,19 @@ SETUP_OPS = 80
 class TriangleSetup:
     """Per-triangle data of scan conversion (xp arrays of length T unless noted).
 
-    ``a[k], b[k], c[k]``: edge function ``E_k(X, Y) = a X + b Y + c`` (int64) of edge k
-    (from vertex k to vertex k+1 of the counter-clockwise triangle), positive inside, with
-    the fill-rule bias already added to ``c``. ``xs, ys`` (T, 3) snapped vertex positions;
-    ``row0`` first scan line, ``workload`` number of scan lines (0: nothing to draw);
-    ``col0, col1`` the pixel columns of the bounding box clipped to the viewport; ``z0``,
-    ``dzdx``, ``dzdy``, ``x0``, ``y0`` the depth plane (pixel units); ``inv_w`` (T, 3) and
-    ``order`` (T, 3): the vertex permutation that made the triangle counter-clockwise.
-    ``n_degenerate``: the number of triangles of zero area, a 0-d xp array (on a GPU it
-    stays on the device until the frame reads its results back: ``int()`` reads it).
+    ``xs, ys`` (T, 3) int32: the snapped vertex positions, counter-clockwise; the edge
+    functions ``E_k(X, Y) = a X + b Y + c`` of edge k (vertex k to vertex k+1), positive
+    inside, and twice the area follow from them exactly (:func:`edge_functions`), so they
+    are not stored (72 bytes a triangle less at the frame's peak). ``row0`` first scan
+    line, ``workload`` number of scan lines (0: nothing to draw); ``col0, col1`` the pixel
+    columns of the bounding box clipped to the viewport; ``z0``, ``dzdx``, ``dzdy``, ``x0``,
+    ``y0`` the depth plane (pixel units); ``order`` (T, 3) int8: the vertex permutation
+    that made the triangle counter-clockwise (vertex k of ``xs, ys`` is the clipper's
+    vertex ``order[k]``). ``n_degenerate``: the number of triangles of zero area, a 0-d xp
+    array (on a GPU it stays on the device until the frame reads its results back:
+    ``int()`` reads it).
     """
 
-    a: Any
-    b: Any
-    c: Any
-    area2: Any
     xs: Any
     ys: Any
     row0: Any
@@ -83,9 +82,33 @@ class TriangleSetup:
     dzdy: Any
     x0: Any
     y0: Any
-    inv_w: Any
     order: Any
     n_degenerate: Any
+
+    def keep_for_shading(self) -> None:
+        """Drop the fields only scan conversion reads (set to None), once its spans are
+        made: shading reads ``xs``, ``ys`` and ``order``; the rest, 72 bytes a triangle,
+        need not stay through the z-buffer loop."""
+        for name in ("row0", "workload", "col0", "col1", "z0", "dzdx", "dzdy", "x0", "y0"):
+            setattr(self, name, None)
+
+
+def edge_functions(xp: Any, xs: Any, ys: Any) -> tuple[Any, Any, Any]:
+    """``a, b, c`` (int64) of the edge functions ``E_k = a X + b Y + c`` of
+    counter-clockwise triangles ``xs, ys`` (T, 3), without the fill rule's bias: the array
+    form of :func:`renderer.setup_kernels.edge_function`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a, b, c = edge_functions(np, np.array([[0, 512, 0]]), np.array([[0, 0, 512]]))
+    >>> a.tolist(), b.tolist(), c.tolist()
+    ([[0, -512, 512]], [[512, -512, 0]], [[0, 262144, 0]])
+    """
+    xs, ys = xs.astype(xp.int64), ys.astype(xp.int64)  # products need 64 bits
+    a = ys - xp.roll(ys, -1, axis=1)  # a_k = y_k - y_k+1
+    b = xp.roll(xs, -1, axis=1) - xs  # b_k = x_k+1 - x_k
+    return a, b, -(a * xs + b * ys)
 
 
 def snap(xp: Any, coord: Any) -> Any:
@@ -102,10 +125,10 @@ def snap(xp: Any, coord: Any) -> Any:
 
 
 def setup_triangles(
-    xp: Any, clip: Any, width: int, height: int, *, machine: Any = None
+    xp: Any, clip: Any, width: int, height: int, *, corners: Any = None, machine: Any = None
 ) -> TriangleSetup:
-    """Snap the triangles ``clip`` (T, 3, 4) to the sub-pixel grid and build edge functions,
-    scan-line ranges and depth planes.
+    """Snap the triangles to the sub-pixel grid (counter-clockwise) and find their
+    scan-line ranges, column ranges and depth planes.
 
     One fused kernel per frame where one is compiled (:mod:`renderer.setup_kernels`):
     Numba on the CPU (NumPy backend), Numba CUDA on the GPU (CuPy backend; one counted
@@ -116,10 +139,14 @@ def setup_triangles(
     Parameters
     ----------
     xp : module
-    clip : (T, 3, 4) float64 xp array
-        Clip coordinates after clipping (``w > 0``).
+    clip : (T, 3, 4) or, with ``corners``, (V, 4) float64 xp array
+        Clip coordinates after clipping (``w > 0``): of each triangle's vertices, or of
+        the vertices the triangles ``corners`` index (the clipper's output: no per-corner
+        copy of the coordinates is made).
     width, height : int
         Viewport size in pixels.
+    corners : (T, 3) int64 xp array, optional
+        Each triangle's vertices as rows of ``clip``.
     machine : Machine, optional
         Charged for the elementwise work (:data:`SETUP_OPS` per triangle).
 
@@ -137,18 +164,22 @@ def setup_triangles(
     >>> int(s.row0[0]), int(s.workload[0]), int(s.col0[0]), int(s.col1[0])  # rows 4..11
     (4, 8, 4, 11)
     """
+    if corners is None:  # the triangles' own vertices: rows 3 t, 3 t + 1, 3 t + 2
+        t = int(clip.shape[0])
+        corners = xp.arange(3 * t, dtype=xp.int64).reshape(t, 3)
+        clip = clip.reshape(3 * t, clip.shape[2])
     setup = None
-    if clip.dtype == np.float64 and not registry.force_reference():
+    if clip.dtype == np.float64 and corners.dtype == np.int64 and not registry.force_reference():
         if xp is np:
-            setup = TriangleSetup(**setup_cpu(clip, width, height))
+            setup = TriangleSetup(**setup_cpu(clip, corners, width, height))
         else:
             from renderer.fused_cuda import setup_device
 
-            setup = TriangleSetup(**setup_device(xp, clip, width, height))
+            setup = TriangleSetup(**setup_device(xp, clip, corners, width, height))
     if setup is None:
-        setup = setup_triangles_arrays(xp, clip, width, height)
+        setup = setup_triangles_arrays(xp, clip[corners], width, height)
     if machine is not None:
-        machine.charge("elementwise", int(clip.shape[0]), ops=SETUP_OPS)
+        machine.charge("elementwise", int(corners.shape[0]), ops=SETUP_OPS)
     return setup
 
 
@@ -160,11 +191,11 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
     >>> import numpy as np
     >>> clip = np.array([[[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1]]])
     >>> s = setup_triangles_arrays(np, clip, 16, 16)
-    >>> s.xs.tolist(), s.ys.tolist(), s.a.tolist()
+    >>> s.xs.tolist(), s.ys.tolist(), edge_functions(np, s.xs, s.ys)[0].tolist()
     ([[896, 2944, 1920]], [[896, 896, 2944]], [[0, -2048, 2048]])
     """
     t = clip.shape[0]
-    xw, yw, zw, inv_w = to_window(xp, clip, width, height)
+    xw, yw, zw, _ = to_window(xp, clip, width, height)
     xs, ys = snap(xp, xw), snap(xp, yw)
     area2 = (xs[:, 1] - xs[:, 0]) * (ys[:, 2] - ys[:, 0]) - (xs[:, 2] - xs[:, 0]) * (
         ys[:, 1] - ys[:, 0]
@@ -172,21 +203,15 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
     # make every triangle counter-clockwise (y up) by swapping vertices 1 and 2
     cw = area2 < 0
     order = xp.stack([xp.zeros(t, dtype=xp.int64), xp.where(cw, 2, 1), xp.where(cw, 1, 2)], axis=1)
+    order = order.astype(xp.int8)  # 0, 1, 2: a byte each
 
     def ccw(a: Any) -> Any:  # apply the swap of vertices 1 and 2 where clockwise
         return xp.stack(
             [a[:, 0], xp.where(cw, a[:, 2], a[:, 1]), xp.where(cw, a[:, 1], a[:, 2])], axis=1
         )
 
-    xs, ys, zw, inv_w, xw, yw = (ccw(a) for a in (xs, ys, zw, inv_w, xw, yw))
-    area2 = xp.abs(area2)
+    xs, ys, zw, xw, yw = (ccw(a) for a in (xs, ys, zw, xw, yw))
     degenerate = area2 == 0
-    a = ys - xp.roll(ys, -1, axis=1)  # a_k = y_k - y_k+1
-    b = xp.roll(xs, -1, axis=1) - xs  # b_k = x_k+1 - x_k
-    c = -(a * xs + b * ys)
-    # fill rule: centres on left edges (dy < 0, a > 0) and bottom edges (dy == 0, dx > 0)
-    # are inside; E + 1 > 0 <=> E >= 0 for integers
-    c = c + ((a > 0) | ((a == 0) & (b > 0))).astype(xp.int64)
 
     ymin, ymax = ys.min(axis=1), ys.max(axis=1)
     xmin, xmax = xs.min(axis=1), xs.max(axis=1)
@@ -209,12 +234,8 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
     dzdx = xp.where(flat, 0.0, (dz1 * dy2 - dz2 * dy1) / det)
     dzdy = xp.where(flat, 0.0, (dz2 * dx1 - dz1 * dx2) / det)
     return TriangleSetup(
-        a=a,
-        b=b,
-        c=c,
-        area2=area2,
-        xs=xs,
-        ys=ys,
+        xs=xs.astype(xp.int32),
+        ys=ys.astype(xp.int32),
         row0=row0,
         workload=workload,
         col0=col0,
@@ -224,9 +245,19 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
         dzdy=dzdy,
         x0=xf[:, 0],
         y0=yf[:, 0],
-        inv_w=inv_w,
         order=order,
         n_degenerate=degenerate.sum(),
+    )
+
+
+def _fused(items: Any, tasks: Any, setup: TriangleSetup) -> bool:
+    """Whether the fused span kernels take these tasks (else the array code does)."""
+    floats = (setup.z0, setup.dzdy, setup.y0)
+    return (
+        items.dtype == np.int64
+        and tasks.dtype == np.int64
+        and all(a.dtype == np.float64 for a in floats)
+        and not registry.force_reference()
     )
 
 
@@ -259,9 +290,13 @@ def spans_arrays(xp: Any, setup: TriangleSetup, items: Any, tasks: Any) -> tuple
     big_y = row * SUBPIXEL
     lo = s.col0[items]
     hi = s.col1[items]
+    a_all, b_all, c_all = edge_functions(xp, s.xs[items], s.ys[items])
+    # fill rule: centres on left edges (dy < 0, a > 0) and bottom edges (dy == 0, dx > 0)
+    # are inside; E + 1 > 0 <=> E >= 0 for integers
+    c_all = c_all + ((a_all > 0) | ((a_all == 0) & (b_all > 0))).astype(xp.int64)
     for k in range(3):
-        a = s.a[items, k]
-        kk = s.b[items, k] * big_y + s.c[items, k]
+        a = a_all[:, k]
+        kk = b_all[:, k] * big_y + c_all[:, k]
         step = a * SUBPIXEL
         pos, neg = a > 0, a < 0
         # a > 0: i >= floor(-K / step) + 1 ; a < 0: i <= ceil(K / -step) - 1, which is
@@ -360,6 +395,15 @@ class ScanConverter:
         xp, s = self.xp, self.setup
         if items.size == 0:
             return
+        if xp is np and self.machine is not None and _fused(items, tasks, s):
+            # the CPU's one loop: no per-task arrays; charged as the pack below
+            n = int(items.size)
+            self.machine.charge("scan", n, label="pack", nbytes=2 * 8 * n)
+            part, (count, total, high) = kept_spans_cpu(s, items, tasks)
+            if count:
+                self._add_figures(count, (total, high, 1))  # the minimum as _pack gives it
+                self._parts.append(part)
+            return
         row, lo, length = spans(xp, s, items, tasks)
         keep = length > 0
         if self.machine is None:
@@ -423,10 +467,14 @@ class ScanConverter:
     def spans(self) -> Spans:
         """All spans produced so far, in production order."""
         xp, s = self.xp, self.setup
-        if self._parts:
+        if len(self._parts) == 1:
+            tri, row, col, length, zrow = self._parts[0]
+        elif self._parts:
             tri, row, col, length, zrow = (
                 xp.concatenate(p) for p in zip(*self._parts, strict=True)
             )
+            # the pieces' memory goes: the spans are kept once
+            self._parts = [(tri, row, col, length, zrow)]
         else:
             e = xp.zeros(0, dtype=xp.int64)
             tri, row, col, length, zrow = e, e, e, e, xp.zeros(0)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from kernels import registry
-from renderer.scan import TriangleSetup
+from renderer.scan import TriangleSetup, edge_functions
 from renderer.shading_kernels import shade_cpu
 from renderer.transform import SUBPIXEL
 
@@ -218,7 +218,14 @@ def _host(a: Any) -> Any:
 
 
 def shade_pixels(
-    xp: Any, tri: Any, pix: Any, width: int, setup: TriangleSetup, colours: Any
+    xp: Any,
+    tri: Any,
+    pix: Any,
+    width: int,
+    setup: TriangleSetup,
+    clip: Any,
+    colours: Any,
+    corners: Any = None,
 ) -> Any:
     """Colours of the covered pixels ``pix`` (flat indices, GL rows) drawn by triangles ``tri``.
 
@@ -228,8 +235,15 @@ def shade_pixels(
 
     Parameters
     ----------
-    colours : (T, 3, 3) float64 xp array
-        Vertex colours of each triangle, in its original vertex order.
+    setup : TriangleSetup
+        Of the triangles (:func:`~renderer.scan.setup_triangles`).
+    clip, colours : (T, 3, 4) and (T, 3, 3) or, with ``corners``, (V, 4) and (V, 3)
+        float64 xp arrays
+        Clip coordinates (for the perspective ``1 / w``) and colours of each triangle's
+        vertices, in its original vertex order; or of the vertices the triangles
+        ``corners`` index (the clipper's output).
+    corners : (T, 3) int64 xp array, optional
+        Each triangle's vertices as rows of ``clip`` and ``colours``.
 
     Returns
     -------
@@ -237,36 +251,50 @@ def shade_pixels(
     """
     if tri.size == 0:
         return xp.zeros((0, 3), dtype=xp.uint8)
-    if colours.dtype == np.float64 and colours.shape[2] == 3 and not registry.force_reference():
+    if corners is None:  # the triangles' own vertices: rows 3 t, 3 t + 1, 3 t + 2
+        t = int(colours.shape[0])
+        corners = xp.arange(3 * t, dtype=xp.int64).reshape(t, 3)
+        clip = clip.reshape(3 * t, clip.shape[2])
+        colours = colours.reshape(3 * t, colours.shape[2])
+    if (
+        colours.dtype == np.float64
+        and clip.dtype == np.float64
+        and colours.shape[1] == 3
+        and corners.dtype == np.int64
+        and not registry.force_reference()
+    ):
         if xp is np:
-            return shade_cpu(tri, pix, width, setup, colours)
+            return shade_cpu(tri, pix, width, setup, clip, colours, corners)
         from renderer.fused_cuda import shade_device
 
-        return shade_device(xp, tri, pix, width, setup, colours)
-    return shade_pixels_arrays(xp, tri, pix, width, setup, colours)
+        return shade_device(xp, tri, pix, width, setup, clip, colours, corners)
+    return shade_pixels_arrays(xp, tri, pix, width, setup, clip[corners], colours[corners])
 
 
 def shade_pixels_arrays(
-    xp: Any, tri: Any, pix: Any, width: int, setup: TriangleSetup, colours: Any
+    xp: Any, tri: Any, pix: Any, width: int, setup: TriangleSetup, clip: Any, colours: Any
 ) -> Any:
-    """:func:`shade_pixels` as array expressions (the fused kernels' oracle)."""
+    """:func:`shade_pixels` as array expressions (the fused kernels' oracle), of the
+    triangles' vertices ``clip`` (T, 3, 4) and ``colours`` (T, 3, A)."""
     if tri.size == 0:
         return xp.zeros((0, 3), dtype=xp.uint8)
     j = pix // width
     i = pix - j * width
     px, py = i * SUBPIXEL, j * SUBPIXEL
-    # undo the fill-rule bias: the barycentric weights are the raw edge functions
-    lam = []
-    for k in range(3):
-        a, b = setup.a[tri, k], setup.b[tri, k]
-        c = -(a * setup.xs[tri, k] + b * setup.ys[tri, k])
-        lam.append((a * px + b * py + c).astype(xp.float64))
+    xs, ys = setup.xs[tri].astype(xp.int64), setup.ys[tri].astype(xp.int64)
+    # the barycentric weights are the raw edge functions (without the fill-rule bias)
+    a, b, c = edge_functions(xp, xs, ys)
+    lam = [(a[:, k] * px + b[:, k] * py + c[:, k]).astype(xp.float64) for k in range(3)]
     # edge k is opposite vertex k+2: weight of vertex v is the edge function of edge v+1
     weights = [lam[1], lam[2], lam[0]]
-    area = setup.area2[tri].astype(xp.float64)
-    persp = [weights[v] / area * setup.inv_w[tri, v] for v in range(3)]
-    total = persp[0] + persp[1] + persp[2]
+    area = (xs[:, 1] - xs[:, 0]) * (ys[:, 2] - ys[:, 0]) - (xs[:, 2] - xs[:, 0]) * (
+        ys[:, 1] - ys[:, 0]
+    )  # twice the area, positive: counter-clockwise
+    area = area.astype(xp.float64)
     order = setup.order[tri]
+    inv_w = [1.0 / clip[tri, order[:, v], 3] for v in range(3)]  # as setup computes it
+    persp = [weights[v] / area * inv_w[v] for v in range(3)]
+    total = persp[0] + persp[1] + persp[2]
     rgb = xp.zeros((tri.size, 3), dtype=xp.float64)
     for v in range(3):
         rgb += (persp[v] / total)[:, None] * colours[tri, order[:, v]]

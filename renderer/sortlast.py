@@ -135,32 +135,65 @@ class SortLast:
     def balance(self, tris: Any, n_faces: int, width: int, height: int, enabled: bool) -> Any:
         """Number the rank's clipped triangles globally, then balance them across the
         ranks (:func:`~renderer.rank_balance.balance_triangles`, in the machine's open
-        phase); returns the rank's triangles, their faces numbered globally."""
+        phase); returns the rank's triangles, their faces numbered globally.
+
+        Triangles are copied to host rows (their corners' coordinates and attributes)
+        only when some move; the work estimate reads them a block at a time.
+        """
         from renderer.clip import ClippedTriangles
-        from renderer.rank_balance import balance_triangles, triangle_work
+        from renderer.rank_balance import balance_triangles
 
         local = self.local
         face_offset = self.number(n_faces, int(tris.face.shape[0]))
-        arrays = {
-            "clip": local.asnumpy(tris.clip),
-            "attrs": local.asnumpy(tris.attrs),
-            "face": local.asnumpy(tris.face) + face_offset,
-        }
-        work = triangle_work(arrays["clip"], width, height)
-        arrays, report = balance_triangles(self.ranks, self.machine, arrays, work, enabled=enabled)
+        work = self._work(tris, width, height)
+
+        def rows() -> dict[str, np.ndarray]:
+            return {
+                "clip": local.asnumpy(tris.clip),
+                "attrs": local.asnumpy(tris.attrs),
+                "face": local.asnumpy(tris.face) + face_offset,
+            }
+
+        # the bytes of one row of rows(), from dtypes and shapes alike on every rank
+        row_bytes = (
+            3 * 4 * tris.points.dtype.itemsize
+            + 3 * int(tris.values.shape[1]) * tris.values.dtype.itemsize
+            + np.dtype(np.int64).itemsize
+        )
+        arrays, report = balance_triangles(
+            self.ranks, self.machine, rows, work, enabled=enabled, row_bytes=row_bytes
+        )
         self.counts.work_before = report["work_before"]
         self.counts.work_after = report["work_after"]
         self.counts.balanced = report["balanced"]
         self.counts.moved = report["moved"]
-        if report["balanced"]:
-            self.renumber(arrays["face"].shape[0])
-        return ClippedTriangles(
+        if not report["balanced"]:
+            face = tris.face + face_offset
+            return ClippedTriangles(
+                tris.points, tris.values, tris.corners, face, tris.n_clipped, tris.n_rejected
+            )
+        self.renumber(arrays["face"].shape[0])
+        return ClippedTriangles.from_triangles(
+            local.xp,
             local.asarray(arrays["clip"]),
             local.asarray(arrays["attrs"]),
             local.asarray(arrays["face"]),
             tris.n_clipped,
             tris.n_rejected,
         )
+
+    def _work(self, tris: Any, width: int, height: int, block: int = 1 << 18) -> np.ndarray:
+        """:func:`~renderer.rank_balance.triangle_work` of the triangles, ``block`` at a
+        time (a block's corner coordinates on the host, not all of them at once)."""
+        from renderer.rank_balance import triangle_work
+
+        t = int(tris.corners.shape[0])
+        parts = [
+            triangle_work(self.local.asnumpy(tris.points[tris.corners[s : s + block]]), width,
+                          height)
+            for s in range(0, t, block)
+        ]  # fmt: skip
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     # ------------------------------------------------------------ compositing
 

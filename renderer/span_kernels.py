@@ -20,22 +20,30 @@ from typing import Any
 
 import numpy as np
 
-from renderer.setup_kernels import bind, cpu_body, cpu_loop, fmul
+from renderer.setup_kernels import bind, cpu_body, cpu_loop, edge_function, fill_bias, fmul
 from renderer.transform import SUBPIXEL
 
-__all__ = ["span_one", "spans_cpu", "compact_one", "compact_cpu"]
+__all__ = [
+    "span_of",
+    "span_one",
+    "span_depth",
+    "spans_cpu",
+    "compact_one",
+    "compact_cpu",
+    "kept_spans_cpu",
+]
 
 
-def span_one(items, tasks, p, row0, col0, col1, a, b, c, row, lo, length):
-    """Write ``row[p]``, ``lo[p]`` and ``length[p]`` (<= 0: no pixel) of task ``p``."""
+def span_of(items, tasks, p, row0, col0, col1, xs, ys):
+    """The scan line, first pixel and length (<= 0: no pixel) of task ``p``'s span."""
     t = items[p]
     r = row0[t] + tasks[p]
     big_y = r * SUBPIXEL
     first = col0[t]
     last = col1[t]
     for k in range(3):
-        ak = a[t, k]
-        kk = b[t, k] * big_y + c[t, k]
+        ak, bk, ck = edge_function(xs, ys, t, k)
+        kk = bk * big_y + (ck + fill_bias(ak, bk))  # with the fill rule's bias
         # a > 0: i >= floor(-K / step) + 1; a < 0: i <= ~floor(K / step); a == 0: the
         # edge is horizontal and the whole row is in or out
         if ak > 0:
@@ -44,9 +52,20 @@ def span_one(items, tasks, p, row0, col0, col1, a, b, c, row, lo, length):
             last = min(last, ~(kk // (ak * SUBPIXEL)))
         elif kk <= 0:
             last = first - 1
+    return r, first, last - first + 1
+
+
+def span_one(items, tasks, p, row0, col0, col1, xs, ys, row, lo, length):
+    """Write ``row[p]``, ``lo[p]`` and ``length[p]`` (<= 0: no pixel) of task ``p``."""
+    r, first, n = span_of(items, tasks, p, row0, col0, col1, xs, ys)
     row[p] = r
     lo[p] = first
-    length[p] = last - first + 1
+    length[p] = n
+
+
+def span_depth(z0, dzdy, y0, t, r):
+    """The depth of triangle ``t`` at its reference x on scan line ``r``."""
+    return z0[t] + fmul(dzdy[t], float(r) - y0[t])
 
 
 def compact_one(sel, items, row, lo, length, z0, dzdy, y0, p, tri_out, row_out, col_out,
@@ -59,7 +78,7 @@ def compact_one(sel, items, row, lo, length, z0, dzdy, y0, p, tri_out, row_out, 
     row_out[p] = r
     col_out[p] = lo[q]
     len_out[p] = length[q]
-    zrow_out[p] = z0[t] + fmul(dzdy[t], float(r) - y0[t])
+    zrow_out[p] = span_depth(z0, dzdy, y0, t, r)
 
 
 def _compact_rows(sel, items, row, lo, length, z0, dzdy, y0, tri_out, row_out, col_out,
@@ -70,10 +89,35 @@ def _compact_rows(sel, items, row, lo, length, z0, dzdy, y0, tri_out, row_out, c
              zrow_out)  # fmt: skip
 
 
-def _span_rows(items, tasks, row0, col0, col1, a, b, c, row, lo, length):
+def _kept_rows(items, tasks, row0, col0, col1, xs, ys, z0, dzdy, y0, tri_out, row_out,
+               col_out, len_out, zrow_out):  # fmt: skip
+    """The CPU's spans and compaction in one loop over the tasks: without outputs (size 0)
+    the number of kept spans and their lengths' sum and maximum; with outputs sized for
+    them, the kept spans written in task order (the same figures returned)."""
+    write = tri_out.shape[0] > 0
+    count = 0
+    total = 0
+    high = 0
+    for p in range(items.shape[0]):
+        r, first, n = span_of(items, tasks, p, row0, col0, col1, xs, ys)
+        if n > 0:
+            if write:
+                t = items[p]
+                tri_out[count] = t
+                row_out[count] = r
+                col_out[count] = first
+                len_out[count] = n
+                zrow_out[count] = span_depth(z0, dzdy, y0, t, r)
+            count += 1
+            total += n
+            high = max(high, n)
+    return count, total, high
+
+
+def _span_rows(items, tasks, row0, col0, col1, xs, ys, row, lo, length):
     """Every task (the CPU's loop)."""
     for p in range(items.shape[0]):
-        body(items, tasks, p, row0, col0, col1, a, b, c, row, lo, length)
+        body(items, tasks, p, row0, col0, col1, xs, ys, row, lo, length)
 
 
 def body(*args: Any) -> None:  # rebound to the compiled span_one by _cpu_kernel
@@ -81,13 +125,56 @@ def body(*args: Any) -> None:  # rebound to the compiled span_one by _cpu_kernel
 
 
 @functools.cache
+def _cpu_span() -> Any:
+    return cpu_body(span_of, "edge_function", "fill_bias")
+
+
+@functools.cache
+def _cpu_depth() -> Any:
+    return cpu_body(span_depth, "fmul")
+
+
+@functools.cache
 def _cpu_kernel() -> Any:
-    return cpu_loop(bind(_span_rows, body=cpu_body(span_one)))
+    body = bind(span_one, span_of=_cpu_span())
+    return cpu_loop(bind(_span_rows, body=cpu_body(body)))
 
 
 @functools.cache
 def _cpu_compact() -> Any:
-    return cpu_loop(bind(_compact_rows, body=cpu_body(compact_one, "fmul")))
+    body = bind(compact_one, span_depth=_cpu_depth())
+    return cpu_loop(bind(_compact_rows, body=cpu_body(body)))
+
+
+@functools.cache
+def _cpu_kept() -> Any:
+    return cpu_loop(bind(_kept_rows, span_of=_cpu_span(), span_depth=_cpu_depth()))
+
+
+def kept_spans_cpu(setup: Any, items: np.ndarray, tasks: np.ndarray) -> tuple:
+    """The CPU's :func:`spans` and compaction of the non-empty spans in one: ``(tri, row,
+    col, length, zrow), (count, total, high)``: the kept spans as
+    :func:`compact_cpu` gives them, their number and their lengths' sum and maximum.
+
+    Two passes over the tasks (the first counts, the second writes the kept spans to
+    outputs of their exact size): no per-task array is made, only the spans.
+
+    Examples
+    --------
+    >>> from renderer.scan import setup_triangles
+    >>> clip = np.array([[[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1]]])
+    >>> s = setup_triangles(np, clip, 16, 16)
+    >>> out, figures = kept_spans_cpu(s, np.array([0, 0, 0]), np.array([0, 6, 9]))
+    >>> [x.tolist() for x in out], figures  # task 2 is above the triangle: no span
+    ([[0, 0], [4, 10], [4, 7], [8, 2], [0.5, 0.5]], (2, 10, 8))
+    """
+    args = (items, tasks, *_setup_args(setup), *compact_args(setup))
+    none_i, none_f = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+    count, total, high = _cpu_kept()(*args, none_i, none_i, none_i, none_i, none_f)
+    out = [np.empty(count, dtype=np.int64) for _ in range(4)] + [np.empty(count)]
+    if count:
+        _cpu_kept()(*args, *out)
+    return tuple(out), (int(count), int(total), int(high))
 
 
 def compact_cpu(setup: Any, sel: Any, items: Any, row: Any, lo: Any, length: Any) -> tuple:
@@ -136,4 +223,4 @@ def spans_cpu(setup: Any, items: np.ndarray, tasks: np.ndarray) -> tuple:
 
 
 def _setup_args(setup: Any) -> tuple:
-    return (setup.row0, setup.col0, setup.col1, setup.a, setup.b, setup.c)
+    return (setup.row0, setup.col0, setup.col1, setup.xs, setup.ys)

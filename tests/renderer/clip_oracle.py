@@ -113,7 +113,10 @@ def legacy_clip_triangles(
             out[dst, 1] = poly[src, k]
             out[dst, 2] = poly[src, k + 1]
             face[dst] = idx[src]
-    return ClippedTriangles(out[..., :4], out[..., 4:], face, n_clipped, int(rejected.sum()))
+    n_rejected = int(rejected.sum())
+    return ClippedTriangles.from_triangles(
+        xp, out[..., :4], out[..., 4:], face, n_clipped, n_rejected
+    )
 
 
 def _sutherland_hodgman(

@@ -94,7 +94,12 @@ def run_case(name: str) -> None:
 
     from renderer import fused_cuda
     from renderer.scan import TriangleSetup, setup_triangles_arrays
-    from tests.renderer.test_fused_kernels import FIELDS, assert_same_setup, random_triangles
+    from tests.renderer.test_fused_kernels import (
+        FIELDS,
+        assert_same_setup,
+        random_triangles,
+        vertex_table,
+    )
 
     assert config.ENABLE_CUDASIM, "run with NUMBA_ENABLE_CUDASIM=1"
     if name in CLIP_CASES:
@@ -122,7 +127,7 @@ def run_case(name: str) -> None:
     clip = random_triangles(max(n, 8), seed=len(name))[:n]
     saved = _shape(threads, grid)
     try:
-        got = fused_cuda.setup_device(np, clip, width, height)
+        got = fused_cuda.setup_device(np, *vertex_table(clip), width, height)
     finally:
         fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
     got = TriangleSetup(**{f: np.asarray(got[f]) for f in FIELDS})
@@ -155,21 +160,18 @@ def run_clip_case(name: str) -> None:
 def run_shade_case(name: str) -> None:
     from renderer import fused_cuda
     from renderer.shading import shade_pixels_arrays
-    from tests.renderer.test_fused_kernels import shading_case
+    from tests.renderer.test_fused_kernels import shading_case, vertex_table
 
     n_tri, n_pix, width, threads, grid = SHADE_CASES[name]
-    tri, pix, setup, colours = shading_case(n_tri, n_pix, width, seed=n_pix)
-    # host arrays go to the simulated device whole: a contiguous copy (CuPy's strided
-    # views go as they are: the PTX test compiles that signature)
-    colours = np.ascontiguousarray(colours)
+    tri, pix, setup, clip, colours = shading_case(n_tri, n_pix, width, seed=n_pix)
     saved = _shape(threads, grid)
     try:
         with np.errstate(all="ignore"):
-            got = fused_cuda.shade_device(np, tri, pix, width, setup, colours)
+            got = fused_cuda.shade_device(np, tri, pix, width, setup, *vertex_table(clip, colours))
     finally:
         fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
     with np.errstate(all="ignore"):
-        want = shade_pixels_arrays(np, tri, pix, width, setup, colours)
+        want = shade_pixels_arrays(np, tri, pix, width, setup, clip, colours)
     np.testing.assert_array_equal(got, want)
 
 

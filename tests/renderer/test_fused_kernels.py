@@ -35,6 +35,7 @@ from renderer.scan import (
 )
 from renderer.setup_kernels import OUTPUTS, setup_cpu
 from renderer.shading import shade_pixels, shade_pixels_arrays
+from renderer.span_kernels import kept_spans_cpu
 from renderer.zbuffer import (
     EMPTY,
     FLOAT32_TINY,
@@ -56,6 +57,19 @@ def assert_same_setup(got, want) -> None:
             bits = f"i{g.itemsize}"
             g, w = np.ascontiguousarray(g).view(bits), np.ascontiguousarray(w).view(bits)
         np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+def vertex_table(*per_corner: np.ndarray, seed: int = 0) -> tuple[np.ndarray, ...]:
+    """Triangles' per-corner data (T, 3, C) as shuffled vertex tables (3 T, C), one per
+    array, and the corner indices (T, 3) into them, as the clipper hands them on."""
+    t = per_corner[0].shape[0]
+    perm = np.random.default_rng(seed).permutation(3 * t)
+    tables = []
+    for tri in per_corner:
+        table = np.empty((3 * t, tri.shape[2]), dtype=tri.dtype)
+        table[perm] = tri.reshape(3 * t, tri.shape[2])
+        tables.append(table)
+    return (*tables, perm.reshape(t, 3))
 
 
 def random_triangles(n: int, seed: int = 0) -> np.ndarray:
@@ -83,7 +97,7 @@ def random_triangles(n: int, seed: int = 0) -> np.ndarray:
 @pytest.mark.parametrize(("width", "height"), [(64, 48), (17, 1), (1, 1)])
 def test_cpu_kernel_matches_array_code(width, height):
     clip = random_triangles(4000)
-    got = renderer.scan.TriangleSetup(**setup_cpu(clip, width, height))
+    got = renderer.scan.TriangleSetup(**setup_cpu(*vertex_table(clip), width, height))
     want = setup_triangles_arrays(np, clip, width, height)
     assert int(want.n_degenerate) >= 800  # the degenerate cases above are really there
     assert_same_setup(got, want)
@@ -165,29 +179,34 @@ def _recording_setups(monkeypatch) -> list:
 
     monkeypatch.setattr(clip_module, "_classify", checked_classify)
 
-    def checked_shade(xp, tri, pix, width, setup, colours):
-        got = shade_pixels(xp, tri, pix, width, setup, colours)
+    def checked_shade(xp, tri, pix, width, setup, points, colours, corners):
+        got = shade_pixels(xp, tri, pix, width, setup, points, colours, corners)
         if xp is np:
-            want = shade_pixels_arrays(np, tri, pix, width, setup, colours)
+            want = shade_pixels_arrays(
+                np, tri, pix, width, setup, points[corners], colours[corners]
+            )
         else:
-            host = [np.asarray(xp.asnumpy(x)) for x in (tri, pix, colours)]
+            host = [np.asarray(xp.asnumpy(x)) for x in (tri, pix, points, colours, corners)]
             s = type(setup)(**{f: _host_xp(xp, getattr(setup, f)) for f in FIELDS})
+            corner = host[4]
             with np.errstate(all="ignore"):
-                want = shade_pixels_arrays(np, host[0], host[1], width, s, host[2])
+                want = shade_pixels_arrays(
+                    np, host[0], host[1], width, s, host[2][corner], host[3][corner]
+                )
             got = xp.asnumpy(got)
         np.testing.assert_array_equal(np.asarray(got), want)
         return got if xp is np else xp.asarray(got)
 
     monkeypatch.setattr(pipeline, "shade_pixels", checked_shade)
 
-    def checked(xp, clip, width, height, *, machine=None):
-        got = setup_triangles(xp, clip, width, height, machine=machine)
-        host = machine.asnumpy(clip) if machine is not None else clip
+    def checked(xp, clip, width, height, *, corners, machine=None):
+        got = setup_triangles(xp, clip, width, height, corners=corners, machine=machine)
+        host = _host(machine, clip)[_host(machine, corners)]
         assert_same_setup(
             type(got)(**{f: _host(machine, getattr(got, f)) for f in FIELDS}),
             setup_triangles_arrays(np, host, width, height),
         )
-        seen.append(int(clip.shape[0]))
+        seen.append(int(corners.shape[0]))
         return got
 
     monkeypatch.setattr(pipeline, "setup_triangles", checked)
@@ -232,9 +251,9 @@ def test_250k_frame_set_up_as_the_array_code(monkeypatch):
 def test_counting_backend_one_launch():
     m = Machine(backend="counting")
     clip = random_triangles(500)
-    dclip = m.asarray(clip)
+    dclip, dcorners = (m.asarray(a) for a in vertex_table(clip))
     with counting.measure() as c:
-        got = setup_triangles(m.xp, dclip, 64, 48, machine=m)
+        got = setup_triangles(m.xp, dclip, 64, 48, corners=dcorners, machine=m)
     # the fused kernel and the zeroing of its degenerate count; nothing read back
     assert c.total.ops["kernel:renderer.setup_triangles"] == 1
     assert c.total.launches == 2 and c.total.syncs == 0
@@ -252,14 +271,14 @@ def shading_case(n_tri: int, n_pix: int, width: int, seed: int = 0):
     tri = rng.integers(0, n_tri, size=n_pix)
     pix = rng.integers(0, width * width, size=n_pix)
     colours = rng.uniform(-0.1, 1.1, size=(n_tri, 3, 5))[:, :, 1:4]  # a strided view
-    return tri, pix, setup, colours
+    return tri, pix, setup, clip, colours
 
 
 def test_cpu_shading_matches_array_code():
-    tri, pix, setup, colours = shading_case(500, 20_000, 64)
+    tri, pix, setup, clip, colours = shading_case(500, 20_000, 64)
     with np.errstate(all="ignore"):
-        want = shade_pixels_arrays(np, tri, pix, 64, setup, colours)
-        got = shading.shade_cpu(tri, pix, 64, setup, colours)
+        want = shade_pixels_arrays(np, tri, pix, 64, setup, clip, colours)
+        got = shading.shade_cpu(tri, pix, 64, setup, *vertex_table(clip, colours))
     np.testing.assert_array_equal(got, want)
     assert got.dtype == np.uint8 and got.shape == (20_000, 3)
     assert 0 < (got == 0).mean() < 1 and (got == 255).any()  # clamped both ways
@@ -267,15 +286,15 @@ def test_cpu_shading_matches_array_code():
 
 def test_counting_backend_shading_one_launch():
     m = Machine(backend="counting")
-    tri, pix, setup, colours = shading_case(300, 5000, 32, seed=3)
-    dev = [m.asarray(x) for x in (tri, pix, colours)]
+    tri, pix, setup, clip, colours = shading_case(300, 5000, 32, seed=3)
+    dev = [m.asarray(x) for x in (tri, pix, *vertex_table(clip, colours))]
     dsetup = type(setup)(**{f: m.asarray(np.asarray(getattr(setup, f))) for f in FIELDS})
     with counting.measure() as c, np.errstate(all="ignore"):
-        got = shade_pixels(m.xp, dev[0], dev[1], 32, dsetup, dev[2])
+        got = shade_pixels(m.xp, dev[0], dev[1], 32, dsetup, *dev[2:])
     assert c.total.ops["kernel:renderer.shade_pixels"] == 1
     assert c.total.launches == 1 and c.total.syncs == 0
     with np.errstate(all="ignore"):
-        want = shade_pixels_arrays(np, tri, pix, 32, setup, colours)
+        want = shade_pixels_arrays(np, tri, pix, 32, setup, clip, colours)
     np.testing.assert_array_equal(m.asnumpy(got), want)
 
 
@@ -439,6 +458,20 @@ def test_cpu_compaction_matches_array_code():
     assert_same_arrays(got, compact_spans_arrays(np, setup, *args))
     none = compact_spans(np, setup, sel[:0], items, row, lo, length)
     assert all(x.shape == (0,) for x in none)
+
+
+def test_cpu_kept_spans_match_array_code():
+    """The CPU's one-loop spans and compaction: the array code's kept spans, in task order,
+    with their number and their lengths' sum and maximum."""
+    setup, items, tasks = spans_case(2000, 30_000, 64, seed=7)
+    row, lo, length = spans_arrays(np, setup, items, tasks)
+    sel = np.nonzero(length > 0)[0]
+    assert 0 < sel.size < items.size
+    got, figures = kept_spans_cpu(setup, items, tasks)
+    assert_same_arrays(got, compact_spans_arrays(np, setup, sel, items, row, lo, length))
+    assert figures == (sel.size, int(length[sel].sum()), int(length[sel].max()))
+    none, figures = kept_spans_cpu(setup, items[:0], tasks[:0])
+    assert figures == (0, 0, 0) and all(x.shape == (0,) for x in none)
 
 
 def test_counting_backend_compaction_one_launch():

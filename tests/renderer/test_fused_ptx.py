@@ -26,33 +26,41 @@ from unittest import mock
 
 import numpy as np
 from numba import cuda, types
+from numba.np import numpy_support
 
 from renderer.fused_cuda import build_kernels, kernel_functions
 from renderer.setup_kernels import OUTPUTS
 
 f64, i64 = types.float64, types.int64
 outs = tuple(
-    types.Array(i64 if dtype is np.int64 else f64, 2 if per_vertex else 1, "C")
+    types.Array(numpy_support.from_dtype(np.dtype(dtype)), 2 if per_vertex else 1, "C")
     for _, dtype, per_vertex in OUTPUTS
 )
 flags = types.Array(types.bool_, 1, "C")
 ints, int2 = types.Array(i64, 1, "C"), types.Array(i64, 2, "C")
+int32_2 = types.Array(types.int32, 2, "C")  # setup's snapped vertices
 floats = types.Array(f64, 1, "C")
 sigs = {
-    # what setup_device passes: the clip coordinates may be a strided view
-    "setup": (types.Array(f64, 3, "A"), i64, i64, f64, f64, *outs, types.Array(i64, 1, "C")),
+    # what setup_device passes: the vertex table (the transform's output, or columns of
+    # the clipped table: a strided view) and the triangles' corner indices
+    "setup": (
+        types.Array(f64, 2, "A"), types.Array(i64, 2, "C"), i64, i64, f64, f64, *outs,
+        types.Array(i64, 1, "C"),
+    ),
     "classify": (
         types.Array(f64, 2, "C"), types.Array(i64, 2, "C"), f64, f64, flags, flags,
         types.Array(i64, 1, "C"),
     ),
-    # the vertex colours are a strided view of the clipped triangles' attributes
+    # the vertices' clip coordinates and colours (tables, maybe strided) and the triangles'
+    # corner indices into them
     "shade": (
-        ints, ints, i64, int2, int2, int2, int2, ints, types.Array(f64, 2, "C"), int2,
-        types.Array(f64, 3, "A"), types.Array(types.uint8, 2, "C"),
+        ints, ints, i64, int32_2, int32_2, types.Array(types.int8, 2, "C"),
+        types.Array(f64, 2, "A"), types.Array(f64, 2, "A"), int2,
+        types.Array(types.uint8, 2, "C"),
     ),
     # the loops' task arrays may be strided views
     "spans": (
-        types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), ints, ints, ints, int2, int2, int2,
+        types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), ints, ints, ints, int32_2, int32_2,
         ints, ints, ints,
     ),
     # spans' fields, the loops' (maybe strided) tasks, the keys and addresses

@@ -1,0 +1,74 @@
+"""Memory of a frame per triangle (issue 9: at most 250 bytes a triangle at the peak, so
+that one 80 GB GPU holds 300 million triangles): what the stages keep, in bytes, pinned.
+
+Bytes are counts, not times: the arrays' sizes and tracemalloc's peak of NumPy's buffers
+are the same on every run. ``bench/render_scale.py`` measures the whole process's peak.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import renderer
+from renderer.clip import clip_triangles
+from renderer.scan import setup_triangles
+from renderer.transform import to_clip
+from simd import Machine
+
+#: Bytes a triangle of setup's output (int32 snapped vertices, int64 scan-line and column
+#: ranges, float64 depth planes, int8 vertex order), and what shading keeps of it.
+SETUP_BYTES = 2 * 12 + 4 * 8 + 5 * 8 + 3
+SHADING_BYTES = 2 * 12 + 3
+#: tracemalloc's peak of a whole frame's NumPy buffers per triangle (64-resolution set,
+#: 57,674 triangles, 128x128): the budget, with some room over today's 181 (expand) and
+#: 148 (original).
+FRAME_PEAK = {"expand": 200, "original": 170}
+
+
+def _field_bytes(setup) -> int:
+    return sum(a.nbytes for a in vars(setup).values() if isinstance(a, np.ndarray) and a.ndim)
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return renderer.load_dataset("balanced", 64, cache=False)
+
+
+def test_unclipped_triangles_are_the_mesh_itself(mesh):
+    """Nothing clipped or dropped: the clipper hands on the mesh's faces and the vertex
+    arrays as they are (the per-corner copies were the frame's largest arrays)."""
+    m = Machine(backend="numpy")
+    cam = renderer.default_camera(mesh, (45.0, 45.0))
+    clip = to_clip(np, mesh.vertices, cam.mvp(1.0))
+    colours = np.ones((len(clip), 3))
+    tris = clip_triangles(np, clip, mesh.faces, colours, 64, 64, machine=m)
+    assert (tris.n_clipped, tris.n_rejected) == (0, 0)
+    assert tris.corners is mesh.faces and tris.points is clip and tris.values is colours
+    np.testing.assert_array_equal(tris.clip, clip[mesh.faces])
+
+
+def test_setup_bytes_per_triangle(mesh):
+    cam = renderer.default_camera(mesh, (45.0, 45.0))
+    clip = to_clip(np, mesh.vertices, cam.mvp(1.0))
+    setup = setup_triangles(np, clip, 128, 128, corners=mesh.faces)
+    assert _field_bytes(setup) == SETUP_BYTES * mesh.n_faces
+    setup.keep_for_shading()
+    assert _field_bytes(setup) == SHADING_BYTES * mesh.n_faces
+
+
+@pytest.mark.parametrize("loop", sorted(FRAME_PEAK))
+def test_frame_peak_per_triangle(mesh, loop):
+    scene = renderer.Scene(mesh, machine=Machine(backend="numpy"))
+    renderer.render(scene, size=128, loop=loop)  # compiles, fills caches
+    gc.collect()
+    tracemalloc.start()
+    try:
+        renderer.render(scene, size=128, loop=loop)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak / scene.n_faces <= FRAME_PEAK[loop], peak / scene.n_faces
