@@ -123,12 +123,7 @@ def fragments(
     (:mod:`renderer.zbuffer_kernels`), else :func:`fragments_arrays`, with the same results.
     """
     s = spans
-    ints = (items, tasks, s.tri, s.row, s.col)
-    if (
-        all(a.dtype == np.int64 for a in ints)
-        and all(a.dtype == np.float64 for a in (s.zrow, s.dzdx, s.x0))
-        and not registry.force_reference()
-    ):
+    if _fused_dtypes(s, items, tasks) and not registry.force_reference():
         if xp is np:
             return fragments_cpu(s, items, tasks, width, bits, first)
         from renderer.fused_cuda import fragments_device
@@ -163,10 +158,19 @@ def fragments_arrays(
 
 class ZBufferBody:
     """Solution phase of the z-buffer loop: ``body(items, tasks)`` depth-tests pixel
-    ``col + tasks`` of spans ``items`` with a combining send (``combine="min"``)."""
+    ``col + tasks`` of spans ``items`` with a combining send (``combine="min"``).
+
+    On the NumPy backend of one process (no write counts, the fused kernel's dtypes) the
+    keys and addresses are made and combined into the z-buffer :data:`PIECE` tasks at a
+    time, with the router's own kernel, and the send is charged once, as the machine's
+    send of them all would be: the per-task keys and addresses (16 bytes a task) never
+    exceed one piece, and the z-buffer is the same (the minimum is order-independent).
+    """
 
     #: model cycles per task of the body's own elementwise work (depth, key, address)
     TASK_COST = 10.0
+    #: Tasks per piece of the NumPy backend's depth test (2 MiB of keys and addresses).
+    PIECE = 1 << 17
 
     def __init__(
         self,
@@ -189,9 +193,50 @@ class ZBufferBody:
         xp, s = self.xp, self.spans
         if items.size == 0:
             return
+        if self._in_pieces(items, tasks):
+            self._depth_test_pieces(items, tasks)
+            return
         keys, dest = fragments(xp, s, items, tasks, self.width, self.bits, self.first)
         self.machine.send(keys, dest, combine="min", into=self.zbuffer)
         if self.writes is not None:
             self.machine.send(
                 xp.ones(dest.shape, dtype=xp.int64), dest, combine="add", into=self.writes
             )
+
+    def _in_pieces(self, items: Any, tasks: Any) -> bool:
+        """Whether the depth test runs piece by piece (class docstring)."""
+        m = self.machine
+        return (
+            self.xp is np
+            and m.backend == "numpy"
+            and m.ranks is None
+            and self.writes is None
+            and self.zbuffer.dtype == np.int64
+            and self.zbuffer.flags.c_contiguous
+            and _fused_dtypes(self.spans, items, tasks)
+            and not registry.force_reference()
+        )
+
+    def _depth_test_pieces(self, items: np.ndarray, tasks: np.ndarray) -> None:
+        n, size = int(items.size), int(self.zbuffer.size)
+        # charged as Machine.send of every key (int64) to its address (int64) would be
+        self.machine.charge("router", n, label="send", nbytes=16 * n)
+        send = registry.lookup("send", "numpy")
+        for start in range(0, n, self.PIECE):
+            piece = slice(start, start + self.PIECE)
+            keys, dest = fragments_cpu(
+                self.spans, items[piece], tasks[piece], self.width, self.bits, self.first
+            )
+            low, high = int(dest.min()), int(dest.max())
+            if low < 0 or high >= size:  # checked before the kernel writes anything
+                bad = low if low < 0 else high
+                raise IndexError(f"send destination {bad} is out of range for {size} addresses")
+            send(np, keys, dest, self.zbuffer, "min")
+
+
+def _fused_dtypes(spans: Spans, items: Any, tasks: Any) -> bool:
+    """Whether the fused fragment kernels take these arrays (int64 indices, float64 depths)."""
+    s = spans
+    return all(a.dtype == np.int64 for a in (items, tasks, s.tri, s.row, s.col)) and all(
+        a.dtype == np.float64 for a in (s.zrow, s.dzdx, s.x0)
+    )

@@ -7,9 +7,10 @@ bodies written once.
 pixel (the product rounded on its own: ``fmul``), clamped to [0, 1] (below float32's
 smallest normal number: 0), rounded to float32,
 its bits above the triangle's drawing index. The combining send that follows stays the
-machine's (the router). Compiled for the CPU with ``numba.njit`` (:func:`fragments_cpu`)
-and for the GPU with ``numba.cuda.jit`` (:mod:`renderer.fused_cuda`), as
-:mod:`renderer.setup_kernels` does for setup.
+machine's (the router; on the NumPy backend its kernel, piece by piece and charged as one
+send: :class:`renderer.zbuffer.ZBufferBody`). Compiled for the CPU with ``numba.njit``
+(:func:`fragments_cpu`) and for the GPU with ``numba.cuda.jit`` (:mod:`renderer.fused_cuda`),
+as :mod:`renderer.setup_kernels` does for setup.
 
 :func:`decode_one` decodes the key of pixel ``p`` as :func:`renderer.zbuffer.decode_keys_arrays`
 does (covered or not, the triangle index or -1, the float32 depth or 1.0): one kernel

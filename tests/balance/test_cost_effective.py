@@ -115,6 +115,29 @@ def test_worked_example_redistribution():
     assert red.workload.tolist() == [20, 20, 20, 20, 20, 19, 0]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_redistribution_without_steps(seed):
+    """``steps=False`` (the loops' form, freeing intermediates once read): the same new
+    arrays and the same charges as keeping every step."""
+    rng = np.random.default_rng(seed)
+    w_host = rng.integers(0, 40, size=50) * (rng.random(50) < 0.3)
+    out = []
+    for steps in (True, False):
+        m = machine(pes=8)
+        w = m.asarray(w_host, dtype=np.int64)
+        info = gather_information(w, machine=m)
+        with m.phase(PHASE_REDISTRIBUTION):
+            red = redistribute(w, (w > 0).astype(np.int64), m.asarray(np.arange(50) * 1.5),
+                               info, machine=m, steps=steps)  # fmt: skip
+        stats = m.stats[PHASE_REDISTRIBUTION]
+        out.append((red, (stats.cycles, dict(stats.calls), stats.bytes)))
+    (full, charged), (lean, lean_charged) = out
+    for field in ("workload", "parallel_index", "problem_data"):
+        np.testing.assert_array_equal(getattr(lean, field), getattr(full, field))
+    assert lean.pointers is None and lean.heads is None and full.heads is not None
+    assert lean_charged == charged
+
+
 def test_worked_example_uses_machine_instructions():
     m = machine()
     w = m.asarray(PAPER_WORKLOAD, dtype=np.int64)

@@ -39,6 +39,7 @@ from renderer.span_kernels import kept_spans_cpu
 from renderer.zbuffer import (
     EMPTY,
     FLOAT32_TINY,
+    ZBufferBody,
     decode_keys,
     decode_keys_arrays,
     fragments,
@@ -405,6 +406,59 @@ def test_cpu_fragments_match_array_code(first):
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
     assert all(x.shape == (0,) for x in fragments(np, spans, items[:0], tasks[:0], 64, 13))
+
+
+def _depth_test(monkeypatch, pieces: bool, items, tasks, spans, width: int = 64):
+    """The z-buffer and the machine's statistics after one body call (in a VP set, as the
+    loops call it), piece by piece (pieces of 1000 tasks) or with one send."""
+    if pieces:
+        monkeypatch.setattr(ZBufferBody, "PIECE", 1000)
+    else:
+        monkeypatch.setattr(ZBufferBody, "_in_pieces", lambda self, items, tasks: False)
+    m = Machine(backend="numpy")
+    zbuffer = np.full(width * width, EMPTY, dtype=np.int64)
+    with m.phase("z-buffer"), m.vp_set(items.size):
+        ZBufferBody(np, spans, zbuffer, width, 13, machine=m)(items, tasks)
+    stats = m.stats["z-buffer"]
+    return zbuffer, (stats.cycles, dict(stats.calls), stats.bytes)
+
+
+def test_depth_test_in_pieces_equals_one_send(monkeypatch):
+    """The NumPy backend's piecewise depth test writes the z-buffer and charges the model
+    clock (cycles, calls, bytes) exactly as the machine's one send of every fragment."""
+    spans, items, tasks = fragments_case(3000, 40_000, 64)
+    with monkeypatch.context() as patch:
+        want = _depth_test(patch, False, items, tasks, spans)
+    got = _depth_test(monkeypatch, True, items, tasks, spans)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1] and got[1][1] == {"send": 1}
+
+
+def test_depth_test_in_pieces_checks_addresses(monkeypatch):
+    spans, items, tasks = fragments_case(30, 400, 64, seed=3)
+    spans.row[:] = 64  # one row below the 64 x 64 z-buffer
+    with pytest.raises(IndexError, match="send destination .* out of range for 4096"):
+        _depth_test(monkeypatch, True, items, tasks, spans)
+
+
+@pytest.mark.parametrize("loop", pipeline.LOOP_FORMS)
+def test_frames_with_depth_test_in_pieces(monkeypatch, loop):
+    """Whole frames of every loop form: pieces of 100 tasks, or one send per body call."""
+    mesh = renderer.load_dataset("balanced", 16, cache=False)
+    frames = []
+    for piece in (100, None):
+        with monkeypatch.context() as patch:
+            if piece:
+                patch.setattr(ZBufferBody, "PIECE", piece)
+            else:
+                patch.setattr(ZBufferBody, "_in_pieces", lambda self, items, tasks: False)
+            frames.append(renderer.render(mesh, size=48, loop=loop, machine=Machine()))
+    a, b = frames
+    for field in ("image", "depth", "face"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    assert [(k, v.cycles, v.calls, v.bytes) for k, v in a.stats.machine.phases.items()] == [
+        (k, v.cycles, v.calls, v.bytes) for k, v in b.stats.machine.phases.items()
+    ]
 
 
 def test_float32_depths_take_the_array_code():

@@ -329,7 +329,9 @@ class _CostEffective:
             if not self.redistributed:
                 m.charge("elementwise", self.n, ops=MATERIALISE_OPS)
             self.redistributed = True
-            red = redistribute(self.w, self.parallel_index, self.problem_data, info, machine=m)
+            red = redistribute(
+                self.w, self.parallel_index, self.problem_data, info, machine=m, steps=False
+            )
             self.w, self.parallel_index = red.workload, red.parallel_index
             self.problem_data = red.problem_data
             self.live = _LiveSet(m, self.w, info.max_new_workload)

@@ -308,6 +308,7 @@ def redistribute(
     info: Information,
     *,
     machine: Any,
+    steps: bool = True,
 ) -> Redistribution:
     """Redistribution phase of seed 000, section 2.3.1.
 
@@ -332,12 +333,15 @@ def redistribute(
     info : Information
         The result of :func:`gather_information` on ``workload``.
     machine : simd.Machine
+    steps : bool
+        Keep the intermediate arrays of the four steps in the result; False: they are
+        None, each freed once read (the loops need only the new arrays).
 
     Returns
     -------
     Redistribution
-        The intermediate arrays and the new ``workload``, ``parallel_index`` and
-        ``problem_data``.
+        The intermediate arrays (``steps``) and the new ``workload``, ``parallel_index``
+        and ``problem_data``.
 
     Examples
     --------
@@ -357,14 +361,24 @@ def redistribute(
     m = machine
     xp = m.xp
     n = int(workload.size)
+    # Without ``steps`` each intermediate array goes as soon as it has been read: a frame's
+    # redistribution of millions of spans holds a few of them at once, not all fifteen.
+    kept: dict[str, Any] = {}
+
+    def keep(**arrays: Any) -> None:
+        if steps:
+            kept.update(arrays)
+
     active = info.assignment > 0
     # Step 1: scan pointers. The scan addition variant (exclusive, initial 0).
     scanned = m.scan(info.assignment, "add", exclusive=True, initial=0)
     pointers_scan = xp.where(active, scanned, 0)
-    pointers = xp.where(active, scanned + 1, 0)
+    if steps:  # the paper's 1-based pointers, read by nothing else
+        kept["pointers"] = xp.where(active, scanned + 1, 0)
     # Where the last block ends: the front end reads one element (on a GPU it stays on the
     # device; nothing on the front end needs it).
     total_assigned = scanned[-1] + info.assignment[-1] if n else 0
+    del scanned
     if m.backend != "cupy" and n:
         total_assigned = int(total_assigned)
     m.charge("elementwise", n, ops=POINTER_OPS)
@@ -382,41 +396,53 @@ def redistribute(
         packed = workload * PACK_LIMIT + parallel_index
         m.charge("elementwise", n, ops=PACK_OPS)
         sent = m.send(packed, pointers_scan, n, mask=active, fill=0)
+        del packed
         sent_w, sent_pi = sent // PACK_LIMIT, sent % PACK_LIMIT
+        del sent
         m.charge("elementwise", n, ops=PACK_OPS)
     else:
         sent_w = m.send(workload, pointers_scan, n, mask=active, fill=0)
         sent_pi = m.send(parallel_index, pointers_scan, n, mask=active, fill=0)
     sent_pd = m.send(problem_data, pointers_scan, n, mask=active, fill=0)
+    keep(pointers_scan=pointers_scan)
+    del pointers_scan, active
     # Segments: every block head, plus the first unassigned processor so that the
     # processors after the last block stay idle (processor 7 of the paper's example).
     processor = xp.arange(n, dtype=np.int64)
     heads = (sent_nwv > 0) | (processor == total_assigned)
+    del processor
     m.charge("elementwise", n, ops=HEAD_OPS)
     # Step 3: segmented copy-scans.
     new_workload = m.scan(sent_nwv, "copy", segments=heads)
+    keep(sent_new_workload_values=sent_nwv)
+    del sent_nwv
     block_workload = m.scan(sent_w, "copy", segments=heads)
+    keep(sent_workload=sent_w)
+    del sent_w
     copied_pi = m.scan(sent_pi, "copy", segments=heads)
+    keep(sent_parallel_index=sent_pi)
+    del sent_pi
     new_problem_data = m.scan(sent_pd, "copy", segments=heads)
+    keep(sent_problem_data=sent_pd)
+    del sent_pd
     # Step 4: renumber with a segmented add-scan (the scan addition variant).
     offset = m.scan(new_workload, "add", exclusive=True, segments=heads, initial=0)
     new_pi = copied_pi + offset
+    keep(copied_parallel_index=copied_pi, heads=heads)
+    del copied_pi, heads
     # Exact share of every processor of a block; the last ones may get fewer (or none).
-    new_w = xp.clip(block_workload - offset, 0, new_workload)
+    block_workload -= offset
+    new_w = xp.clip(block_workload, 0, new_workload)
+    del block_workload
     new_pi = xp.where(new_w > 0, new_pi, 0)
     m.charge("elementwise", n, ops=RENUMBER_OPS)
+    keep(new_workload=new_workload, scan_add_new_workload=offset)
+    fields = ("pointers_scan", "pointers", "sent_new_workload_values", "sent_workload",
+              "sent_parallel_index", "sent_problem_data", "heads", "new_workload",
+              "copied_parallel_index", "scan_add_new_workload")  # fmt: skip
     return Redistribution(
-        pointers_scan=pointers_scan,
-        pointers=pointers,
-        sent_new_workload_values=sent_nwv,
-        sent_workload=sent_w,
-        sent_parallel_index=sent_pi,
-        sent_problem_data=sent_pd,
-        heads=heads,
-        new_workload=new_workload,
-        copied_parallel_index=copied_pi,
+        **{f: kept.get(f) for f in fields},
         problem_data=new_problem_data,
-        scan_add_new_workload=offset,
         parallel_index=new_pi,
         workload=new_w,
     )
