@@ -51,9 +51,7 @@ def run_ranks(
     """Run ``program`` (a file of ``tests/mpi/``, or a ``-m module``) on ``n`` ranks.
 
     Returns the completed process (text stdout and stderr). With ``check`` a non-zero exit
-    fails the test, showing both streams; a run past ``timeout`` seconds always fails. A
-    launch that fails silently (no output at all: the launcher, not a rank) is tried again
-    once.
+    fails the test, showing both streams; a run past ``timeout`` seconds always fails.
     """
     exe = mpiexec()
     from simd.launch import launch_environment
@@ -66,21 +64,15 @@ def run_ranks(
     }
     target = list(program.split()) if program.startswith("-m ") else [str(PROGRAMS / program)]
     command = [exe, "--oversubscribe", "-n", str(n), sys.executable, *target, *args]
-    for _attempt in (1, 2):
-        try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env
-            )
-        except subprocess.TimeoutExpired as err:
-            pytest.fail(
-                f"{' '.join(command)} ran past {timeout} s (a deadlock?)\n"
-                f"stdout:\n{err.stdout}\nstderr:\n{err.stderr}"
-            )
-        # A failure with nothing on either stream is the launcher failing to start the ranks
-        # (seen once under heavy load in CI); a rank that fails prints why. Start it again,
-        # once.
-        if done.returncode == 0 or done.stdout or done.stderr:
-            break
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env
+        )
+    except subprocess.TimeoutExpired as err:
+        pytest.fail(
+            f"{' '.join(command)} ran past {timeout} s (a deadlock?)\n"
+            f"stdout:\n{err.stdout}\nstderr:\n{err.stderr}"
+        )
     if check and done.returncode != 0:
         pytest.fail(
             f"{' '.join(command)} exited with {done.returncode}\n"
