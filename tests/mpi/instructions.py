@@ -22,8 +22,9 @@ from simd import XNET, Machine
 
 comm = MPI.COMM_WORLD
 SEED, CASES = int(sys.argv[1]), int(sys.argv[2])
-# The spread machine's backend (the third argument): "numpy", or "counting" for the CuPy
-# code path on the counting stand-in; the oracle is always the one-rank NumPy machine.
+# The spread machine's backend (the third argument): "numpy", "counting" for the CuPy code
+# path on the counting stand-in, or "cupy" on a GPU; the oracle is always the one-rank NumPy
+# machine.
 BACKEND = sys.argv[3] if len(sys.argv) > 3 else "numpy"
 rng = np.random.default_rng(SEED)  # the same draws on every rank
 DTYPES = [np.int32, np.int64, np.uint8, np.bool_, np.float32, np.float64]
@@ -41,6 +42,8 @@ def fail(what: str, detail: str) -> None:
 
 
 def same(got, want, what: str, close: bool = False) -> None:
+    if hasattr(got, "__cuda_array_interface__"):  # a CuPy array: NumPy cannot take it
+        got = got.get()
     got, want = np.asarray(got), np.asarray(want)
     if got.dtype != want.dtype or got.shape != want.shape:
         fail(what, f"got {got.dtype} {got.shape}, want {want.dtype} {want.shape}")

@@ -36,6 +36,21 @@ def test_every_instruction_on_the_cupy_code_path_equals_one_rank():
     assert done.stdout.count("ok ") == 3, done.stdout
 
 
+@pytest.mark.gpu
+@pytest.mark.mpi
+@pytest.mark.parametrize("path", ["staged", "direct"])
+def test_every_instruction_on_a_gpu_equals_one_rank(path):
+    # Two ranks on the CuPy backend (sharing one GPU when there is one): GPU arrays go to MPI
+    # through the kept pinned host buffers, or directly where the MPI library is CUDA-aware.
+    from simd.ranks import cuda_aware
+
+    if path == "direct" and not cuda_aware():
+        pytest.skip("the MPI library here is not CUDA-aware")
+    env = {"SIMD_MPI_CUDA_AWARE": "1" if path == "direct" else "0"}
+    done = run_ranks(2, "instructions.py", "207", "200", "cupy", timeout=300, env=env)
+    assert done.stdout.count("ok ") == 2, done.stdout
+
+
 def test_one_process_machine_has_no_ranks_and_stats_across_ranks_is_stats():
     from simd import Machine
 
