@@ -474,20 +474,22 @@ def render(
         if own_bar:
             bar.close()
 
+    # GL window rows go up from the bottom; images go down from the top. The rows are
+    # reversed by the read back's own copy on the device (views here, Machine.fetch).
+    def top_down(a: Any, w: int, h: int, *shape: int) -> Any:
+        return a.reshape(h, w, *shape)[::-1]
+
     # One read back for the frame's results (one host sync on a GPU), which also reports
     # the machine's deferred address checks (Machine.fetch).
-    results = [image, depth, face, setup.n_degenerate]
+    results = [top_down(image, out_w, out_h, 3), top_down(depth, out_w, out_h)]
+    results += [top_down(face, out_w, out_h), setup.n_degenerate]
     if writes is not None:
-        results.append(writes)
+        results.append(top_down(writes, width, height))
     if keep_workloads:
         results += [scan_workload, span_lengths]
-    host = list(m.fetch(*results))
+    host = m.fetch(*results)
     image, depth, face, n_degenerate = host[:4]
     n_degenerate = int(n_degenerate)
-
-    # GL window rows go up from the bottom; images go down from the top
-    def _img(a: Any, *shape: int) -> np.ndarray:
-        return np.ascontiguousarray(a.reshape(height, width, *shape)[::-1])
 
     counts = FrameCounts(
         triangles=mesh.n_faces,
@@ -514,9 +516,7 @@ def render(
     workloads = None
     if keep_workloads:
         workloads = LoopWorkloads(scan=host[-2].astype(np.int64), zbuffer=host[-1].astype(np.int64))
-    writes = _img(host[4]) if writes is not None else None
-    width, height = out_w, out_h
-    image, depth, face = _img(image, 3), _img(depth), _img(face)
+    writes = host[4] if writes is not None else None
     stats = FrameStats(
         stages=stages,
         loops={"scan-conversion": res_scan, "z-buffer": res_z},

@@ -336,6 +336,28 @@ def test_fetch_reads_many_arrays_and_the_checks_in_one_sync():
 
 
 @pytest.mark.parametrize("backend", ["numpy", "counting"])
+def test_fetch_lands_strided_views_in_their_own_order(backend):
+    # The renderer reads its images back with the rows reversed: one copy launch per
+    # array (as a concatenate), C-contiguous aligned host arrays, no host copy.
+    m = Machine(pes=16, backend=backend)
+    rgb = np.arange(24, dtype=np.uint8).reshape(4, 2, 3)
+    face = np.arange(8, dtype=np.int64).reshape(4, 2) - 1
+    parts = (m.asarray(rgb)[::-1], m.asarray([7], dtype=np.uint8), m.asarray(face)[::-1])
+    parts += (m.asarray(np.int64(5)),)
+    with measure() as c:
+        got = m.fetch(*parts)
+    for host, want in zip(got, (rgb[::-1], [7], face[::-1], 5), strict=True):
+        assert np.array_equal(host, want) and host.flags.c_contiguous and host.flags.aligned
+    assert got[2].dtype == np.int64 and got[3].shape == ()
+    if backend == "counting":
+        assert (c.total.syncs, c.total.launches) == (1, 4)
+        assert c.total.d2h_bytes == 24 + 1 + 7 + 64 + 8  # 7 bytes align the int64 rows
+        m.send(m.asarray([1, 2]), m.asarray([0, 5]), 4)  # a failed deferred check rides along
+        with pytest.raises(IndexError, match="send destination 5"):
+            m.fetch(parts[2])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "counting"])
 def test_eager_checks_raise_at_the_instruction(backend, monkeypatch):
     monkeypatch.setenv("SIMD_CHECKS", "eager")
     m = Machine(pes=16, backend=backend)

@@ -114,6 +114,9 @@ def test_counting_frames_equal_numpy_frames(meshes):
         np.testing.assert_array_equal(got.depth, want.depth, err_msg=loop)
         np.testing.assert_array_equal(got.face, want.face, err_msg=loop)
         assert got.stats.machine.total.cycles == want.stats.machine.total.cycles
+        # the read back reversed the rows into plain host arrays (Frame's contract)
+        for a in (got.image, got.depth, got.face, want.image, want.depth, want.face):
+            assert a.flags.c_contiguous and a.flags.aligned
 
 
 @pytest.mark.parametrize("shading", ["gouraud", "flat"])
