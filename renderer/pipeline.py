@@ -499,7 +499,8 @@ def render(
         degenerate=n_degenerate,
         spans=n_spans,
         fragments=res_z.total_tasks,  # the sum of the span lengths, read by run_loop
-        pixels=int(np.count_nonzero(face >= 0)),
+        # face is -1 or a face index; counting the -1s is the cheaper test on the host
+        pixels=face.size - int(np.count_nonzero(face == -1)),
     )
     if sortlast is not None:  # the whole frame's, summed over the ranks
         faces_all, clipped, rejected, tris_all, degenerate, n_spans, fragments = rank_counts
