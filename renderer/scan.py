@@ -33,7 +33,7 @@ import numpy as np
 
 from kernels import registry
 from renderer.setup_kernels import setup_cpu
-from renderer.span_kernels import compact_cpu, kept_spans_cpu, spans_cpu
+from renderer.span_kernels import SPAN_INT, compact_cpu, kept_spans_cpu, spans_cpu
 from renderer.transform import SUBPIXEL, to_window
 
 __all__ = [
@@ -315,7 +315,8 @@ def compact_spans(
     xp: Any, setup: TriangleSetup, sel: Any, items: Any, row: Any, lo: Any, length: Any
 ) -> tuple[Any, Any, Any, Any, Any]:
     """The kept spans ``sel`` of tasks ``items`` (spans ``row, lo, length``): their
-    triangle, scan line, first pixel, length and depth at (x0 of the triangle, row): one
+    triangle, scan line and first pixel (:data:`renderer.span_kernels.SPAN_INT`), length
+    (int64) and depth at (x0 of the triangle, row): one
     fused kernel where one is compiled (:mod:`renderer.span_kernels`), else
     :func:`compact_spans_arrays`, with the same results."""
     ints = (sel, items, row, lo, length)
@@ -352,15 +353,17 @@ def compact_spans_arrays(
     tri = items[sel]
     row = row[sel]
     zrow = s.z0[tri] + s.dzdy[tri] * (row.astype(xp.float64) - s.y0[tri])
-    return tri, row, lo[sel], length[sel], zrow
+    return (*(a.astype(SPAN_INT) for a in (tri, row, lo[sel])), length[sel], zrow)
 
 
 @dataclass
 class Spans:
     """Spans made by scan conversion (xp arrays of length S).
 
-    ``tri`` triangle, ``row`` scan line, ``col`` first pixel, ``length`` pixels (> 0),
-    ``zrow`` depth at (x0 of the triangle, row) and ``dzdx`` depth slope, ``x0`` reference x.
+    ``tri`` triangle, ``row`` scan line, ``col`` first pixel (int32:
+    :data:`renderer.span_kernels.SPAN_INT`), ``length`` pixels (> 0, int64: the z-buffer
+    loop's workload), ``zrow`` depth at (x0 of the triangle, row) and ``dzdx`` depth slope,
+    ``x0`` reference x.
     """
 
     tri: Any
@@ -476,6 +479,6 @@ class ScanConverter:
             # the pieces' memory goes: the spans are kept once
             self._parts = [(tri, row, col, length, zrow)]
         else:
-            e = xp.zeros(0, dtype=xp.int64)
-            tri, row, col, length, zrow = e, e, e, e, xp.zeros(0)
+            e = xp.zeros(0, dtype=SPAN_INT)
+            tri, row, col, length, zrow = e, e, e, xp.zeros(0, dtype=xp.int64), xp.zeros(0)
         return Spans(tri, row, col, length, zrow, s.dzdx[tri], s.x0[tri])

@@ -90,8 +90,8 @@ def fragments_cpu(spans: Any, items: Any, tasks: Any, width: int, bits: int, fir
     Examples
     --------
     >>> from renderer.scan import Spans
-    >>> one = np.array([0])
-    >>> s = Spans(one + 2, one + 1, one + 3, one + 4, np.array([0.5]), np.array([0.25]),
+    >>> one = np.array([0], dtype=np.int32)
+    >>> s = Spans(one + 2, one + 1, one + 3, np.array([4]), np.array([0.5]), np.array([0.25]),
     ...           np.array([3.0]))
     >>> keys, dest = fragments_cpu(s, np.array([0, 0]), np.array([0, 2]), 8, 4, 0)
     >>> dest.tolist(), [int(k) & 15 for k in keys], [float(np.int32(k >> 4).view(np.float32))

@@ -35,7 +35,7 @@ from renderer.scan import (
 )
 from renderer.setup_kernels import OUTPUTS, setup_cpu
 from renderer.shading import shade_pixels, shade_pixels_arrays
-from renderer.span_kernels import kept_spans_cpu
+from renderer.span_kernels import SPAN_INT, kept_spans_cpu
 from renderer.zbuffer import (
     EMPTY,
     FLOAT32_TINY,
@@ -382,7 +382,8 @@ def fragments_case(n_spans: int, n_tasks: int, width: int, seed: int = 0):
     x0 = rng.uniform(-2.0, width + 2.0, size=n_spans)
     tri = rng.integers(0, 1000, size=n_spans)
     row = rng.integers(0, width, size=n_spans)
-    spans = Spans(tri, row, col, length, zrow, dzdx, x0)
+    ints = (a.astype(SPAN_INT) for a in (tri, row, col))  # as scan conversion makes them
+    spans = Spans(*ints, length, zrow, dzdx, x0)
     items = rng.integers(0, n_spans, size=n_tasks)
     tasks = rng.integers(0, length[items])
     return spans, items, tasks
@@ -406,6 +407,21 @@ def test_cpu_fragments_match_array_code(first):
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
     assert all(x.shape == (0,) for x in fragments(np, spans, items[:0], tasks[:0], 64, 13))
+
+
+def test_fragment_addresses_and_keys_widen_the_int32_fields():
+    """int32 scan lines times a width past 2**31 / row and indices past 2**31 - first: the
+    addresses and keys are those of int64 arithmetic on every path."""
+    spans, items, tasks = fragments_case(50, 400, 64, seed=3)
+    spans.row[:] = np.iinfo(np.int32).max - np.arange(50, dtype=SPAN_INT)
+    spans.tri[:] = np.iinfo(np.int32).max - 7
+    width, first = 70_000, 1000
+    want_dest = spans.row[items].astype(np.int64) * width + spans.col[items] + tasks
+    want_index = np.int64(np.iinfo(np.int32).max - 7 + first)
+    for got in (fragments(np, spans, items, tasks, width, 33, first),
+                fragments_arrays(np, spans, items, tasks, width, 33, first)):  # fmt: skip
+        np.testing.assert_array_equal(got[1], want_dest)
+        np.testing.assert_array_equal(got[0] & ((1 << 33) - 1), want_index)
 
 
 def _depth_test(monkeypatch, pieces: bool, items, tasks, spans, width: int = 64):
