@@ -142,16 +142,17 @@ def fragments_arrays(
     --------
     >>> import numpy as np
     >>> one = np.array([0], dtype=np.int32)
-    >>> s = Spans(one + 2, one + 1, one + 3, np.array([4]), np.array([0.5]), np.array([0.25]),
-    ...           np.array([3.0]))
+    >>> s = Spans(one + 2, one + 1, one + 3, np.array([4]), np.array([0.5]),
+    ...           np.array([0, 0, 0.25]), np.array([0, 0, 3.0]))  # triangle 2's slope and x0
     >>> keys, dest = fragments_arrays(np, s, np.array([0, 0]), np.array([0, 2]), 8, 4)
     >>> dest.tolist(), decode_keys(np, keys, 4)[1].tolist()
     ([11, 13], [2, 2])
     """
     s = spans
     col = s.col[items] + tasks
-    z = s.zrow[items] + s.dzdx[items] * (col.astype(xp.float64) - s.x0[items])
-    tri = s.tri[items].astype(xp.int64)  # int32 spans: keys and addresses are int64
+    tri = s.tri[items]
+    z = s.zrow[items] + s.dzdx[tri] * (col.astype(xp.float64) - s.x0[tri])
+    tri = tri.astype(xp.int64)  # int32 spans: keys and addresses are int64
     if first:  # only on ranks: no extra operation on one
         tri = tri + first
     return depth_keys(xp, z, tri, bits), s.row[items].astype(xp.int64) * width + col
