@@ -44,7 +44,14 @@ from kernels.numba_stream import launch_on_stream
 from renderer.clip_kernels import classify_one
 from renderer.setup_kernels import OUTPUTS, bind, setup_one
 from renderer.shading_kernels import shade_one
-from renderer.span_kernels import compact_args, compact_one, span_depth, span_of, span_one
+from renderer.span_kernels import (
+    SPAN_INT,
+    compact_args,
+    compact_one,
+    span_depth,
+    span_of,
+    span_one,
+)
 from renderer.transform_kernels import clip_one, matrix_args
 from renderer.zbuffer_kernels import decode_one, fragment_one, spans_args
 
@@ -334,10 +341,11 @@ def spans_device(xp: Any, setup: Any, items: Any, tasks: Any) -> tuple:
 def compact_device(
     xp: Any, setup: Any, sel: Any, items: Any, row: Any, lo: Any, length: Any
 ) -> tuple:
-    """The fused compaction on ``xp``'s device: ``tri, row, col, length`` (int64) and
+    """The fused compaction on ``xp``'s device: ``tri, row, col`` (int32), ``length`` (int64) and
     ``zrow`` (float64) of the kept spans ``sel``."""
     n = int(sel.shape[0])
-    tri, row_out, col, len_out = (xp.empty(n, dtype=xp.int64) for _ in range(4))
+    tri, row_out, col = (xp.empty(n, dtype=SPAN_INT) for _ in range(3))
+    len_out = xp.empty(n, dtype=xp.int64)
     zrow = xp.empty(n, dtype=xp.float64)
     if n:
         _launch(xp, "compact", n, (sel, items, row, lo, length, *compact_args(setup), tri,

@@ -33,7 +33,7 @@ import numpy as np
 
 from kernels import registry
 from renderer.setup_kernels import setup_cpu
-from renderer.span_kernels import compact_cpu, kept_spans_cpu, spans_cpu
+from renderer.span_kernels import SPAN_INT, compact_cpu, kept_spans_cpu, spans_cpu
 from renderer.transform import SUBPIXEL, to_window
 
 __all__ = [
@@ -88,7 +88,8 @@ class TriangleSetup:
     def keep_for_shading(self) -> None:
         """Drop the fields only scan conversion reads (set to None), once its spans are
         made: shading reads ``xs``, ``ys`` and ``order``; the rest, 72 bytes a triangle,
-        need not stay through the z-buffer loop."""
+        need not stay through the z-buffer loop (but ``dzdx`` and ``x0``, which the spans
+        hold, until the spans go)."""
         for name in ("row0", "workload", "col0", "col1", "z0", "dzdx", "dzdy", "x0", "y0"):
             setattr(self, name, None)
 
@@ -315,7 +316,8 @@ def compact_spans(
     xp: Any, setup: TriangleSetup, sel: Any, items: Any, row: Any, lo: Any, length: Any
 ) -> tuple[Any, Any, Any, Any, Any]:
     """The kept spans ``sel`` of tasks ``items`` (spans ``row, lo, length``): their
-    triangle, scan line, first pixel, length and depth at (x0 of the triangle, row): one
+    triangle, scan line and first pixel (:data:`renderer.span_kernels.SPAN_INT`), length
+    (int64) and depth at (x0 of the triangle, row): one
     fused kernel where one is compiled (:mod:`renderer.span_kernels`), else
     :func:`compact_spans_arrays`, with the same results."""
     ints = (sel, items, row, lo, length)
@@ -352,15 +354,18 @@ def compact_spans_arrays(
     tri = items[sel]
     row = row[sel]
     zrow = s.z0[tri] + s.dzdy[tri] * (row.astype(xp.float64) - s.y0[tri])
-    return tri, row, lo[sel], length[sel], zrow
+    return (*(a.astype(SPAN_INT) for a in (tri, row, lo[sel])), length[sel], zrow)
 
 
 @dataclass
 class Spans:
     """Spans made by scan conversion (xp arrays of length S).
 
-    ``tri`` triangle, ``row`` scan line, ``col`` first pixel, ``length`` pixels (> 0),
-    ``zrow`` depth at (x0 of the triangle, row) and ``dzdx`` depth slope, ``x0`` reference x.
+    ``tri`` triangle, ``row`` scan line, ``col`` first pixel (int32:
+    :data:`renderer.span_kernels.SPAN_INT`), ``length`` pixels (> 0, int64: the z-buffer
+    loop's workload), ``zrow`` depth at (x0 of the triangle, row); ``dzdx`` depth slope and
+    ``x0`` reference x are per triangle (length T: setup's own arrays, indexed by ``tri``,
+    not copied per span: 16 bytes a span less).
     """
 
     tri: Any
@@ -476,6 +481,6 @@ class ScanConverter:
             # the pieces' memory goes: the spans are kept once
             self._parts = [(tri, row, col, length, zrow)]
         else:
-            e = xp.zeros(0, dtype=xp.int64)
-            tri, row, col, length, zrow = e, e, e, e, xp.zeros(0)
-        return Spans(tri, row, col, length, zrow, s.dzdx[tri], s.x0[tri])
+            e = xp.zeros(0, dtype=SPAN_INT)
+            tri, row, col, length, zrow = e, e, e, xp.zeros(0, dtype=xp.int64), xp.zeros(0)
+        return Spans(tri, row, col, length, zrow, s.dzdx, s.x0)

@@ -25,6 +25,7 @@ import numpy as np
 
 from kernels import registry
 from renderer.scan import Spans
+from renderer.span_kernels import SPAN_INT
 from renderer.zbuffer_kernels import EMPTY, FLOAT32_TINY, decode_cpu, fragments_cpu
 
 __all__ = [
@@ -140,20 +141,21 @@ def fragments_arrays(
     Examples
     --------
     >>> import numpy as np
-    >>> one = np.array([0])
-    >>> s = Spans(one + 2, one + 1, one + 3, one + 4, np.array([0.5]), np.array([0.25]),
-    ...           np.array([3.0]))
+    >>> one = np.array([0], dtype=np.int32)
+    >>> s = Spans(one + 2, one + 1, one + 3, np.array([4]), np.array([0.5]),
+    ...           np.array([0, 0, 0.25]), np.array([0, 0, 3.0]))  # triangle 2's slope and x0
     >>> keys, dest = fragments_arrays(np, s, np.array([0, 0]), np.array([0, 2]), 8, 4)
     >>> dest.tolist(), decode_keys(np, keys, 4)[1].tolist()
     ([11, 13], [2, 2])
     """
     s = spans
     col = s.col[items] + tasks
-    z = s.zrow[items] + s.dzdx[items] * (col.astype(xp.float64) - s.x0[items])
     tri = s.tri[items]
+    z = s.zrow[items] + s.dzdx[tri] * (col.astype(xp.float64) - s.x0[tri])
+    tri = tri.astype(xp.int64)  # int32 spans: keys and addresses are int64
     if first:  # only on ranks: no extra operation on one
         tri = tri + first
-    return depth_keys(xp, z, tri, bits), s.row[items] * width + col
+    return depth_keys(xp, z, tri, bits), s.row[items].astype(xp.int64) * width + col
 
 
 class ZBufferBody:
@@ -235,8 +237,11 @@ class ZBufferBody:
 
 
 def _fused_dtypes(spans: Spans, items: Any, tasks: Any) -> bool:
-    """Whether the fused fragment kernels take these arrays (int64 indices, float64 depths)."""
+    """Whether the fused fragment kernels take these arrays (int64 tasks, int32 span fields,
+    float64 depths)."""
     s = spans
-    return all(a.dtype == np.int64 for a in (items, tasks, s.tri, s.row, s.col)) and all(
-        a.dtype == np.float64 for a in (s.zrow, s.dzdx, s.x0)
+    return (
+        all(a.dtype == np.int64 for a in (items, tasks))
+        and all(a.dtype == SPAN_INT for a in (s.tri, s.row, s.col))
+        and all(a.dtype == np.float64 for a in (s.zrow, s.dzdx, s.x0))
     )

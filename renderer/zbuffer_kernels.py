@@ -52,13 +52,14 @@ def fragment_one(items, tasks, p, tri, row, col, zrow, dzdx, x0, width, bits, fi
                  dest):  # fmt: skip
     """Write the depth key ``keys[p]`` and z-buffer address ``dest[p]`` of task ``p``."""
     s = items[p]
+    t = tri[s]
     c = col[s] + tasks[p]
-    z = zrow[s] + fmul(dzdx[s], float(c) - x0[s])
+    z = zrow[s] + fmul(dzdx[t], float(c) - x0[t])  # the triangle's slope and reference x
     if not z >= FLOAT32_TINY:  # clamped to [0, 1]: NaN, -0.0 and subnormals become +0.0
         z = 0.0
     if not z < 1.0:
         z = 1.0
-    keys[p] = (f32_bits(z) << bits) | (tri[s] + first)
+    keys[p] = (f32_bits(z) << bits) | (t + first)
     dest[p] = row[s] * width + c
 
 
@@ -90,9 +91,9 @@ def fragments_cpu(spans: Any, items: Any, tasks: Any, width: int, bits: int, fir
     Examples
     --------
     >>> from renderer.scan import Spans
-    >>> one = np.array([0])
-    >>> s = Spans(one + 2, one + 1, one + 3, one + 4, np.array([0.5]), np.array([0.25]),
-    ...           np.array([3.0]))
+    >>> one = np.array([0], dtype=np.int32)
+    >>> s = Spans(one + 2, one + 1, one + 3, np.array([4]), np.array([0.5]),
+    ...           np.array([0, 0, 0.25]), np.array([0, 0, 3.0]))  # triangle 2's slope and x0
     >>> keys, dest = fragments_cpu(s, np.array([0, 0]), np.array([0, 2]), 8, 4, 0)
     >>> dest.tolist(), [int(k) & 15 for k in keys], [float(np.int32(k >> 4).view(np.float32))
     ...                                              for k in keys]

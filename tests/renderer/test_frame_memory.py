@@ -15,7 +15,7 @@ import pytest
 
 import renderer
 from renderer.clip import clip_triangles
-from renderer.scan import setup_triangles
+from renderer.scan import ScanConverter, setup_triangles
 from renderer.transform import to_clip
 from simd import Machine
 
@@ -24,10 +24,14 @@ from simd import Machine
 SETUP_BYTES = 2 * 12 + 4 * 8 + 5 * 8 + 3
 SHADING_BYTES = 2 * 12 + 3
 #: tracemalloc's peak of a whole frame's NumPy buffers per triangle (64-resolution set,
-#: 57,674 triangles, 128x128): the budget, with some room over today's 155 (expand), 148
+#: 57,674 triangles, 128x128): the budget, with some room over today's 151 (expand), 145
 #: (original) and 214 (cost-effective; 312 while the redistribution, and its dry run for
-#: the cost estimate, kept every intermediate array).
-FRAME_PEAK = {"expand": 180, "original": 170, "cost-effective": 240}
+#: the cost estimate, kept every intermediate array; 155 and 148 with int64 span fields
+#: and per-span copies of the depth slope and reference x).
+FRAME_PEAK = {"expand": 170, "original": 160, "cost-effective": 240}
+#: Bytes a span: int32 triangle, scan line and first pixel, int64 length (the z-buffer
+#: loop's workload), float64 depth on its row (the slope and reference x are setup's).
+SPAN_BYTES = 3 * 4 + 8 + 8
 
 
 def _field_bytes(setup) -> int:
@@ -59,6 +63,24 @@ def test_setup_bytes_per_triangle(mesh):
     assert _field_bytes(setup) == SETUP_BYTES * mesh.n_faces
     setup.keep_for_shading()
     assert _field_bytes(setup) == SHADING_BYTES * mesh.n_faces
+
+
+def test_span_bytes(mesh):
+    """The spans' own arrays are SPAN_BYTES a span; the depth slope and reference x are
+    setup's per-triangle arrays, not copies."""
+    cam = renderer.default_camera(mesh, (45.0, 45.0))
+    clip = to_clip(np, mesh.vertices, cam.mvp(1.0))
+    setup = setup_triangles(np, clip, 128, 128, corners=mesh.faces)
+    scanner = ScanConverter(np, setup, machine=Machine(backend="numpy"))
+    workload = setup.workload
+    items = np.repeat(np.arange(workload.size), workload)
+    tasks = np.arange(items.size) - np.repeat(np.cumsum(workload) - workload, workload)
+    scanner(items, tasks)
+    spans = scanner.spans()
+    assert spans.dzdx is setup.dzdx and spans.x0 is setup.x0
+    own = (spans.tri, spans.row, spans.col, spans.length, spans.zrow)
+    assert scanner.n_spans > 0
+    assert sum(a.nbytes for a in own) == SPAN_BYTES * scanner.n_spans
 
 
 @pytest.mark.parametrize("loop", sorted(FRAME_PEAK))

@@ -35,7 +35,7 @@ from renderer.scan import (
 )
 from renderer.setup_kernels import OUTPUTS, setup_cpu
 from renderer.shading import shade_pixels, shade_pixels_arrays
-from renderer.span_kernels import kept_spans_cpu
+from renderer.span_kernels import SPAN_INT, kept_spans_cpu
 from renderer.zbuffer import (
     EMPTY,
     FLOAT32_TINY,
@@ -364,25 +364,29 @@ def test_counting_backend_spans_one_launch():
 
 def fragments_case(n_spans: int, n_tasks: int, width: int, seed: int = 0):
     """Tasks of random spans whose depths run below 0, above 1, through -0.0, NaN and
-    float32's subnormal range (the clamping's edges), on every pixel of each span."""
+    float32's subnormal range (the clamping's edges), on every pixel of each span: spans of
+    1000 triangles, whose depth slopes and reference x the spans index (as scan conversion
+    makes them)."""
     rng = np.random.default_rng(seed)
+    n_tri = 1000
     length = rng.integers(1, width + 1, size=n_spans)
     col = rng.integers(0, width - length + 1)
     zrow = rng.uniform(-0.2, 1.2, size=n_spans)
     zrow[::7] = -0.0
     zrow[3::11] = np.nan
     zrow[5::13] = 1.0
-    dzdx = rng.normal(0.0, 0.01, size=n_spans)
+    tri = rng.integers(0, n_tri, size=n_spans)
+    dzdx = rng.normal(0.0, 0.01, size=n_tri)
     dzdx[::5] = 0.0
     # constant depths at float32's smallest normal number and below it: CuPy's -ftz would
     # flush a subnormal float32 depth, so every path keys them as 0 (renderer.zbuffer)
     edge = np.arange(10, n_spans, 25)
     zrow[edge] = np.resize([1e-40, FLOAT32_TINY * (1 - 1e-9), FLOAT32_TINY, 5e-45], edge.size)
-    dzdx[edge] = 0.0
-    x0 = rng.uniform(-2.0, width + 2.0, size=n_spans)
-    tri = rng.integers(0, 1000, size=n_spans)
+    tri[edge] = 0  # a triangle of slope 0
+    x0 = rng.uniform(-2.0, width + 2.0, size=n_tri)
     row = rng.integers(0, width, size=n_spans)
-    spans = Spans(tri, row, col, length, zrow, dzdx, x0)
+    ints = (a.astype(SPAN_INT) for a in (tri, row, col))  # as scan conversion makes them
+    spans = Spans(*ints, length, zrow, dzdx, x0)
     items = rng.integers(0, n_spans, size=n_tasks)
     tasks = rng.integers(0, length[items])
     return spans, items, tasks
@@ -406,6 +410,20 @@ def test_cpu_fragments_match_array_code(first):
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
     assert all(x.shape == (0,) for x in fragments(np, spans, items[:0], tasks[:0], 64, 13))
+
+
+def test_fragment_addresses_and_keys_widen_the_int32_fields():
+    """int32 scan lines times a width past 2**31 / row and indices plus a first index past
+    2**31: the addresses and keys are those of int64 arithmetic on every path."""
+    spans, items, tasks = fragments_case(50, 400, 64, seed=3)
+    spans.row[:] = np.iinfo(np.int32).max - np.arange(50, dtype=SPAN_INT)
+    width, first = 70_000, 2**31 + 5
+    want_dest = spans.row[items].astype(np.int64) * width + spans.col[items] + tasks
+    want_index = spans.tri[items].astype(np.int64) + first
+    for got in (fragments(np, spans, items, tasks, width, 33, first),
+                fragments_arrays(np, spans, items, tasks, width, 33, first)):  # fmt: skip
+        np.testing.assert_array_equal(got[1], want_dest)
+        np.testing.assert_array_equal(got[0] & ((1 << 33) - 1), want_index)
 
 
 def _depth_test(monkeypatch, pieces: bool, items, tasks, spans, width: int = 64):

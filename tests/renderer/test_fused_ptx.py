@@ -40,6 +40,7 @@ flags = types.Array(types.bool_, 1, "C")
 ints, int2 = types.Array(i64, 1, "C"), types.Array(i64, 2, "C")
 int32_2 = types.Array(types.int32, 2, "C")  # setup's snapped vertices
 floats = types.Array(f64, 1, "C")
+span_ints = types.Array(types.int32, 1, "C")  # the kept spans' integer fields
 sigs = {
     # what setup_device passes: the vertex table (the transform's output, or columns of
     # the clipped table: a strided view) and the triangles' corner indices
@@ -65,13 +66,13 @@ sigs = {
     ),
     # spans' fields, the loops' (maybe strided) tasks, the keys and addresses
     "fragments": (
-        types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), ints, ints, ints, floats, floats,
-        floats, i64, i64, i64, ints, ints,
+        types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), span_ints, span_ints, span_ints,
+        floats, floats, floats, i64, i64, i64, ints, ints,
     ),
     # the kept spans' positions, the tasks (maybe strided) and their spans, setup's fields
     "compact": (
-        ints, types.Array(i64, 1, "A"), ints, ints, ints, floats, floats, floats, ints, ints,
-        ints, ints, floats,
+        ints, types.Array(i64, 1, "A"), ints, ints, ints, floats, floats, floats, span_ints,
+        span_ints, span_ints, ints, floats,
     ),
     # the z-buffer's keys and the index bits; covered, triangle index, float32 depth
     "decode": (
@@ -163,6 +164,8 @@ def test_fragments_round_the_depth_product_and_to_float32(ptx_all):
     assert len(re.findall(r"\bcvt\.rn\.f32\.f64\b", ptx)) == products
     assert len(re.findall(r"\badd\.f64\b", ptx)) == products
     assert re.search(r"\bshl\.b64\b", ptx), "no shift of the depth bits above the index"
+    # the spans' int32 scan line and index are widened before the address and key are made
+    assert re.search(r"\b(cvt\.s64\.s32|mul\.wide\.s32)\b", ptx), "no widening of int32 fields"
 
 
 def test_compaction_rounds_the_depth_product(ptx_all):
