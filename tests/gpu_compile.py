@@ -13,6 +13,8 @@ import json
 import os
 import subprocess
 import sys
+import traceback
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -83,6 +85,19 @@ def run_in_simulator(worker: Path) -> dict[str, str | None]:
     )
     assert proc.returncode == 0, f"simulator run failed:\n{proc.stdout}\n{proc.stderr}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def report_cases(names: Iterable[str], run_case: Callable[[str], None]) -> None:
+    """The ``main`` of a CUDA-simulator worker script: run every case and print one JSON
+    line ``{case: null | "error"}``, which :func:`run_in_simulator` reads."""
+    results: dict[str, str | None] = {}
+    for name in names:
+        try:
+            run_case(name)
+            results[name] = None
+        except Exception:  # reported per case by the test
+            results[name] = traceback.format_exc()
+    print(json.dumps(results))
 
 
 def ptx_from_child(script: str) -> dict[str, str]:

@@ -10,9 +10,7 @@ Prints one JSON line ``{case: null | "error message"}``.
 
 from __future__ import annotations
 
-import json
 import sys
-import traceback
 from pathlib import Path
 
 import numpy as np
@@ -60,16 +58,7 @@ def run_case(name: str) -> None:
     np.testing.assert_array_equal(tasks, want[1])
 
 
-def main() -> None:
-    results = {}
-    for name in case_names():
-        try:
-            run_case(name)
-            results[name] = None
-        except Exception:  # reported per case by the test
-            results[name] = traceback.format_exc()
-    print(json.dumps(results))
-
-
 if __name__ == "__main__":
-    main()
+    from tests.gpu_compile import report_cases
+
+    report_cases(case_names(), run_case)

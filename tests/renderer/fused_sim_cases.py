@@ -12,9 +12,7 @@ Prints one JSON line ``{case: null | "error message"}``.
 
 from __future__ import annotations
 
-import json
 import sys
-import traceback
 from pathlib import Path
 
 import numpy as np
@@ -254,16 +252,7 @@ def run_transform_case(name: str) -> None:
     assert_same_arrays([got], [to_clip_arrays(np, vertices, mvp)])
 
 
-def main() -> None:
-    results = {}
-    for name in case_names():
-        try:
-            run_case(name)
-            results[name] = None
-        except Exception:  # reported per case by the test
-            results[name] = traceback.format_exc()
-    print(json.dumps(results))
-
-
 if __name__ == "__main__":
-    main()
+    from tests.gpu_compile import report_cases
+
+    report_cases(case_names(), run_case)
