@@ -27,6 +27,7 @@ from kernels import registry
 from renderer.scan import Spans
 from renderer.span_kernels import SPAN_INT
 from renderer.zbuffer_kernels import EMPTY, FLOAT32_TINY, decode_cpu, fragments_cpu
+from simd.operands import check_addresses
 
 __all__ = [
     "EMPTY",
@@ -229,10 +230,8 @@ class ZBufferBody:
             keys, dest = fragments_cpu(
                 self.spans, items[piece], tasks[piece], self.width, self.bits, self.first
             )
-            low, high = int(dest.min()), int(dest.max())
-            if low < 0 or high >= size:  # checked before the kernel writes anything
-                bad = low if low < 0 else high
-                raise IndexError(f"send destination {bad} is out of range for {size} addresses")
+            # checked before the kernel writes anything, as Machine.send checks
+            check_addresses("send destination", size, int(dest.min()), int(dest.max()))
             send(np, keys, dest, self.zbuffer, "min")
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from kernels import reference
 from kernels.registry import lookup
 from simd.errors import CollisionError
-from simd.operands import bool_boundary, extent_vector, normalise_offsets
+from simd.operands import bool_boundary, check_addresses, extent_vector, normalise_offsets
 from simd.stats import PhaseStats, Stats
 
 if TYPE_CHECKING:
@@ -135,10 +135,7 @@ def _raise_out_of_range(what: str, size: int, lows: list, highs: list) -> None:
     lows = [v for v in lows if v is not None]
     if not lows:
         return
-    low, high = min(lows), max(v for v in highs if v is not None)
-    if low < 0 or high >= size:
-        bad = low if low < 0 else high
-        raise IndexError(f"{what} {bad} is out of range for {size} addresses")
+    check_addresses(what, size, min(lows), max(v for v in highs if v is not None))
 
 
 # --------------------------------------------------------------------------- scan

@@ -27,6 +27,7 @@ from simd.cost import CostModel
 from simd.errors import CollisionError
 from simd.operands import (
     bool_boundary,
+    check_addresses,
     check_axis,
     check_boundary,
     check_mesh_rank,
@@ -1061,7 +1062,7 @@ class Machine:
                 if index.size == 0:
                     return
             low, high = int(index.min()), int(index.max())
-            _raise_if_out(what, size, low, high)
+            check_addresses(what, size, low, high)
             return
         xp = self.xp
         if self._bounds is None:
@@ -1169,18 +1170,12 @@ def _identity(combine: str, dtype: np.dtype, fill: Any) -> tuple[Any, bool]:
     return hit
 
 
-def _raise_if_out(what: str, size: int, low: int, high: int) -> None:
-    if low < 0 or high >= size:
-        bad = low if low < 0 else high
-        raise IndexError(f"{what} {bad} is out of range for {size} addresses")
-
-
 def _raise_first(pending: list, bounds: np.ndarray) -> None:
     """Raise the first failed check of ``pending`` given their (low, high) on the host."""
     # A loop: a frame has a few checks (array operations cost more than it), and at most
     # MAX_PENDING_CHECKS of them are read at once.
     for (what, size, _, _), (low, high) in zip(pending, bounds.tolist(), strict=True):
-        _raise_if_out(what, size, low, high)
+        check_addresses(what, size, low, high)
 
 
 class _VPSet:

@@ -16,6 +16,7 @@ from simd.cost import CostModel
 
 __all__ = [
     "bool_boundary",
+    "check_addresses",
     "check_axis",
     "check_boundary",
     "check_mesh_rank",
@@ -30,6 +31,22 @@ __all__ = [
     "resolve_cost",
     "scalar",
 ]
+
+
+def check_addresses(what: str, size: int, low: int, high: int) -> None:
+    """Raise the machine's one-line error when the lowest (``low``) or highest (``high``)
+    of some addresses falls outside ``0 .. size - 1``.
+
+    Examples
+    --------
+    >>> check_addresses("send destination", 4, 0, 3)
+    >>> check_addresses("get index", 4, -1, 2)
+    Traceback (most recent call last):
+    IndexError: get index -1 is out of range for 4 addresses
+    """
+    if low < 0 or high >= size:
+        bad = low if low < 0 else high
+        raise IndexError(f"{what} {bad} is out of range for {size} addresses")
 
 
 def check_pes_shape(pes: Any) -> tuple[int, ...]:
