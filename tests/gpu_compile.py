@@ -16,6 +16,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,22 +70,23 @@ def simulator_case_names(worker: Path) -> list[str]:
     return module.case_names()
 
 
+def _json_from_child(args: list[str], cudasim: bool, failure: str) -> Any:
+    """Run ``python args`` in a child process (the simulator on or off); the JSON of its
+    last line of output."""
+    env = dict(os.environ)
+    env["NUMBA_ENABLE_CUDASIM"] = "1" if cudasim else "0"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    proc = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, f"{failure}:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def run_in_simulator(worker: Path) -> dict[str, str | None]:
     """Run a worker script in one child process with ``NUMBA_ENABLE_CUDASIM=1``; its result
     per case (None, or the error), read from the JSON of its last line of output."""
-    env = dict(os.environ)
-    env["NUMBA_ENABLE_CUDASIM"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    proc = subprocess.run(
-        [sys.executable, str(worker)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, f"simulator run failed:\n{proc.stdout}\n{proc.stderr}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return _json_from_child([str(worker)], cudasim=True, failure="simulator run failed")
 
 
 def report_cases(names: Iterable[str], run_case: Callable[[str], None]) -> None:
@@ -105,24 +107,12 @@ def ptx_from_child(script: str) -> dict[str, str]:
     line) in a child process with the real ``numba.cuda``, warnings as errors as in the
     pytest configuration (with its exception for numba-cuda's own import under
     NumPy >= 2.5); that object."""
-    env = dict(os.environ)
-    env["NUMBA_ENABLE_CUDASIM"] = "0"
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-W",
-            "error",
-            "-W",
-            "ignore:The 'generic' unit for NumPy timedelta:DeprecationWarning",
-            "-c",
-            script,
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    warnings = [
+        "-W",
+        "error",
+        "-W",
+        "ignore:The 'generic' unit for NumPy timedelta:DeprecationWarning",
+    ]
+    return _json_from_child(
+        [*warnings, "-c", script], cudasim=False, failure="PTX compilation failed"
     )
-    assert proc.returncode == 0, f"PTX compilation failed:\n{proc.stderr[-4000:]}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
