@@ -36,7 +36,7 @@ side views stop at about 90 and 180 scan lines; seen from (45,45) its slivers do
 hundreds of lines, as the paper's (169 and 468). The z-buffer maxima of 9 to 30 pixels per
 span (119 magnified) mean those slivers are at most a few pixels wide. The oil-well data
 sets (``renderer/oilwell.py``, ``python bench/table1.py``) are data of that shape: bore
-walls made of slivers 1.5 units tall give 250 and 502 scan lines side on.
+walls made of slivers 1.5 units tall give 244 and 488 scan lines side on.
 
 :func:`reproduce` runs Tables 2 to 4 (and the overestimates, speedups and balanced-set
 losses) under any CM-5 preset; ``bench/cm5/fit.py`` fits the calibrated preset on them.
