@@ -96,3 +96,16 @@ def test_refit_returns_the_shipped_constants_and_the_bound_holds():
     count, theta = fit.most_within(des, shipped)
     assert count == 41 and (theta >= 0).all()
     assert fit.most_within({"executions": des["executions"], "frames": {}}, shipped)[0] == 8
+
+
+def test_table4_over_both_data_sets_adds_the_balanced_frames_executions(small):
+    # the reading of Table 4 tried and left out (simd/cost.py): the balanced set's LB
+    # frames' executions join the unbalanced set's, each phase's samples a superset
+    loads, theta, des = small
+    both = fit.design(loads, theta, nodes=(512,), table4_datasets=("unbalanced", "balanced"))
+    for key, a in des["executions"].items():
+        b = both["executions"][key]
+        assert len(b) >= len(a)  # balanced frames may not redistribute
+        np.testing.assert_allclose(b[: len(a)], a, rtol=1e-12)
+        if key[1] == PHASES[0]:  # every iteration gathers information
+            assert len(b) > len(a)
