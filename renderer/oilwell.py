@@ -103,6 +103,7 @@ __all__ = [
     "THICKNESS",
     "TUNNEL_DEPTHS",
     "WIDE",
+    "column",
     "oilwell_field",
     "parts",
     "sample",
@@ -203,7 +204,13 @@ def _tunnel(x, y, z, bx, by, radius, depth, k) -> np.ndarray:
 def column(n: int) -> tuple[int, int] | None:
     """The x sample indices ``(a, b)`` bounding the wide-cell column of the resolution-``n``
     grid (``b - a`` a multiple of :data:`WIDE`, about ``|x| <= COLUMN``), or None where the
-    grid is too coarse for one wide cell clear of the fracture."""
+    grid is too coarse for one wide cell clear of the fracture.
+
+    Examples
+    --------
+    >>> column(128), column(8)
+    ((51, 75), None)
+    """
     h = 2.0 / (n - 1)
     a = int(round((1.0 - COLUMN) / h))
     b = a + WIDE * int(round(2.0 * COLUMN / h / WIDE))
