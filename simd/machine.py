@@ -612,7 +612,10 @@ class Machine:
             An array of the backend, 0-d for ``axis=None`` (on a GPU it stays on the
             device: ``int(...)`` or ``float(...)`` reads it). Its dtype is that of
             ``scan``: ``add`` sums bool and integers narrower than 32 bits in 64 bits, as
-            ``numpy.sum`` does. Empty input gives the identity of ``op``.
+            ``numpy.sum`` does. Empty input gives the identity of ``op``. A float ``add``
+            is correctly rounded (the exact sum rounded once: the same bits on every
+            backend and any number of ranks; on a GPU it reads back its integer limbs once,
+            see ``kernels.exact_sum``).
 
         Examples
         --------
@@ -621,6 +624,8 @@ class Machine:
         array(9)
         >>> int(m.reduce(m.asarray([200, 100], dtype=np.uint8), "add"))
         300
+        >>> float(m.reduce(m.asarray([0.1] * 10), "add"))   # numpy.sum: 0.9999999999999999
+        1.0
         """
         with self._agreed():
             x = self._values(x, "x")
