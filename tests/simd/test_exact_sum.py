@@ -170,13 +170,24 @@ def test_any_order_and_any_split_give_the_same_bits(data, dtype):
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=st.data(), dtype=st.sampled_from(DTYPES), chunk=st.integers(1, 5))
-def test_carry_steps_keep_the_sum(data, dtype, chunk):
+@given(
+    data=st.data(),
+    dtype=st.sampled_from(DTYPES),
+    piece=st.integers(1, 3),
+    pieces=st.integers(1, 3),
+)
+def test_pieces_and_carry_steps_keep_the_sum(data, dtype, piece, pieces):
+    # A carry step every piece * pieces values, the CPU's pieces of piece values.
     x = data.draw(arrays(dtype, max_size=40))
     want = exact_sum.exact_sum(np, x)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(exact_sum, "CHUNK", chunk)
+        patch.setattr(exact_sum, "CPU_PIECE", piece)
+        patch.setattr(exact_sum, "CHUNK", piece * pieces)
         assert bits(exact_sum.exact_sum(np, x)) == bits(want)
+        both = x.reshape(2, -1) if x.size % 2 == 0 else x.reshape(1, -1)
+        for axis in (0, 1):
+            got = exact_sum.exact_sum(np, both, axis=axis)
+            assert bits(got) == bits(np.array([oracle(r) for r in np.moveaxis(both, axis, -1)]))
 
 
 def test_many_equal_large_values_carry_into_high_limbs():
