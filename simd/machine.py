@@ -207,7 +207,11 @@ class Machine:
 
         Blocks are contiguous along the first axis, in rank order, the first
         ``len(a) % nranks`` ranks holding one row more. Only ``root`` needs ``a``; on a
-        one-process machine this is :meth:`asarray`. Collective.
+        one-process machine this is :meth:`asarray`. Collective. On a GPU, ``a`` may lie
+        on the host (each block goes from there to its rank's device) or on root's device
+        (the other ranks' blocks go to MPI as ``send`` and ``get`` send theirs: directly
+        where the MPI library is CUDA-aware, else through pinned host buffers; root's own
+        block stays on the device).
 
         Examples
         --------
@@ -217,8 +221,10 @@ class Machine:
         """
         if self.ranks is None:
             return self.asarray(a)
-        host = None if a is None else self.asnumpy(self.asarray(a))
-        return self.asarray(self.ranks.scatter(host, root=root))
+        on_device = self.backend == "cupy"
+        if a is not None and not (on_device and type(a) is self._array):
+            a = np.asarray(a)  # host data: each rank's block alone goes to its device
+        return self.ranks.scatter(a, root=root, device=on_device)
 
     def gather(self, x: Any, *, root: int | None = 0) -> np.ndarray | None:
         """The global array (on the host) whose blocks the ranks hold in ``x``.
