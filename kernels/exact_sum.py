@@ -46,6 +46,7 @@ import numpy as np
 __all__ = [
     "CHUNK",
     "CPU_PIECE",
+    "DEVICE_PIECE",
     "FORMATS",
     "exact_sum",
     "finish",
@@ -57,8 +58,9 @@ __all__ = [
 #: Values a limb sums in 64-bit integers before a carry step (each adds under 2**33).
 CHUNK = 1 << 29
 
-#: Values summed at a time on the CPU (a divisor of CHUNK).
+#: Values summed at a time on the CPU, and on a GPU (divisors of CHUNK).
 CPU_PIECE = 1 << 16
+DEVICE_PIECE = 1 << 24
 
 _MASK32 = (1 << 32) - 1
 
@@ -125,9 +127,10 @@ def limbs(xp, x, axis: int | None = None):
     width = fmt.width
     acc = xp.zeros(count * width, dtype=np.uint64)  # int64 bits: adds wrap alike
     base = None if count == 1 else (xp.arange(count, dtype=np.int64) * width).reshape(-1, 1)
-    # On the CPU in cache-sized pieces (their temporaries stay in cache: about twice as
-    # fast at a million values); on a GPU whole (every piece costs its launches).
-    piece = min(CHUNK, CPU_PIECE) if xp is np else CHUNK
+    # In pieces: on the CPU cache-sized (their temporaries stay in cache: about twice as
+    # fast at a million values), on a GPU large (each costs its launches) but bounded (a
+    # dozen temporaries of 8 bytes per value: 1.6 GB at most).
+    piece = min(CHUNK, CPU_PIECE if xp is np else DEVICE_PIECE)
     for start in range(0, n, piece):
         _scatter(xp, fmt, rows[:, start : start + piece], base, acc)
         if (start + piece) % CHUNK == 0 and start + piece < n:  # CHUNK values since the last

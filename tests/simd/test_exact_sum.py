@@ -233,6 +233,15 @@ def test_cupy_code_path_gives_the_same_bits(data, dtype, axis):
     assert bits(got) == bits(want)
 
 
+def test_the_cupy_code_path_in_pieces_gives_the_same_bits(monkeypatch):
+    x = np.random.default_rng(2).standard_normal((3, 11)) * 1e200
+    want = exact_sum.exact_sum(np, x, axis=1)
+    monkeypatch.setattr(exact_sum, "DEVICE_PIECE", 2)
+    monkeypatch.setattr(exact_sum, "CHUNK", 4)
+    got = exact_sum.exact_sum(counting.cupy, counting.cupy.asarray(x), axis=1)
+    assert bits(got) == bits(want)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_the_cupy_code_path_reads_back_once(dtype):
     xp = counting.cupy
