@@ -236,8 +236,9 @@ def scan(
 def reduce(xp, x, op: str = "add", *, axis: int | None = None):
     """Reduction on the GPU; same contract as ``kernels.reference.reduce``.
 
-    add, max and min use CuPy's reductions; the bitwise ones take the last element of an
-    inclusive scan kernel (CuPy has no bitwise reductions).
+    add, max and min use CuPy's reductions (a float add the exact limb sum of
+    ``kernels.exact_sum``, one read back of its limbs); the bitwise ones take the last
+    element of an inclusive scan kernel (CuPy has no bitwise reductions).
     """
     if xp is np or op in ("add", "max", "min") or x.dtype not in _DTYPES:
         return reference.reduce(xp, x, op, axis=axis)

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from kernels.exact_sum import exact_sum
+
 __all__ = [
     "OPS",
     "SCAN_DTYPES",
@@ -295,7 +297,10 @@ def reduce(xp, x, op: str = "add", *, axis: int | None = None):
     """Reduction of ``x`` with ``op`` (not ``copy``) over ``axis`` (None: everything).
 
     The result has the dtype ``accumulator(op, x.dtype)`` and is an array of ``xp``: 0-d
-    for ``axis=None``. An empty reduction gives the identity of ``op``.
+    for ``axis=None``. An empty reduction gives the identity of ``op``. A float ``add`` is
+    correctly rounded (``kernels.exact_sum``: the exact sum rounded once, the same in any
+    order, on any backend and over any split of the data), where ``numpy.sum`` adds
+    pairwise and CuPy in tree order.
 
     Examples
     --------
@@ -303,12 +308,16 @@ def reduce(xp, x, op: str = "add", *, axis: int | None = None):
     array([3, 4])
     >>> reduce(np, np.array([200, 100], dtype=np.uint8), "add")
     array(300, dtype=uint64)
+    >>> reduce(np, np.array([1e16, 1.0, 1.0, -1e16]), "add")    # numpy.sum: 0.0
+    array(2.)
     """
     dtype = accumulator(op, x.dtype)
     if x.size == 0 or (axis is not None and x.shape[axis] == 0):
         out_shape = () if axis is None else tuple(s for i, s in enumerate(x.shape) if i != axis)
         return xp.full(out_shape, identity(op, dtype), dtype=dtype)
-    if op == "add":
+    if op == "add" and dtype.kind == "f":
+        out = exact_sum(xp, x, axis=axis)
+    elif op == "add":
         out = xp.sum(x, axis=axis, dtype=dtype)
     elif op == "max":
         out = xp.max(x, axis=axis)

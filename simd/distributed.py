@@ -2,10 +2,12 @@
 
 On each rank a parallel variable is that rank's block along axis 0 (blocks in rank order,
 of any sizes, possibly empty). Every function here gives, on each rank, that rank's block
-of what the one-rank machine gives on the gathered (global) array, bit for bit; float
-``add`` reductions are the one exception (the sum of per-rank partial sums in rank order,
-equal to NumPy's pairwise sum up to rounding). The model clock is charged for the global
-operand, so ``Machine.clock`` is the same on every rank and equals the one-rank clock.
+of what the one-rank machine gives on the gathered (global) array, bit for bit, float
+``add`` reductions included: they are correctly rounded on every backend and any number
+of ranks (``kernels.exact_sum``: each rank sums its block exactly in integer limbs, one
+``Allreduce`` adds the limb vectors, and the exact total is rounded once). The model
+clock is charged for the global operand, so ``Machine.clock`` is the same on every rank
+and equals the one-rank clock.
 
 The machine validates the operands (errors agreed on every rank) and calls these with
 local operands already checked; each function is collective. On a GPU the routing (owners,
@@ -19,7 +21,9 @@ What each instruction communicates:
   all-gather of per-block summaries (the trailing segment's value, whether the block starts
   a segment), folded in rank order; a float ``add`` chains the carry rank to rank instead
   (each rank waits for its predecessor's inclusive value: a sequential scan, as on one rank).
-- ``reduce``, ``count``: ``Allreduce`` (floats: an all-gather of partials, folded in rank order).
+- ``reduce``, ``count``: ``Allreduce`` (float ``add``: of the exact sums' int64 limb vectors,
+  one read back of them; float ``max``/``min``: an all-gather of partials, folded in rank
+  order).
 - ``pack``: local pack, then ``Alltoallv`` to the canonical layout.
 - ``send``, ``get``: ``Alltoallv`` of (address, value) messages to the owning rank (and back).
 - ``shift``, ``halo_exchange``: ``Sendrecv`` of the border rows with the neighbours, or a
@@ -34,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernels import reference
+from kernels import exact_sum, reference
 from kernels.registry import lookup
 from simd.errors import CollisionError
 from simd.operands import bool_boundary, check_addresses, extent_vector, normalise_offsets
@@ -289,10 +293,17 @@ def reduce(m: Machine, x, op: str, *, axis):
     fn = lookup("reduce", m.backend)
     if x.ndim == 0 or (axis is not None and axis > 0):
         return xp.asarray(fn(xp, x, op, axis=axis))
+    if op == "add" and x.dtype.kind == "f":
+        # The exact sum's limb vectors, added over the ranks in integers (exact, in any
+        # order), then rounded once: the one-rank result bit for bit.
+        total = m.ranks.allreduce(m.asnumpy(exact_sum.limbs(xp, x, axis)), "add")
+        count = size if axis is None else int(bounds[-1])
+        shape = () if axis is None else x.shape[1:]
+        return xp.asarray(exact_sum.finish(total, x.dtype, count).reshape(shape))
     part = np.asarray(m.asnumpy(fn(xp, x, op, axis=axis)))
     if part.dtype.kind == "f":
-        # Floats: the partials folded in rank order (deterministic; MPI's own reductions
-        # may reorder, and do not promise NaN propagation).
+        # max, min of floats: the partials folded in rank order (MPI's own reductions do
+        # not promise NaN propagation); empty blocks take no part.
         parts = m.ranks.allgather(part if x.shape[0] else None)
         total = None
         for p in parts:
@@ -305,8 +316,7 @@ def reduce(m: Machine, x, op: str, *, axis):
 
 
 def _fold_float(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if op == "add":
-        return np.asarray(a + b)
+    """max or min of two partials, NaN propagating (as the one-rank reduction)."""
     return np.asarray(np.maximum(a, b) if op == "max" else np.minimum(a, b))
 
 

@@ -207,7 +207,11 @@ class Machine:
 
         Blocks are contiguous along the first axis, in rank order, the first
         ``len(a) % nranks`` ranks holding one row more. Only ``root`` needs ``a``; on a
-        one-process machine this is :meth:`asarray`. Collective.
+        one-process machine this is :meth:`asarray`. Collective. On a GPU, ``a`` may lie
+        on the host (each block goes from there to its rank's device) or on root's device
+        (the other ranks' blocks go to MPI as ``send`` and ``get`` send theirs: directly
+        where the MPI library is CUDA-aware, else through pinned host buffers; root's own
+        block stays on the device).
 
         Examples
         --------
@@ -217,8 +221,10 @@ class Machine:
         """
         if self.ranks is None:
             return self.asarray(a)
-        host = None if a is None else self.asnumpy(self.asarray(a))
-        return self.asarray(self.ranks.scatter(host, root=root))
+        on_device = self.backend == "cupy"
+        if a is not None and not (on_device and type(a) is self._array):
+            a = np.asarray(a)  # host data: each rank's block alone goes to its device
+        return self.ranks.scatter(a, root=root, device=on_device)
 
     def gather(self, x: Any, *, root: int | None = 0) -> np.ndarray | None:
         """The global array (on the host) whose blocks the ranks hold in ``x``.
@@ -612,7 +618,10 @@ class Machine:
             An array of the backend, 0-d for ``axis=None`` (on a GPU it stays on the
             device: ``int(...)`` or ``float(...)`` reads it). Its dtype is that of
             ``scan``: ``add`` sums bool and integers narrower than 32 bits in 64 bits, as
-            ``numpy.sum`` does. Empty input gives the identity of ``op``.
+            ``numpy.sum`` does. Empty input gives the identity of ``op``. A float ``add``
+            is correctly rounded (the exact sum rounded once: the same bits on every
+            backend and any number of ranks; on a GPU it reads back its integer limbs once,
+            see ``kernels.exact_sum``).
 
         Examples
         --------
@@ -621,6 +630,8 @@ class Machine:
         array(9)
         >>> int(m.reduce(m.asarray([200, 100], dtype=np.uint8), "add"))
         300
+        >>> float(m.reduce(m.asarray([0.1] * 10), "add"))   # numpy.sum: 0.9999999999999999
+        1.0
         """
         with self._agreed():
             x = self._values(x, "x")

@@ -326,18 +326,24 @@ class Ranks:
 
     # ---------------------------------------------------------------- global arrays
 
-    def scatter(self, a: np.ndarray | None, *, root: int = 0) -> np.ndarray:
+    def scatter(self, a: Any, *, root: int = 0, device: bool = False) -> Any:
         """This rank's block (canonical layout along axis 0) of ``a``, given on ``root``.
 
         Only ``root`` needs ``a`` (others pass None); it must have at least one dimension.
+        ``a`` may be a host array or, on a GPU machine, a device array: then its blocks
+        leave the device as the other collectives' do (directly where the MPI library is
+        CUDA-aware, else through the pinned send buffer), and root's own block never
+        leaves it. The block comes back on the device with ``device`` (on a GPU machine;
+        received directly or through the pinned receive buffer), else on the host.
         """
         header = None
         if self.rank == root:
-            a = np.ascontiguousarray(a)
-            if a.ndim == 0:
+            if a is not None and self._side(a) is HOST:
+                a = np.asarray(a)
+            if a is None or a.ndim == 0:
                 header = ("error", "scatter needs an array with at least one dimension")
             else:
-                header = (a.shape, a.dtype.str)
+                header = (tuple(a.shape), a.dtype.str)
         with self._timed(self.size - 1, 64 * (self.size - 1)):
             header = self.comm.bcast(header, root=root)
         if header[0] == "error":
@@ -345,14 +351,32 @@ class Ranks:
         shape, dtype = tuple(header[0]), np.dtype(header[1])
         bounds = self.bounds(shape[0])
         row = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
-        counts = np.diff(bounds) * row
-        out = np.empty((int(bounds[self.rank + 1] - bounds[self.rank]), *shape[1:]), dtype)
-        send = None
+        lo, hi = (int(v) for v in bounds[self.rank : self.rank + 2])
+        # Root's own block stays where it lies: MPI moves the others' only.
+        others = np.arange(self.size) != root
+        counts = np.diff(bounds) * row * others
+        mine = (hi - lo, *shape[1:])
+        here = self._side(None, device)  # where this rank's block is to lie
         if self.rank == root:
-            send = [a.view(np.uint8).reshape(-1), (counts, bounds[:-1] * row), MPI.BYTE]
-        with self._timed(self.size - 1 if self.rank == root else 1, out.nbytes):
-            self.comm.Scatterv(send, out.view(np.uint8).reshape(-1), root=root)
-        return out
+            source = self._side(a)
+            own = a[lo:hi]
+            if here is HOST and source is not HOST:
+                out = source.xp.asnumpy(own)
+            else:  # a copy on this rank's side (host to device where they differ)
+                out = here.xp.array(own, copy=True, order="C")
+            # The rows before root's block and after it (one piece, a view, when root is
+            # the first or last rank holding rows).
+            sbuf = source.outgoing([p for p in (a[:lo], a[hi:]) if p.size] or [a[:0]])
+            displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            with self._timed(int(np.count_nonzero(counts)), int(counts.sum())):
+                source.ready()
+                self.comm.Scatterv(_byte_buffer(sbuf, (counts, displs)), _byte_buffer(None), root)
+            return out
+        rbuf = here.incoming(int(counts[self.rank]))
+        with self._timed(int(counts[self.rank] > 0), int(counts[self.rank])):
+            here.ready()
+            self.comm.Scatterv(None, _byte_buffer(rbuf), root)
+        return here.receive(rbuf, mine, dtype)
 
     def gather(self, block: np.ndarray, *, root: int | None = 0) -> np.ndarray | None:
         """The global array whose blocks (along axis 0, in rank order) the ranks hold.

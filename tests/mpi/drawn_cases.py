@@ -28,7 +28,10 @@ def data(case: dict) -> np.ndarray:
     if dtype == np.bool_:
         return rng.random(n) < 0.5
     if dtype.kind == "f":
-        return (rng.standard_normal(n) * 100).astype(dtype)
+        # values up to 2**apart apart in magnitude (float32: within its range)
+        apart = min(case.get("spread", 0), 100 if dtype == np.float32 else 900)
+        scale = 2.0 ** rng.integers(-apart, apart + 1, size=n)
+        return (rng.standard_normal(n) * 100 * scale).astype(dtype)
     info = np.iinfo(dtype)
     return rng.integers(max(info.min, -1000), min(info.max, 1000), size=n).astype(dtype)
 
@@ -48,6 +51,9 @@ for number, case in enumerate(cases):
         want = one.scan(one.asarray(x), case["op"], segments=segments, **kwargs)
         got = spread.scan(mine(x, rows), case["op"], segments=mine(segments, rows), **kwargs)
         want = mine(want, rows)
+    elif case["kind"] == "sum":  # correctly rounded: the same bits on every split
+        want = one.reduce(one.asarray(x), "add")
+        got = spread.reduce(mine(x, rows), "add")
     else:  # send of every element to a random address of a new array
         size = case["size"]
         dest = rng.integers(0, size, size=x.size)

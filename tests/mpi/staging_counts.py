@@ -8,8 +8,9 @@ same but for the transport, so per instruction (shift, send, get, pack, spread,
 halo_exchange) the staged machine's copies minus the direct machine's are exactly what the
 staging moved: it must be what has to cross (faces, the rows routed to other ranks,
 nothing for a rank's own rows), and the direct machine must copy nothing but a few scalars.
-A scan's copies (one summary per rank, its carry) are pinned on both. Every result is
-checked against the one-rank NumPy machine on the gathered data. Prints ``ok RANK`` at the end.
+A scan's copies (one summary per rank, its carry) are pinned on both, and so are a
+scatter's (from root's device or from the host). Every result is checked against the
+one-rank NumPy machine on the gathered data. Prints ``ok RANK`` at the end.
 """
 
 from __future__ import annotations
@@ -171,6 +172,43 @@ for path in machines:
     assert np.array_equal(out, scan(one, one.asarray(whole)))
     assert counts.d2h_bytes == 8 * W, (path, rank, counts.d2h_bytes)
     assert counts.h2d_bytes == 4 * W * has_pred, (path, rank, counts.h2d_bytes)
+
+# A scatter from root's device moves the other ranks' blocks, root's own none; from the
+# host, each rank's block goes to its device once. Root is the last rank (its own block
+# between none: one piece) and then rank 0.
+canonical = machines["staged"].ranks.bounds(N)
+own_bytes = int(canonical[rank + 1] - canonical[rank]) * face
+for root in sorted({P - 1, 0}):
+    for path, m in machines.items():
+        is_root = rank == root
+        for on_device in (True, False):
+            source = (m.asarray(whole) if on_device else whole) if is_root else None
+            m.ranks.device.ready()  # earlier copies from the pinned buffer waited for
+            with counting.measure() as c:
+                block = m.scatter(source, root=root)
+            assert type(block) is counting.DeviceArray, (path, rank, type(block))
+            want = whole[canonical[rank] : canonical[rank + 1]]
+            assert np.array_equal(m.asnumpy(block), want), (path, rank, root)
+            counts = c.total
+            if on_device:  # staged: the others' blocks down on root, each block up elsewhere
+                d2h = (whole.nbytes - own_bytes) * is_root * (path == "staged")
+                h2d = own_bytes * (not is_root) * (path == "staged")
+            else:  # from the host: every block up once, from pinned memory where staged
+                d2h, h2d = 0, own_bytes * (is_root or path == "staged")
+            assert (counts.d2h_bytes, counts.h2d_bytes) == (d2h, h2d), (
+                path,
+                rank,
+                root,
+                on_device,
+                counts.d2h_bytes,
+                counts.h2d_bytes,
+                d2h,
+                h2d,
+            )
+            # Staged: one wait on root for its copies down; direct: one before MPI's call.
+            down = is_root and on_device and whole.nbytes > own_bytes
+            syncs = down if path == "staged" else int(on_device or not is_root)
+            assert counts.syncs == syncs, (path, rank, root, on_device, counts.syncs)
 
 # The pinned buffers are kept: repeated collectives allocate nothing new, and the buffers
 # stay where they are.

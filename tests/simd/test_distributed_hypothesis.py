@@ -1,7 +1,8 @@
 """Scans and sends across MPI ranks on cases drawn by hypothesis (one launch per example).
 
 Hypothesis draws a batch of cases in this process (row counts per rank that rarely divide
-evenly and are often zero, operators, dtypes, forms, segment densities, combiners); one
+evenly and are often zero, operators, dtypes, forms, segment densities, combiners, float
+sums of values far apart in magnitude); one
 ``mpiexec`` launch runs the batch (``tests/mpi/drawn_cases.py``) and compares each
 instruction bit for bit with the one-rank machine on the gathered data.
 """
@@ -56,12 +57,21 @@ def cases(nranks: int):
             "combine": st.sampled_from(["overwrite", "add", "max", "min"]),
         }
     )
-    return st.lists(st.one_of(exact, floats, sends), min_size=10, max_size=25)
+    sums = st.fixed_dictionaries(
+        {
+            "kind": st.just("sum"),
+            "rows": rows,
+            "seed": seed,
+            "dtype": st.sampled_from(["float32", "float64"]),
+            "spread": st.sampled_from([0, 40, 120]),  # binary exponents apart
+        }
+    )
+    return st.lists(st.one_of(exact, floats, sends, sums), min_size=10, max_size=25)
 
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("nranks", [3, 4])
-def test_drawn_scans_and_sends_equal_one_rank(nranks, tmp_path_factory):
+def test_drawn_scans_sends_and_sums_equal_one_rank(nranks, tmp_path_factory):
     @settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
     @given(batch=cases(nranks))
     def check(batch):

@@ -44,6 +44,14 @@ class LoopbackComm:
         self.sent.append(send)
         recv[...] = send + send
 
+    def bcast(self, obj, root):
+        return obj
+
+    def Scatterv(self, send, recv, root):
+        (sbuf, (counts, _), _), (rbuf, _) = send, recv
+        assert root == 0 and counts[0] == 0 and rbuf.size == 0, "root's block stays put"
+        self.sent.append(sbuf)
+
 
 def loopback_ranks(monkeypatch, aware: str):
     MPI = pytest.importorskip("mpi4py.MPI")
@@ -120,6 +128,29 @@ def test_staged_path_copies_through_kept_pinned_buffers(monkeypatch):
     ranks.sendrecv(big, 1, 1, big.shape, big.dtype)
     assert ranks.device.allocations == 4
     assert ranks.device.pinned("send", 1).base.size >= big.nbytes
+
+
+@pytest.mark.parametrize("aware", ["1", "0"])
+def test_scatter_from_the_device_sends_only_the_other_blocks(monkeypatch, aware):
+    ranks = loopback_ranks(monkeypatch, aware)
+    whole = xp.arange(10, dtype=xp.int64).reshape(5, 2)  # rank 0: rows 0-2, rank 1: 3-4
+    with counting.measure() as c:
+        mine = ranks.scatter(whole, device=True)
+    sent = ranks.comm.sent[-1]
+    assert type(mine) is DeviceArray and mine.tolist() == whole[:3].tolist()
+    assert not np.shares_memory(mine, whole)
+    assert np.asarray(sent).view(np.int64).tolist() == [6, 7, 8, 9]
+    if aware == "1":  # the rows after root's block, a view handed to MPI: nothing copied
+        assert type(sent) is DeviceArray and np.shares_memory(sent, whole)
+        assert (c.total.d2h_bytes, c.total.h2d_bytes, c.total.syncs) == (0, 0, 1)
+    else:  # the two rows for rank 1 down to the pinned buffer, one wait for the copy
+        assert type(sent) is np.ndarray and not np.shares_memory(sent, whole)
+        assert (c.total.d2h_bytes, c.total.h2d_bytes, c.total.syncs) == (32, 0, 1)
+    # From the host: root's own block up to its device, the others' straight from the host.
+    with counting.measure() as c:
+        mine = ranks.scatter(np.arange(10).reshape(5, 2), device=True)
+    assert type(mine) is DeviceArray and mine.tolist() == whole[:3].tolist()
+    assert (c.total.d2h_bytes, c.total.h2d_bytes, c.total.syncs) == (0, 48, 0)
 
 
 def test_host_arrays_stay_on_the_host(monkeypatch):

@@ -341,6 +341,29 @@ def test_rule_max_min_propagate_nan(backend):
             assert got[0] == 1.0 and np.isnan(got[1:]).all()
 
 
+def test_rule_float_sums_are_correctly_rounded(backend):
+    m = machine(backend)
+    # numpy.sum gives 0.0 for the first (1e16 + 1 rounds back to 1e16 twice).
+    cases = [
+        ([1e16, 1.0, 1.0, -1e16], 2.0),
+        ([0.1] * 10, 1.0),
+        ([1.0, np.nan], np.nan),
+        ([np.inf, -np.inf], np.nan),
+        ([np.inf, 1.0], np.inf),
+        ([-0.0, -0.0], -0.0),
+        ([-0.0, 0.0], 0.0),
+        ([1.0, -1.0], 0.0),
+        ([np.finfo(np.float64).max] * 2, np.inf),
+    ]
+    for values, want in cases:
+        got = float(m.reduce(m.asarray(np.array(values)), "add"))
+        assert np.array_equal([got], [want], equal_nan=True), (values, got)
+        assert math.copysign(1, got) == math.copysign(1, want), (values, got)
+    # float32: 2**24 + 1 + 1 is 2**24 + 2 exactly (a left-to-right float32 sum gives 2**24).
+    x = m.asarray(np.array([2.0**24, 1.0, 1.0], np.float32))
+    assert host(m, m.reduce(x, "add")).tobytes() == np.float32(2.0**24 + 2).tobytes()
+
+
 def test_rules_table_links_every_rule_test():
     """docs/instruction-set.md has one row per ``test_rule_*`` test, in order."""
     doc = pathlib.Path(__file__).parents[2] / "docs" / "instruction-set.md"
