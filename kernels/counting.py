@@ -89,6 +89,7 @@ from typing import Any
 
 import numpy as np
 
+from kernels import cuda_args as _cuda_args
 from kernels import cuda_router_source as _router_src
 from kernels import cuda_scan_source as _scan_src
 from kernels import reference
@@ -877,13 +878,37 @@ def _variant_of_source(code: str) -> Any:
     return None
 
 
+#: Launches of ``RawKernel`` / ``RawModule`` kernels whose arguments, grid and block were
+#: checked against the kernel's C signature (:mod:`kernels.cuda_args`), by kernel name.
+checked_launches: Counter = Counter()
+
+
 class _Kernel:
-    """A compiled kernel on the counting device: a launch counts one and emulates it."""
+    """A compiled kernel on the counting device: a launch checks its arguments against
+    the kernel's C parameters as CuPy would pass them (:func:`kernels.cuda_args.check_launch`:
+    a wrong type or count raises, as it would silently misread on a GPU), counts one and
+    emulates it."""
 
-    def __init__(self, name: str, variant: Any = None) -> None:
-        self.name, self.variant = name, variant
+    def __init__(self, name: str, variant: Any = None, code: str = "") -> None:
+        self.name, self.variant, self.code = name, variant, code
+        self.params: Any = None  # read from the source at the first launch, as CuPy compiles
 
-    def __call__(self, grid: Any, block: Any, args: tuple, **kwargs: Any) -> None:
+    def __call__(
+        self,
+        grid: Any,
+        block: Any,
+        args: tuple,
+        *,
+        shared_mem: int = 0,
+        stream: Any = None,
+        enable_cooperative_groups: bool = False,
+    ) -> None:
+        if self.params is None:
+            self.params = _cuda_args.kernel_params(self.code, self.name)
+        _cuda_args.check_launch(
+            self.params, grid, block, args, shared_mem=shared_mem, device_array=DeviceArray
+        )
+        checked_launches[self.name] += 1
         launch(self.name, args, self.variant)
 
 
@@ -906,15 +931,14 @@ class RawModule:
         self.options = options
 
     def get_function(self, name: str) -> _Kernel:
-        return _Kernel(name, _variant_of_source(self.code))
+        return _Kernel(name, _variant_of_source(self.code), self.code)
 
 
 class RawKernel(_Kernel):
     """``cupy.RawKernel(code, name)`` on the counting device."""
 
     def __init__(self, code: str, name: str, options: tuple = (), **kwargs: Any) -> None:
-        super().__init__(name)
-        self.code = code
+        super().__init__(name, None, code)
 
 
 class ElementwiseKernel:
