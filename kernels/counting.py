@@ -106,6 +106,7 @@ __all__ = [
     "Measurement",
     "cupy",
     "emulates",
+    "host_conversions_refused",
     "measure",
 ]
 
@@ -407,6 +408,92 @@ def scope(name: str) -> Iterator[None]:
         _state.scopes.pop()
 
 
+# --------------------------------------------------------------------------- the API
+
+
+def _api() -> dict[str, Any]:
+    from kernels import cupy_api
+
+    return cupy_api.load()
+
+
+#: (name, positional count, keywords) of calls that bind to CuPy's signature: a call of
+#: the same shape is not checked again (binding depends on nothing else).
+_BOUND: set[tuple] = set()
+
+
+def _check_call(name: str, params: Any, args: tuple, kwargs: dict) -> None:
+    """Raise TypeError where CuPy's ``name`` (signature ``params``, see
+    :mod:`kernels.cupy_api`) would not take these arguments."""
+    key = (name, len(args), tuple(kwargs))
+    if key in _BOUND:
+        return
+    from kernels import cupy_api
+
+    sig = cupy_api.signature(params)
+    if sig is not None:
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(
+                f"cupy {name}{sig} would refuse this call ({err}); the counting stand-in "
+                "refuses what CuPy does"
+            ) from None
+    _BOUND.add(key)
+
+
+#: NumPy's conversions, as the stand-in itself uses them (never refused, see below).
+_to_host, _to_host_copy = np.asarray, np.array
+_CONVERSIONS = ("asarray", "array", "asanyarray", "ascontiguousarray", "asfortranarray")
+
+
+def _holds_device(a: Any) -> bool:
+    if isinstance(a, DeviceArray):
+        return True
+    return isinstance(a, list | tuple) and any(_holds_device(v) for v in a)
+
+
+@contextlib.contextmanager
+def host_conversions_refused() -> Iterator[None]:
+    """Make ``numpy.asarray``, ``numpy.array`` and the like refuse device arrays in the
+    block, as CuPy's arrays do (``TypeError: Implicit conversion to a NumPy array is not
+    allowed``): here a device array is a NumPy array, so NumPy converts it silently. The
+    module attributes are patched for the block (process-wide; for tests); NumPy's work
+    inside counted operations is not affected.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernels.counting import cupy as xp, host_conversions_refused
+    >>> with host_conversions_refused():
+    ...     try:
+    ...         np.asarray(xp.arange(3))
+    ...     except TypeError as e:
+    ...         print(str(e)[:55])
+    Implicit conversion to a NumPy array is not allowed (Cu
+    """
+    saved = {name: getattr(np, name) for name in _CONVERSIONS}
+
+    def refusing(name: str, convert: Callable) -> Callable:
+        def conversion(a: Any, *args: Any, **kwargs: Any) -> Any:
+            if not _state.depth and _holds_device(a):
+                raise TypeError(
+                    "Implicit conversion to a NumPy array is not allowed (CuPy): "
+                    f"numpy.{name} of a device array; use .get() or cupy.asnumpy"
+                )
+            return convert(a, *args, **kwargs)
+
+        return conversion
+
+    try:
+        for name, convert in saved.items():
+            setattr(np, name, refusing(name, convert))
+        yield
+    finally:
+        for name, convert in saved.items():
+            setattr(np, name, convert)
+
+
 # --------------------------------------------------------------------------- arrays
 
 
@@ -535,7 +622,7 @@ def _index_kind(key: Any) -> tuple[str, int]:
     kind, host = "basic", 0
     for k in parts:
         if isinstance(k, np.ndarray) or (isinstance(k, list) and k):
-            arr = np.asarray(k)
+            arr = _to_host(k)
             if type(k) is not DeviceArray:
                 host += arr.nbytes
             if arr.dtype == np.bool_:
@@ -570,6 +657,11 @@ class DeviceArray(np.ndarray):
     ) -> np.ndarray:
         """A host copy (one sync; with ``out`` and ``blocking=False`` an asynchronous copy
         into ``out``, pinned host memory: no sync, the bytes counted)."""
+        if out is not None and (out.dtype != self.dtype or out.shape != self.shape):
+            # CuPy raises (TypeError for the dtype, ValueError for the shape); NumPy would
+            # cast and broadcast
+            error = TypeError if out.dtype != self.dtype else ValueError
+            raise error(f"get: out of {out.dtype} {out.shape} for {self.dtype} {self.shape}")
         if out is not None and not blocking:
             _state.record("get[async]", d2h=self.nbytes)
             out[...] = self.view(np.ndarray)
@@ -587,8 +679,8 @@ class DeviceArray(np.ndarray):
         _state.record("set", h2d=arr.nbytes)
         self.view(np.ndarray)[...] = arr
 
-    def item(self, *args: Any) -> Any:
-        return _sync("item", self.itemsize, self.view(np.ndarray).item, *args)
+    def item(self) -> Any:  # CuPy's takes no index (NumPy's does)
+        return _sync("item", self.itemsize, self.view(np.ndarray).item)
 
     def tolist(self) -> Any:
         return _sync("tolist", self.nbytes, self.view(np.ndarray).tolist)
@@ -819,7 +911,11 @@ _METHOD_MODELS = (
 
 
 def _method(name: str) -> Callable:
+    params = _api()["methods"].get(name, "unknown")
+
     def method(self: DeviceArray, *args: Any, **kwargs: Any) -> Any:
+        if not _state.depth:
+            _check_call(f"ndarray.{name}", params, args, kwargs)
         base_method = getattr(np.ndarray, name)
         wrap = name not in ("sort", "fill", "put")
         return (
@@ -834,6 +930,22 @@ def _method(name: str) -> Callable:
 
 for _name in _METHOD_MODELS:
     setattr(DeviceArray, _name, _method(_name))
+
+
+def _lacking(name: str) -> property:
+    def refuse(self: DeviceArray) -> Any:
+        raise AttributeError(
+            f"'cupy.ndarray' object has no attribute {name!r} (CuPy {_api()['version']}; "
+            "the counting stand-in offers only what CuPy has: kernels.cupy_api)"
+        )
+
+    return property(refuse)
+
+
+# The public attributes of NumPy's arrays that CuPy's lack (resize, setflags, ctypes, ...).
+for _name in dir(np.ndarray):
+    if not _name.startswith("_") and _name not in _api()["ndarray_names"]:
+        setattr(DeviceArray, _name, _lacking(_name))
 
 
 def _astype(self: DeviceArray, dtype: Any, order: str = "K", casting: str = "unsafe",
@@ -1118,15 +1230,36 @@ class _Ufunc:
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._ufunc, name)
         if name in ("reduce", "accumulate", "at", "outer", "reduceat"):
-            return lambda *a, **k: _ufunc(self._ufunc, name, a, k)
+
+            def method(*a: Any, **k: Any) -> Any:
+                _check_call(f"{self.__name__}.{name}", _api()["ufunc_methods"][name], a, k)
+                return _ufunc(self._ufunc, name, a, k)
+
+            return method
         return attr
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs and not kwargs.keys() <= _api()["ufunc_keywords"]:
+            bad = sorted(set(kwargs) - _api()["ufunc_keywords"])
+            raise TypeError(
+                f"cupy.{self.__name__}() takes no keyword {', '.join(bad)} (CuPy's ufuncs "
+                "take out, dtype and casting; the counting stand-in refuses what CuPy does)"
+            )
+        for a in args:
+            if isinstance(a, list | tuple):
+                raise TypeError(
+                    f"cupy.{self.__name__}(): CuPy's ufuncs take arrays and scalars, not a "
+                    f"{type(a).__name__} (Unsupported type)"
+                )
         return _ufunc(self._ufunc, "__call__", args, kwargs)
 
 
 def _namespace_function(name: str, func: Callable) -> Callable:
+    params = _api()["functions"].get(name)
+
     def call(*args: Any, **kwargs: Any) -> Any:
+        if params is not None and not _state.depth:
+            _check_call(name, params, args, kwargs)
         return _function(name, func, args, kwargs)
 
     call.__name__ = name
@@ -1153,6 +1286,11 @@ class CountingCuPy(types.ModuleType):
             return self._cache[name]
         except KeyError:
             pass
+        if name not in _api()["names"]:
+            raise AttributeError(
+                f"module 'cupy' has no attribute {name!r} (CuPy {_api()['version']}; the "
+                "counting stand-in offers only what CuPy has: kernels.cupy_api)"
+            )
         attr = getattr(np, name)  # AttributeError as the real module would
         if isinstance(attr, np.ufunc):
             attr = _Ufunc(attr)
@@ -1172,7 +1310,7 @@ class CountingCuPy(types.ModuleType):
             if dtype is None or np.dtype(dtype) == a.dtype:
                 return a
             return a.astype(dtype)
-        host = np.array(a, dtype=dtype, copy=True, order=order or "K")
+        host = _to_host_copy(a, dtype=dtype, copy=True, order=order or "K")
         _state.record("asarray", h2d=host.nbytes)
         return host.view(DeviceArray)
 
