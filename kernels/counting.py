@@ -1165,6 +1165,39 @@ def _halo(variant: Any, args: tuple) -> None:
     out[...] = reference.halo_exchange(np, tiles, heights, widths, int(width), boundary)
 
 
+#: Launches of the Numba kernels (``CountingCuPy.launch_emulated``) by (kernel name,
+#: :func:`numba_signature` of the arguments): the specialisations a GPU run would compile.
+numba_launches: Counter = Counter()
+
+
+def numba_signature(args: tuple) -> tuple:
+    """The argument types Numba's CUDA dispatcher would compile a launch for, as plain data:
+    ``("array", dtype, ndim, layout)`` for a device array (layout "C", "F" or "A", as Numba
+    reads it from the strides of a CuPy array), ``("host_array", ...)`` for a host array
+    (Numba would copy it to the device and back), ``("scalar", dtype)`` for a number (a
+    Python int is an int64, a float a float64, as Numba types them), ``("tuple", items)``.
+    """
+    return tuple(_numba_type(a) for a in args)
+
+
+def _numba_type(a: Any) -> tuple:
+    if isinstance(a, np.ndarray):
+        layout = "C" if a.flags.c_contiguous else "F" if a.flags.f_contiguous else "A"
+        kind = "array" if isinstance(a, DeviceArray) else "host_array"
+        return (kind, a.dtype.name, a.ndim, layout)
+    if isinstance(a, np.generic):
+        return ("scalar", a.dtype.name)
+    if isinstance(a, bool):
+        return ("scalar", "bool")
+    if isinstance(a, int):
+        return ("scalar", "int64")
+    if isinstance(a, float):
+        return ("scalar", "float64")
+    if isinstance(a, tuple):
+        return ("tuple", tuple(_numba_type(v) for v in a))
+    raise TypeError(f"Numba kernels take no {type(a).__name__} argument")
+
+
 # --------------------------------------------------------------------------- cuda
 
 
@@ -1332,7 +1365,9 @@ class CountingCuPy(types.ModuleType):
 
     # ---- kernels not compiled but emulated
     def launch_emulated(self, name: str, args: tuple) -> None:
-        """Launch kernel ``name`` (one count) with its registered NumPy emulation."""
+        """Launch kernel ``name`` (one count) with its registered NumPy emulation; the
+        argument types Numba would compile it for are noted in :data:`numba_launches`."""
+        numba_launches[(name, numba_signature(args))] += 1
         launch(name, args)
 
     # ---- counting
