@@ -60,6 +60,9 @@ Where it is approximate
 - CuPy's host overhead per launch (a few microseconds of Python and driver time) is not
   in ``host_seconds``; multiply ``launches`` by a per-launch cost to estimate it.
 - Memory traffic counts whole arrays; strides, caches and fusion are not modelled.
+- ``a[index] = values`` with an index naming a destination twice keeps the first value
+  written there, not NumPy's last: on CuPy the winner is undefined, and taking the other
+  end from NumPy makes a program that depends on it differ between the two backends.
 - The device work runs on the host's CPU and flushes its caches: the caller's Python after
   each operation starts cold, which a GPU's host does not (about twice the host time of a
   250k frame; 1 us of bookkeeping became 10-20 us after a 32 MB operation, on another core
@@ -760,8 +763,8 @@ class DeviceArray(np.ndarray):
             launches = 1
         _run(
             "setitem[mask]" if kind == "mask" else f"setitem[{kind}]",
-            base.__setitem__,
-            (key, value),
+            _scatter if kind == "gather" and not scalar else base.__setitem__,
+            (base, key, value) if kind == "gather" and not scalar else (key, value),
             {},
             launches=launches,
             syncs=syncs,
@@ -770,6 +773,29 @@ class DeviceArray(np.ndarray):
             h2d=host,
         )
         return None
+
+
+def _scatter(base: np.ndarray, key: Any, value: Any) -> None:
+    """``base[key] = value`` with integer index arrays where, of duplicate destinations, the
+    first write wins: NumPy keeps the last, CuPy's scatter an undefined one (whichever
+    thread writes last), so the stand-in takes the other end from NumPy. A program that
+    reads a destination written twice with different values then differs between the
+    NumPy machine and this one (the tests compare them); one that never reads it (a spare
+    slot taking the writes to drop) does not."""
+    parts = key if isinstance(key, tuple) else (key,)
+    if all(isinstance(k, np.ndarray) and k.dtype.kind in "iu" for k in parts) and parts:
+        shape = base.shape[: len(parts)]
+        idx = np.broadcast_arrays(*parts)
+        flat = np.ravel_multi_index(
+            tuple(np.where(k < 0, k + n, k) for k, n in zip(idx, shape, strict=True)), shape
+        ).reshape(-1)
+        _, first = np.unique(flat, return_index=True)
+        if first.size < flat.size:  # duplicates: write each destination's first value
+            rest = base.shape[len(parts) :]
+            rows = np.broadcast_to(value, idx[0].shape + rest).reshape(flat.size, *rest)
+            base[tuple(k.reshape(-1)[first] for k in idx)] = rows[first]
+            return
+    base[key] = value
 
 
 def _ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
