@@ -200,6 +200,9 @@ class _State:
         self.meters: list[Measurement] = []
         self.lifetime = Counts()
         self.tape: Tape | None = None  # recording or replaying the device's results
+        # Check calls against CuPy's API and kernels' signatures (off while replaying a
+        # tape: the recording passed them, and a replay measures the caller's host time)
+        self.strict = True
 
     def record(
         self,
@@ -390,6 +393,7 @@ def replaying(tape: Tape) -> Iterator[Tape]:
         raise RuntimeError("a tape is already being recorded or replayed")
     tape.position = 0
     _state.tape = tape
+    _state.strict = False
     try:
         yield tape
         if tape.position != len(tape.entries):
@@ -398,6 +402,7 @@ def replaying(tape: Tape) -> Iterator[Tape]:
             )
     finally:
         _state.tape = None
+        _state.strict = True
         tape.position = None
 
 
@@ -940,7 +945,7 @@ def _method(name: str) -> Callable:
     params = _api()["methods"].get(name, "unknown")
 
     def method(self: DeviceArray, *args: Any, **kwargs: Any) -> Any:
-        if not _state.depth:
+        if _state.strict and not _state.depth:
             _check_call(f"ndarray.{name}", params, args, kwargs)
         base_method = getattr(np.ndarray, name)
         wrap = name not in ("sort", "fill", "put")
@@ -1041,12 +1046,13 @@ class _Kernel:
         stream: Any = None,
         enable_cooperative_groups: bool = False,
     ) -> None:
-        if self.params is None:
-            self.params = _cuda_args.kernel_params(self.code, self.name)
-        _cuda_args.check_launch(
-            self.params, grid, block, args, shared_mem=shared_mem, device_array=DeviceArray
-        )
-        checked_launches[self.name] += 1
+        if _state.strict:
+            if self.params is None:
+                self.params = _cuda_args.kernel_params(self.code, self.name)
+            _cuda_args.check_launch(
+                self.params, grid, block, args, shared_mem=shared_mem, device_array=DeviceArray
+            )
+            checked_launches[self.name] += 1
         launch(self.name, args, self.variant)
 
 
@@ -1291,33 +1297,40 @@ class _Ufunc:
         if name in ("reduce", "accumulate", "at", "outer", "reduceat"):
 
             def method(*a: Any, **k: Any) -> Any:
-                _check_call(f"{self.__name__}.{name}", _api()["ufunc_methods"][name], a, k)
+                if _state.strict:
+                    _check_call(f"{self.__name__}.{name}", _api()["ufunc_methods"][name], a, k)
                 return _ufunc(self._ufunc, name, a, k)
 
             return method
         return attr
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs and not kwargs.keys() <= _api()["ufunc_keywords"]:
-            bad = sorted(set(kwargs) - _api()["ufunc_keywords"])
-            raise TypeError(
-                f"cupy.{self.__name__}() takes no keyword {', '.join(bad)} (CuPy's ufuncs "
-                "take out, dtype and casting; the counting stand-in refuses what CuPy does)"
-            )
-        for a in args:
-            if isinstance(a, list | tuple):
-                raise TypeError(
-                    f"cupy.{self.__name__}(): CuPy's ufuncs take arrays and scalars, not a "
-                    f"{type(a).__name__} (Unsupported type)"
-                )
+        if _state.strict:
+            _check_ufunc_call(self.__name__, args, kwargs)
         return _ufunc(self._ufunc, "__call__", args, kwargs)
+
+
+def _check_ufunc_call(name: str, args: tuple, kwargs: dict) -> None:
+    """Raise TypeError where CuPy's ufunc ``name`` would refuse the call."""
+    if kwargs and not kwargs.keys() <= _api()["ufunc_keywords"]:
+        bad = sorted(set(kwargs) - _api()["ufunc_keywords"])
+        raise TypeError(
+            f"cupy.{name}() takes no keyword {', '.join(bad)} (CuPy's ufuncs take out, "
+            "dtype and casting; the counting stand-in refuses what CuPy does)"
+        )
+    for a in args:
+        if isinstance(a, list | tuple):
+            raise TypeError(
+                f"cupy.{name}(): CuPy's ufuncs take arrays and scalars, not a "
+                f"{type(a).__name__} (Unsupported type)"
+            )
 
 
 def _namespace_function(name: str, func: Callable) -> Callable:
     params = _api()["functions"].get(name)
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        if params is not None and not _state.depth:
+        if params is not None and _state.strict and not _state.depth:
             _check_call(name, params, args, kwargs)
         return _function(name, func, args, kwargs)
 
@@ -1393,7 +1406,8 @@ class CountingCuPy(types.ModuleType):
     def launch_emulated(self, name: str, args: tuple) -> None:
         """Launch kernel ``name`` (one count) with its registered NumPy emulation; the
         argument types Numba would compile it for are noted in :data:`numba_launches`."""
-        numba_launches[(name, numba_signature(args))] += 1
+        if _state.strict:
+            numba_launches[(name, numba_signature(args))] += 1
         launch(name, args)
 
     # ---- counting
