@@ -167,3 +167,26 @@ def test_one_dimensional_launch_shapes_are_within_the_limits(monkeypatch):
     assert len(shapes) > 100
     for grid, block in shapes:
         _within_limits(grid, block)
+
+
+_API_SCRIPT = """
+import inspect, json
+from numba import cuda
+from numba.core.errors import NumbaPerformanceWarning
+print(json.dumps({
+    "as_cuda_array": list(inspect.signature(cuda.as_cuda_array).parameters),
+    "external_stream": list(inspect.signature(cuda.external_stream).parameters),
+    "default_stream": list(inspect.signature(cuda.default_stream).parameters),
+    "warning": NumbaPerformanceWarning.__name__,
+}))
+"""
+
+
+def test_the_cupy_launch_path_calls_numba_cuda_as_it_is():
+    """``kernels.numba_stream.launch_on_stream``'s CuPy branch (the simulator has neither
+    ``as_cuda_array`` nor external streams, so no simulator test reaches it) against the
+    real ``numba.cuda``'s API."""
+    require_installed("numba_cuda", "numba-cuda (the CUDA target of Numba)")
+    api = ptx_from_child(_API_SCRIPT)
+    assert api["as_cuda_array"] == ["obj", "sync"]
+    assert api["external_stream"] == ["ptr"] and api["default_stream"] == []
