@@ -165,6 +165,20 @@ def snapshot(cupy: Any, numpy: Any) -> dict[str, Any]:
     }
 
 
+def _dumps(data: dict[str, Any]) -> str:
+    """JSON with one line per function or method (short diffs when CuPy changes)."""
+    compact = functools.partial(json.dumps, separators=(",", ":"))
+    sections = []
+    for key in sorted(data):
+        value = data[key]
+        if isinstance(value, dict):
+            body = ",\n".join(f"  {compact(k)}: {compact(v)}" for k, v in sorted(value.items()))
+            sections.append(f"{compact(key)}: {{\n{body}\n}}")
+        else:
+            sections.append(f"{compact(key)}: {compact(value)}")
+    return "{\n" + ",\n".join(sections) + "\n}\n"
+
+
 def main() -> None:
     """Write ``cupy_api.json`` from the installed CuPy."""
     import cupy
@@ -172,8 +186,7 @@ def main() -> None:
 
     data = snapshot(cupy, numpy)
     with open(_PATH, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=0, sort_keys=True, separators=(",", ":"))
-        f.write("\n")
+        f.write(_dumps(data))
     sys.stdout.write(f"wrote {_PATH} (CuPy {data['version']})\n")
 
 
