@@ -657,7 +657,14 @@ class DeviceArray(np.ndarray):
         return _ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        return _function(func.__name__, func, args, kwargs)
+        name = func.__name__
+        if _state.strict and not _state.depth and name not in _api()["names"]:
+            if getattr(np, name, None) is func:  # a NumPy function CuPy lacks
+                raise TypeError(
+                    f"no implementation found for 'numpy.{name}' on cupy.ndarray (CuPy "
+                    f"{_api()['version']} has no {name}; the counting stand-in refuses it)"
+                )
+        return _function(name, func, args, kwargs)
 
     # ---- reads to the host: one sync each
     def get(

@@ -155,6 +155,7 @@ def a():
     [
         (lambda a: xp.errstate, AttributeError, "no attribute 'errstate'"),
         (lambda a: xp.insert(a, 0, 1), AttributeError, "no attribute 'insert'"),
+        (lambda a: np.insert(a, 0, 1), TypeError, "no implementation found for 'numpy.insert'"),
         (lambda a: xp.argsort(a, stable=True), TypeError, "stable"),
         (lambda a: xp.sort(a, stable=True), TypeError, "stable"),
         (lambda a: xp.max(a, initial=0), TypeError, "initial"),
