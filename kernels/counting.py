@@ -60,6 +60,9 @@ Where it is approximate
 - CuPy's host overhead per launch (a few microseconds of Python and driver time) is not
   in ``host_seconds``; multiply ``launches`` by a per-launch cost to estimate it.
 - Memory traffic counts whole arrays; strides, caches and fusion are not modelled.
+- ``a[index] = values`` with an index naming a destination twice keeps the first value
+  written there, not NumPy's last: on CuPy the winner is undefined, and taking the other
+  end from NumPy makes a program that depends on it differ between the two backends.
 - The device work runs on the host's CPU and flushes its caches: the caller's Python after
   each operation starts cold, which a GPU's host does not (about twice the host time of a
   250k frame; 1 us of bookkeeping became 10-20 us after a 32 MB operation, on another core
@@ -89,6 +92,7 @@ from typing import Any
 
 import numpy as np
 
+from kernels import cuda_args as _cuda_args
 from kernels import cuda_router_source as _router_src
 from kernels import cuda_scan_source as _scan_src
 from kernels import reference
@@ -105,6 +109,7 @@ __all__ = [
     "Measurement",
     "cupy",
     "emulates",
+    "host_conversions_refused",
     "measure",
 ]
 
@@ -195,6 +200,9 @@ class _State:
         self.meters: list[Measurement] = []
         self.lifetime = Counts()
         self.tape: Tape | None = None  # recording or replaying the device's results
+        # Check calls against CuPy's API and kernels' signatures (off while replaying a
+        # tape: the recording passed them, and a replay measures the caller's host time)
+        self.strict = True
 
     def record(
         self,
@@ -385,6 +393,7 @@ def replaying(tape: Tape) -> Iterator[Tape]:
         raise RuntimeError("a tape is already being recorded or replayed")
     tape.position = 0
     _state.tape = tape
+    _state.strict = False
     try:
         yield tape
         if tape.position != len(tape.entries):
@@ -393,6 +402,7 @@ def replaying(tape: Tape) -> Iterator[Tape]:
             )
     finally:
         _state.tape = None
+        _state.strict = True
         tape.position = None
 
 
@@ -404,6 +414,92 @@ def scope(name: str) -> Iterator[None]:
         yield
     finally:
         _state.scopes.pop()
+
+
+# --------------------------------------------------------------------------- the API
+
+
+def _api() -> dict[str, Any]:
+    from kernels import cupy_api
+
+    return cupy_api.load()
+
+
+#: (name, positional count, keywords) of calls that bind to CuPy's signature: a call of
+#: the same shape is not checked again (binding depends on nothing else).
+_BOUND: set[tuple] = set()
+
+
+def _check_call(name: str, params: Any, args: tuple, kwargs: dict) -> None:
+    """Raise TypeError where CuPy's ``name`` (signature ``params``, see
+    :mod:`kernels.cupy_api`) would not take these arguments."""
+    key = (name, len(args), tuple(kwargs))
+    if key in _BOUND:
+        return
+    from kernels import cupy_api
+
+    sig = cupy_api.signature(params)
+    if sig is not None:
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(
+                f"cupy {name}{sig} would refuse this call ({err}); the counting stand-in "
+                "refuses what CuPy does"
+            ) from None
+    _BOUND.add(key)
+
+
+#: NumPy's conversions, as the stand-in itself uses them (never refused, see below).
+_to_host, _to_host_copy = np.asarray, np.array
+_CONVERSIONS = ("asarray", "array", "asanyarray", "ascontiguousarray", "asfortranarray")
+
+
+def _holds_device(a: Any) -> bool:
+    if isinstance(a, DeviceArray):
+        return True
+    return isinstance(a, list | tuple) and any(_holds_device(v) for v in a)
+
+
+@contextlib.contextmanager
+def host_conversions_refused() -> Iterator[None]:
+    """Make ``numpy.asarray``, ``numpy.array`` and the like refuse device arrays in the
+    block, as CuPy's arrays do (``TypeError: Implicit conversion to a NumPy array is not
+    allowed``): here a device array is a NumPy array, so NumPy converts it silently. The
+    module attributes are patched for the block (process-wide; for tests); NumPy's work
+    inside counted operations is not affected.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernels.counting import cupy as xp, host_conversions_refused
+    >>> with host_conversions_refused():
+    ...     try:
+    ...         np.asarray(xp.arange(3))
+    ...     except TypeError as e:
+    ...         print(str(e)[:55])
+    Implicit conversion to a NumPy array is not allowed (Cu
+    """
+    saved = {name: getattr(np, name) for name in _CONVERSIONS}
+
+    def refusing(name: str, convert: Callable) -> Callable:
+        def conversion(a: Any, *args: Any, **kwargs: Any) -> Any:
+            if not _state.depth and _holds_device(a):
+                raise TypeError(
+                    "Implicit conversion to a NumPy array is not allowed (CuPy): "
+                    f"numpy.{name} of a device array; use .get() or cupy.asnumpy"
+                )
+            return convert(a, *args, **kwargs)
+
+        return conversion
+
+    try:
+        for name, convert in saved.items():
+            setattr(np, name, refusing(name, convert))
+        yield
+    finally:
+        for name, convert in saved.items():
+            setattr(np, name, convert)
 
 
 # --------------------------------------------------------------------------- arrays
@@ -534,7 +630,7 @@ def _index_kind(key: Any) -> tuple[str, int]:
     kind, host = "basic", 0
     for k in parts:
         if isinstance(k, np.ndarray) or (isinstance(k, list) and k):
-            arr = np.asarray(k)
+            arr = _to_host(k)
             if type(k) is not DeviceArray:
                 host += arr.nbytes
             if arr.dtype == np.bool_:
@@ -561,7 +657,14 @@ class DeviceArray(np.ndarray):
         return _ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        return _function(func.__name__, func, args, kwargs)
+        name = func.__name__
+        if _state.strict and not _state.depth and name not in _api()["names"]:
+            if getattr(np, name, None) is func:  # a NumPy function CuPy lacks
+                raise TypeError(
+                    f"no implementation found for 'numpy.{name}' on cupy.ndarray (CuPy "
+                    f"{_api()['version']} has no {name}; the counting stand-in refuses it)"
+                )
+        return _function(name, func, args, kwargs)
 
     # ---- reads to the host: one sync each
     def get(
@@ -569,6 +672,11 @@ class DeviceArray(np.ndarray):
     ) -> np.ndarray:
         """A host copy (one sync; with ``out`` and ``blocking=False`` an asynchronous copy
         into ``out``, pinned host memory: no sync, the bytes counted)."""
+        if out is not None and (out.dtype != self.dtype or out.shape != self.shape):
+            # CuPy raises (TypeError for the dtype, ValueError for the shape); NumPy would
+            # cast and broadcast
+            error = TypeError if out.dtype != self.dtype else ValueError
+            raise error(f"get: out of {out.dtype} {out.shape} for {self.dtype} {self.shape}")
         if out is not None and not blocking:
             _state.record("get[async]", d2h=self.nbytes)
             out[...] = self.view(np.ndarray)
@@ -586,8 +694,8 @@ class DeviceArray(np.ndarray):
         _state.record("set", h2d=arr.nbytes)
         self.view(np.ndarray)[...] = arr
 
-    def item(self, *args: Any) -> Any:
-        return _sync("item", self.itemsize, self.view(np.ndarray).item, *args)
+    def item(self) -> Any:  # CuPy's takes no index (NumPy's does)
+        return _sync("item", self.itemsize, self.view(np.ndarray).item)
 
     def tolist(self) -> Any:
         return _sync("tolist", self.nbytes, self.view(np.ndarray).tolist)
@@ -667,8 +775,8 @@ class DeviceArray(np.ndarray):
             launches = 1
         _run(
             "setitem[mask]" if kind == "mask" else f"setitem[{kind}]",
-            base.__setitem__,
-            (key, value),
+            _scatter if kind == "gather" and not scalar else base.__setitem__,
+            (base, key, value) if kind == "gather" and not scalar else (key, value),
             {},
             launches=launches,
             syncs=syncs,
@@ -677,6 +785,29 @@ class DeviceArray(np.ndarray):
             h2d=host,
         )
         return None
+
+
+def _scatter(base: np.ndarray, key: Any, value: Any) -> None:
+    """``base[key] = value`` with integer index arrays where, of duplicate destinations, the
+    first write wins: NumPy keeps the last, CuPy's scatter an undefined one (whichever
+    thread writes last), so the stand-in takes the other end from NumPy. A program that
+    reads a destination written twice with different values then differs between the
+    NumPy machine and this one (the tests compare them); one that never reads it (a spare
+    slot taking the writes to drop) does not."""
+    parts = key if isinstance(key, tuple) else (key,)
+    if all(isinstance(k, np.ndarray) and k.dtype.kind in "iu" for k in parts) and parts:
+        shape = base.shape[: len(parts)]
+        idx = np.broadcast_arrays(*parts)
+        flat = np.ravel_multi_index(
+            tuple(np.where(k < 0, k + n, k) for k, n in zip(idx, shape, strict=True)), shape
+        ).reshape(-1)
+        _, first = np.unique(flat, return_index=True)
+        if first.size < flat.size:  # duplicates: write each destination's first value
+            rest = base.shape[len(parts) :]
+            rows = np.broadcast_to(value, idx[0].shape + rest).reshape(flat.size, *rest)
+            base[tuple(k.reshape(-1)[first] for k in idx)] = rows[first]
+            return
+    base[key] = value
 
 
 def _ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
@@ -818,7 +949,11 @@ _METHOD_MODELS = (
 
 
 def _method(name: str) -> Callable:
+    params = _api()["methods"].get(name, "unknown")
+
     def method(self: DeviceArray, *args: Any, **kwargs: Any) -> Any:
+        if _state.strict and not _state.depth:
+            _check_call(f"ndarray.{name}", params, args, kwargs)
         base_method = getattr(np.ndarray, name)
         wrap = name not in ("sort", "fill", "put")
         return (
@@ -833,6 +968,22 @@ def _method(name: str) -> Callable:
 
 for _name in _METHOD_MODELS:
     setattr(DeviceArray, _name, _method(_name))
+
+
+def _lacking(name: str) -> property:
+    def refuse(self: DeviceArray) -> Any:
+        raise AttributeError(
+            f"'cupy.ndarray' object has no attribute {name!r} (CuPy {_api()['version']}; "
+            "the counting stand-in offers only what CuPy has: kernels.cupy_api)"
+        )
+
+    return property(refuse)
+
+
+# The public attributes of NumPy's arrays that CuPy's lack (resize, setflags, ctypes, ...).
+for _name in dir(np.ndarray):
+    if not _name.startswith("_") and _name not in _api()["ndarray_names"]:
+        setattr(DeviceArray, _name, _lacking(_name))
 
 
 def _astype(self: DeviceArray, dtype: Any, order: str = "K", casting: str = "unsafe",
@@ -877,13 +1028,38 @@ def _variant_of_source(code: str) -> Any:
     return None
 
 
+#: Launches of ``RawKernel`` / ``RawModule`` kernels whose arguments, grid and block were
+#: checked against the kernel's C signature (:mod:`kernels.cuda_args`), by kernel name.
+checked_launches: Counter = Counter()
+
+
 class _Kernel:
-    """A compiled kernel on the counting device: a launch counts one and emulates it."""
+    """A compiled kernel on the counting device: a launch checks its arguments against
+    the kernel's C parameters as CuPy would pass them (:func:`kernels.cuda_args.check_launch`:
+    a wrong type or count raises, as it would silently misread on a GPU), counts one and
+    emulates it."""
 
-    def __init__(self, name: str, variant: Any = None) -> None:
-        self.name, self.variant = name, variant
+    def __init__(self, name: str, variant: Any = None, code: str = "") -> None:
+        self.name, self.variant, self.code = name, variant, code
+        self.params: Any = None  # read from the source at the first launch, as CuPy compiles
 
-    def __call__(self, grid: Any, block: Any, args: tuple, **kwargs: Any) -> None:
+    def __call__(
+        self,
+        grid: Any,
+        block: Any,
+        args: tuple,
+        *,
+        shared_mem: int = 0,
+        stream: Any = None,
+        enable_cooperative_groups: bool = False,
+    ) -> None:
+        if _state.strict:
+            if self.params is None:
+                self.params = _cuda_args.kernel_params(self.code, self.name)
+            _cuda_args.check_launch(
+                self.params, grid, block, args, shared_mem=shared_mem, device_array=DeviceArray
+            )
+            checked_launches[self.name] += 1
         launch(self.name, args, self.variant)
 
 
@@ -906,15 +1082,14 @@ class RawModule:
         self.options = options
 
     def get_function(self, name: str) -> _Kernel:
-        return _Kernel(name, _variant_of_source(self.code))
+        return _Kernel(name, _variant_of_source(self.code), self.code)
 
 
 class RawKernel(_Kernel):
     """``cupy.RawKernel(code, name)`` on the counting device."""
 
     def __init__(self, code: str, name: str, options: tuple = (), **kwargs: Any) -> None:
-        super().__init__(name)
-        self.code = code
+        super().__init__(name, None, code)
 
 
 class ElementwiseKernel:
@@ -1029,6 +1204,39 @@ def _halo(variant: Any, args: tuple) -> None:
     out[...] = reference.halo_exchange(np, tiles, heights, widths, int(width), boundary)
 
 
+#: Launches of the Numba kernels (``CountingCuPy.launch_emulated``) by (kernel name,
+#: :func:`numba_signature` of the arguments): the specialisations a GPU run would compile.
+numba_launches: Counter = Counter()
+
+
+def numba_signature(args: tuple) -> tuple:
+    """The argument types Numba's CUDA dispatcher would compile a launch for, as plain data:
+    ``("array", dtype, ndim, layout)`` for a device array (layout "C", "F" or "A", as Numba
+    reads it from the strides of a CuPy array), ``("host_array", ...)`` for a host array
+    (Numba would copy it to the device and back), ``("scalar", dtype)`` for a number (a
+    Python int is an int64, a float a float64, as Numba types them), ``("tuple", items)``.
+    """
+    return tuple(_numba_type(a) for a in args)
+
+
+def _numba_type(a: Any) -> tuple:
+    if isinstance(a, np.ndarray):
+        layout = "C" if a.flags.c_contiguous else "F" if a.flags.f_contiguous else "A"
+        kind = "array" if isinstance(a, DeviceArray) else "host_array"
+        return (kind, a.dtype.name, a.ndim, layout)
+    if isinstance(a, np.generic):
+        return ("scalar", a.dtype.name)
+    if isinstance(a, bool):
+        return ("scalar", "bool")
+    if isinstance(a, int):
+        return ("scalar", "int64")
+    if isinstance(a, float):
+        return ("scalar", "float64")
+    if isinstance(a, tuple):
+        return ("tuple", tuple(_numba_type(v) for v in a))
+    raise TypeError(f"Numba kernels take no {type(a).__name__} argument")
+
+
 # --------------------------------------------------------------------------- cuda
 
 
@@ -1094,15 +1302,43 @@ class _Ufunc:
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._ufunc, name)
         if name in ("reduce", "accumulate", "at", "outer", "reduceat"):
-            return lambda *a, **k: _ufunc(self._ufunc, name, a, k)
+
+            def method(*a: Any, **k: Any) -> Any:
+                if _state.strict:
+                    _check_call(f"{self.__name__}.{name}", _api()["ufunc_methods"][name], a, k)
+                return _ufunc(self._ufunc, name, a, k)
+
+            return method
         return attr
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _state.strict:
+            _check_ufunc_call(self.__name__, args, kwargs)
         return _ufunc(self._ufunc, "__call__", args, kwargs)
 
 
+def _check_ufunc_call(name: str, args: tuple, kwargs: dict) -> None:
+    """Raise TypeError where CuPy's ufunc ``name`` would refuse the call."""
+    if kwargs and not kwargs.keys() <= _api()["ufunc_keywords"]:
+        bad = sorted(set(kwargs) - _api()["ufunc_keywords"])
+        raise TypeError(
+            f"cupy.{name}() takes no keyword {', '.join(bad)} (CuPy's ufuncs take out, "
+            "dtype and casting; the counting stand-in refuses what CuPy does)"
+        )
+    for a in args:
+        if isinstance(a, list | tuple):
+            raise TypeError(
+                f"cupy.{name}(): CuPy's ufuncs take arrays and scalars, not a "
+                f"{type(a).__name__} (Unsupported type)"
+            )
+
+
 def _namespace_function(name: str, func: Callable) -> Callable:
+    params = _api()["functions"].get(name)
+
     def call(*args: Any, **kwargs: Any) -> Any:
+        if params is not None and _state.strict and not _state.depth:
+            _check_call(name, params, args, kwargs)
         return _function(name, func, args, kwargs)
 
     call.__name__ = name
@@ -1129,6 +1365,11 @@ class CountingCuPy(types.ModuleType):
             return self._cache[name]
         except KeyError:
             pass
+        if name not in _api()["names"]:
+            raise AttributeError(
+                f"module 'cupy' has no attribute {name!r} (CuPy {_api()['version']}; the "
+                "counting stand-in offers only what CuPy has: kernels.cupy_api)"
+            )
         attr = getattr(np, name)  # AttributeError as the real module would
         if isinstance(attr, np.ufunc):
             attr = _Ufunc(attr)
@@ -1148,7 +1389,7 @@ class CountingCuPy(types.ModuleType):
             if dtype is None or np.dtype(dtype) == a.dtype:
                 return a
             return a.astype(dtype)
-        host = np.array(a, dtype=dtype, copy=True, order=order or "K")
+        host = _to_host_copy(a, dtype=dtype, copy=True, order=order or "K")
         _state.record("asarray", h2d=host.nbytes)
         return host.view(DeviceArray)
 
@@ -1170,7 +1411,10 @@ class CountingCuPy(types.ModuleType):
 
     # ---- kernels not compiled but emulated
     def launch_emulated(self, name: str, args: tuple) -> None:
-        """Launch kernel ``name`` (one count) with its registered NumPy emulation."""
+        """Launch kernel ``name`` (one count) with its registered NumPy emulation; the
+        argument types Numba would compile it for are noted in :data:`numba_launches`."""
+        if _state.strict:
+            numba_launches[(name, numba_signature(args))] += 1
         launch(name, args)
 
     # ---- counting

@@ -337,16 +337,22 @@ def reduce(xp, x, op: str = "add", *, axis: int | None = None):
 def send(xp, values, dest, out, combine: str):
     """Router put: combine ``values[i]`` into ``out.flat[dest[i]]``, in place.
 
-    ``dest`` is a flat, in-range int64 index per message. Messages to one address are
-    combined in sender order (so a float ``add`` is deterministic); ``overwrite`` keeps the
-    message of the highest sender index; ``combine`` is one of overwrite, add, max, min,
-    and, or. The caller has already checked ``unique`` sends for collisions.
+    ``dest`` is a flat int64 index per message, in range or negative: a message to a
+    negative address is dropped (``simd.Machine.send`` on a device sends its masked-off
+    messages to -1, as the CuPy router kernels drop them; indexed, -1 would be the last
+    element, and which of two writes to it wins is undefined on a GPU). Messages to one
+    address are combined in sender order (so a float ``add`` is deterministic);
+    ``overwrite`` keeps the message of the highest sender index; ``combine`` is one of
+    overwrite, add, max, min, and, or. The caller has already checked ``unique`` sends for
+    collisions.
 
     Examples
     --------
     >>> out = np.zeros(3, dtype=np.int64)
     >>> send(np, np.array([5, 7, 1]), np.array([2, 2, 0]), out, "add")
     array([ 1,  0, 12])
+    >>> send(np, np.array([5, 7, 1]), np.array([2, -1, 0]), out, "add")  # 7 is dropped
+    array([ 2,  0, 17])
     """
     flat = out.reshape(-1)
     if dest.size == 0:
@@ -356,6 +362,7 @@ def send(xp, values, dest, out, combine: str):
     v_sorted = values[order].astype(out.dtype, copy=False)
     last = xp.ones(d_sorted.shape, dtype=bool)
     last[:-1] = d_sorted[:-1] != d_sorted[1:]
+    last &= d_sorted >= 0  # the dropped messages (see above)
     if combine in ("overwrite", "unique"):
         flat[d_sorted[last]] = v_sorted[last]
         return out

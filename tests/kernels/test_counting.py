@@ -165,7 +165,7 @@ def test_scopes_and_nested_measurements(a):
 
 
 def test_unknown_kernels_need_an_emulation():
-    kernel = xp.RawKernel("extern C __global__ void f() {}", "no_such_kernel")
+    kernel = xp.RawKernel('extern "C" __global__ void no_such_kernel() {}', "no_such_kernel")
     with pytest.raises(NotImplementedError, match="no NumPy emulation"):
         kernel((1,), (1,), ())
 

@@ -114,7 +114,11 @@ def fake_scan(monkeypatch):
         return init, scan
 
     monkeypatch.setattr(cupy_scan, "_module", module)
-    return shim, launches
+    # launch plans memoised with the real tuning (by scans that ran earlier in this
+    # process) would not match SMALL_TUNING: plan afresh, and leave no small plan behind
+    cupy_scan._launch.cache_clear()
+    yield shim, launches
+    cupy_scan._launch.cache_clear()
 
 
 OPS = scan_src.OPS
