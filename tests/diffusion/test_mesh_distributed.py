@@ -15,7 +15,7 @@ from tests.mpi_support import run_ranks
 @pytest.mark.mpi
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_mesh_across_ranks_equals_one_rank_bit_for_bit(n):
-    done = run_ranks(n, "mesh_ranks.py", timeout=120)
+    done = run_ranks(n, "mesh_ranks.py", timeout=300)
     assert sorted(line.split()[0] for line in done.stdout.splitlines()) == ["ok"] * n
 
 
