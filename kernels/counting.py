@@ -25,8 +25,9 @@ operation on them computes with NumPy and is counted as CuPy would execute it on
   (which real CuPy refuses with a ``TypeError``: such calls are also listed in
   ``Counts.implicit`` so that tests can demand there are none).
 - **device traffic**: the bytes a launch reads and writes (array inputs plus outputs).
-- **time**: the seconds spent inside counted operations (the device work, done here by
-  NumPy, and the stand-in's own counting of it) are kept apart, so that a measurement's
+- **time**: the seconds spent inside the namespace's API, each call from entry to return
+  (the device work, done here by NumPy, and the stand-in's own dispatch and counting,
+  which stand for CuPy's host time per call), are kept apart, so that a measurement's
   ``host_seconds`` is the caller's own Python time with the device work stubbed out.
 
 The CuPy backend's own kernels run too: ``RawModule`` / ``RawKernel`` give fake kernels
@@ -58,7 +59,11 @@ Where it is approximate
   an ndarray); real CuPy raises. Other NumPy-level escapes (``ndarray`` methods not
   listed in :data:`_METHOD_MODELS` that do not go through a ufunc) are not counted.
 - CuPy's host overhead per launch (a few microseconds of Python and driver time) is not
-  in ``host_seconds``; multiply ``launches`` by a per-launch cost to estimate it.
+  in ``host_seconds``; multiply ``launches`` by a per-launch cost to estimate it. Nor is
+  the stand-in's own (its Python per call was 1-1.5 us of a 0.4 ms frame's host time
+  before calls were timed from entry). What stays in: NumPy's dispatch into
+  :class:`DeviceArray`'s overrides and the freeing of results, 0.1-0.7 us a call (about
+  190 calls in an expand frame), which CuPy's own dispatch and freeing also cost.
 - Memory traffic counts whole arrays; strides, caches and fusion are not modelled.
 - The device work runs on the host's CPU and flushes its caches: the caller's Python after
   each operation starts cold, which a GPU's host does not (about twice the host time of a
@@ -195,6 +200,11 @@ class _State:
         self.meters: list[Measurement] = []
         self.lifetime = Counts()
         self.tape: Tape | None = None  # recording or replaying the device's results
+        self.inside = False  # in a call of the namespace's API (timed by _api)
+        #: Seconds spent inside the API so far, and the part of them already given to the
+        #: scopes (``settle``).
+        self.clock = 0.0
+        self.settled = 0.0
 
     def record(
         self,
@@ -205,15 +215,16 @@ class _State:
         h2d: int = 0,
         d2h: int = 0,
         traffic: int = 0,
-        since: float | None = None,
         implicit: int = 0,
     ) -> None:
-        """Count one operation. ``since``: the ``perf_counter`` time it began; from then to
-        the end of this bookkeeping is device time (NumPy's work and the stand-in's own
-        counting, neither of which is the caller's host time)."""
+        """Count one operation (its time is counted by the API call that made it, _api)."""
         path = "/".join(self.scopes)
-        targets = [self.lifetime] + [m.scopes.setdefault(path, Counts()) for m in self.meters]
-        targets += [m.total for m in self.meters]
+        targets = [self.lifetime]
+        for m in self.meters:
+            scope = m.scopes.get(path)
+            if scope is None:  # a Counts (three Counters) made only for a new scope
+                scope = m.scopes[path] = Counts()
+            targets += (scope, m.total)
         for c in targets:
             c.launches += launches
             c.syncs += syncs
@@ -227,13 +238,45 @@ class _State:
                 c.sync_ops[op] += syncs
             if implicit:
                 c.implicit[op] += implicit
-        if since is not None:
-            seconds = time.perf_counter() - since
-            for c in targets:
-                c.device_seconds += seconds
+
+    def settle(self) -> None:
+        """Give the API seconds since the last settle to the current scope (called when
+        the scope or the meters change, so each call's time has one scope and the calls
+        themselves only add to one clock)."""
+        seconds = self.clock - self.settled
+        if not seconds:
+            return
+        self.settled = self.clock
+        path = "/".join(self.scopes)
+        self.lifetime.device_seconds += seconds
+        for m in self.meters:
+            m.scopes.setdefault(path, Counts()).device_seconds += seconds
+            m.total.device_seconds += seconds
 
 
 _state = _State()
+
+
+def _api(fn: Callable) -> Callable:
+    """Time ``fn``, an entry into the namespace's API, as device time: the whole call, from
+    entry to return, is what CuPy does for the caller (the device work, done by NumPy
+    here, and the stand-in's dispatch and counting, which stand for CuPy's own host time
+    per call, not the caller's). Calls made inside another are part of it."""
+
+    @functools.wraps(fn)
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        state = _state
+        if state.inside:
+            return fn(*args, **kwargs)
+        state.inside = True
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            state.clock += time.perf_counter() - t0
+            state.inside = False
+
+    return entry
 
 
 @contextlib.contextmanager
@@ -250,12 +293,14 @@ def measure() -> Iterator[Measurement]:
     (1, 1, 24, 6)
     """
     meter = Measurement()
+    _state.settle()  # the seconds so far are not this block's
     _state.meters.append(meter)
     start = time.perf_counter()
     try:
         yield meter
     finally:
         meter.wall_seconds = time.perf_counter() - start
+        _state.settle()
         _state.meters.remove(meter)
 
 
@@ -399,10 +444,12 @@ def replaying(tape: Tape) -> Iterator[Tape]:
 @contextlib.contextmanager
 def scope(name: str) -> Iterator[None]:
     """Attribute the counts of the block to scope ``name`` (nested: ``outer/name``)."""
+    _state.settle()
     _state.scopes.append(name)
     try:
         yield
     finally:
+        _state.settle()
         _state.scopes.pop()
 
 
@@ -461,6 +508,7 @@ def _out_bytes(r: Any) -> int:
     return 0
 
 
+@_api
 def _run(
     op: str,
     fn: Callable,
@@ -476,12 +524,11 @@ def _run(
     """Run ``fn`` on the unwrapped arguments and count it as ``op``."""
     if _state.depth:
         return fn(*args, **kwargs)
-    t0 = time.perf_counter()
     tape = _state.tape
     if tape is not None and tape.position is not None:  # replaying: no device work
         counts, spec = tape.next(op)
         out = _stub(spec)
-        _state.record(op, **counts, since=t0)
+        _state.record(op, **counts)
         return out
     call = _Call()
     args = call.unwrap(args, host_ok=host_ok)
@@ -503,19 +550,19 @@ def _run(
     }
     if tape is not None:
         tape.entries.append((op, counts, _spec(out)))
-    _state.record(op, **counts, since=t0)
+    _state.record(op, **counts)
     return out
 
 
+@_api
 def _sync(op: str, nbytes: int, fn: Callable, *args: Any) -> Any:
     """A device-to-host read of ``nbytes``: one sync."""
     if _state.depth:
         return fn(*args)
-    t0 = time.perf_counter()
     tape = _state.tape
     if tape is not None and tape.position is not None:  # replaying: the recorded value
         result = _host_copy(tape.next(op)[1])
-        _state.record(op, syncs=1, d2h=nbytes, since=t0)
+        _state.record(op, syncs=1, d2h=nbytes)
         return result
     _state.depth += 1
     try:
@@ -524,7 +571,7 @@ def _sync(op: str, nbytes: int, fn: Callable, *args: Any) -> Any:
         _state.depth -= 1
     if tape is not None:
         tape.entries.append((op, {}, _host_copy(result)))
-    _state.record(op, syncs=1, d2h=nbytes, since=t0)
+    _state.record(op, syncs=1, d2h=nbytes)
     return result
 
 
@@ -557,13 +604,16 @@ class DeviceArray(np.ndarray):
 
     __array_priority__ = 100.0
 
+    @_api
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return _ufunc(ufunc, method, inputs, kwargs)
 
+    @_api
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         return _function(func.__name__, func, args, kwargs)
 
     # ---- reads to the host: one sync each
+    @_api
     def get(
         self, stream: Any = None, order: str = "C", out: Any = None, blocking: bool = True
     ) -> np.ndarray:
@@ -579,6 +629,7 @@ class DeviceArray(np.ndarray):
             return out
         return host
 
+    @_api
     def set(self, arr: np.ndarray, stream: Any = None) -> None:
         """Copy the host array ``arr`` (same shape and dtype) in: asynchronous, no sync."""
         if arr.shape != self.shape or arr.dtype != self.dtype:
@@ -586,24 +637,31 @@ class DeviceArray(np.ndarray):
         _state.record("set", h2d=arr.nbytes)
         self.view(np.ndarray)[...] = arr
 
+    @_api
     def item(self, *args: Any) -> Any:
         return _sync("item", self.itemsize, self.view(np.ndarray).item, *args)
 
+    @_api
     def tolist(self) -> Any:
         return _sync("tolist", self.nbytes, self.view(np.ndarray).tolist)
 
+    @_api
     def __int__(self) -> int:
         return _sync("int", self.itemsize, int, self.view(np.ndarray))
 
+    @_api
     def __float__(self) -> float:
         return _sync("float", self.itemsize, float, self.view(np.ndarray))
 
+    @_api
     def __complex__(self) -> complex:
         return _sync("complex", self.itemsize, complex, self.view(np.ndarray))
 
+    @_api
     def __bool__(self) -> bool:
         return _sync("bool", self.itemsize, bool, self.view(np.ndarray))
 
+    @_api
     def __index__(self) -> int:
         return _sync("index", self.itemsize, self.view(np.ndarray).__index__)
 
@@ -624,6 +682,7 @@ class DeviceArray(np.ndarray):
         return (np.asarray, (self.view(np.ndarray),))
 
     # ---- indexing
+    @_api
     def __getitem__(self, key: Any) -> Any:
         base = self.view(np.ndarray)
         if _state.depth:
@@ -651,6 +710,7 @@ class DeviceArray(np.ndarray):
             return np.asarray(out).view(DeviceArray)
         return out.view(DeviceArray)
 
+    @_api
     def __setitem__(self, key: Any, value: Any) -> None:
         base = self.view(np.ndarray)
         if _state.depth:
@@ -679,6 +739,7 @@ class DeviceArray(np.ndarray):
         return None
 
 
+@_api
 def _ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     out = kwargs.get("out")
     fn = getattr(ufunc, method)
@@ -760,6 +821,7 @@ _SPECIAL = (
 )
 
 
+@_api
 def _function(name: str, func: Callable, args: tuple, kwargs: dict) -> Any:
     if name not in _SPECIAL:  # the common case, one lookup
         return _run(name, func, args, kwargs)
@@ -818,6 +880,7 @@ _METHOD_MODELS = (
 
 
 def _method(name: str) -> Callable:
+    @_api
     def method(self: DeviceArray, *args: Any, **kwargs: Any) -> Any:
         base_method = getattr(np.ndarray, name)
         wrap = name not in ("sort", "fill", "put")
@@ -835,6 +898,7 @@ for _name in _METHOD_MODELS:
     setattr(DeviceArray, _name, _method(_name))
 
 
+@_api
 def _astype(self: DeviceArray, dtype: Any, order: str = "K", casting: str = "unsafe",
             subok: bool = True, copy: bool = True) -> Any:  # fmt: skip
     if not copy and np.dtype(dtype) == self.dtype:
@@ -883,10 +947,12 @@ class _Kernel:
     def __init__(self, name: str, variant: Any = None) -> None:
         self.name, self.variant = name, variant
 
+    @_api
     def __call__(self, grid: Any, block: Any, args: tuple, **kwargs: Any) -> None:
         launch(self.name, args, self.variant)
 
 
+@_api
 def launch(name: str, args: tuple, variant: Any = None) -> None:
     """Count one launch of kernel ``name`` and run its NumPy emulation on ``args``."""
     emulate = _EMULATORS.get(name)
@@ -924,6 +990,7 @@ class ElementwiseKernel:
                  **kwargs: Any) -> None:  # fmt: skip
         self.name = name
 
+    @_api
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         emulate = _EMULATORS.get(self.name)
         if emulate is None:
@@ -1033,12 +1100,15 @@ def _halo(variant: Any, args: tuple) -> None:
 
 
 class _Event:
+    @_api
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.time: float | None = None
 
+    @_api
     def record(self, stream: Any = None) -> None:
         self.time = time.perf_counter()
 
+    @_api
     def synchronize(self) -> None:
         _state.record("Event.synchronize", syncs=1)
 
@@ -1050,6 +1120,7 @@ class _Event:
 class _Stream:
     ptr = 0
 
+    @_api
     def synchronize(self) -> None:
         _state.record("Stream.synchronize", syncs=1)
 
@@ -1061,10 +1132,12 @@ class _Device:
     def __init__(self, device: int = 0) -> None:
         self.id = int(device)
 
+    @_api
     def synchronize(self) -> None:
         _state.record("Device.synchronize", syncs=1)
 
 
+@_api
 def _elapsed_ms(start: _Event, stop: _Event) -> float:
     return 1e3 * ((stop.time or 0.0) - (start.time or 0.0))
 
@@ -1091,17 +1164,20 @@ class _Ufunc:
         self._ufunc = ufunc
         self.__name__ = ufunc.__name__
 
+    @_api
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._ufunc, name)
         if name in ("reduce", "accumulate", "at", "outer", "reduceat"):
             return lambda *a, **k: _ufunc(self._ufunc, name, a, k)
         return attr
 
+    @_api
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return _ufunc(self._ufunc, "__call__", args, kwargs)
 
 
 def _namespace_function(name: str, func: Callable) -> Callable:
+    @_api
     def call(*args: Any, **kwargs: Any) -> Any:
         return _function(name, func, args, kwargs)
 
@@ -1143,6 +1219,7 @@ class CountingCuPy(types.ModuleType):
         return attr
 
     # ---- transfers
+    @_api
     def asarray(self, a: Any, dtype: Any = None, order: Any = None) -> DeviceArray:
         if isinstance(a, DeviceArray):
             if dtype is None or np.dtype(dtype) == a.dtype:
@@ -1152,6 +1229,7 @@ class CountingCuPy(types.ModuleType):
         _state.record("asarray", h2d=host.nbytes)
         return host.view(DeviceArray)
 
+    @_api
     def array(self, a: Any, dtype: Any = None, copy: bool = True, order: str = "K",
               **kwargs: Any) -> DeviceArray:  # fmt: skip
         if isinstance(a, DeviceArray):
@@ -1160,15 +1238,18 @@ class CountingCuPy(types.ModuleType):
             return _run("array", np.array, (a,), {"dtype": dtype, "copy": True, "order": order})
         return self.asarray(a, dtype=dtype, order=order)
 
+    @_api
     def asnumpy(self, a: Any, stream: Any = None, order: str = "C") -> np.ndarray:
         if isinstance(a, DeviceArray):
             return a.get(order=order)
         return np.asarray(a, order=order)
 
+    @_api
     def get_array_module(self, *args: Any) -> Any:
         return self if any(isinstance(a, DeviceArray) for a in args) else np
 
     # ---- kernels not compiled but emulated
+    @_api
     def launch_emulated(self, name: str, args: tuple) -> None:
         """Launch kernel ``name`` (one count) with its registered NumPy emulation."""
         launch(name, args)
@@ -1177,10 +1258,14 @@ class CountingCuPy(types.ModuleType):
     measure = staticmethod(measure)
     scope = staticmethod(scope)
 
+    @_api
     def push_scope(self, name: str) -> None:
+        _state.settle()
         _state.scopes.append(name)
 
+    @_api
     def pop_scope(self) -> None:
+        _state.settle()
         _state.scopes.pop()
 
 

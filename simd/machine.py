@@ -63,6 +63,8 @@ XNET = {
 }
 
 _OUTSIDE = "(no phase)"
+#: At most this many spare CUDA events kept per machine (Machine.stats releases them).
+_EVENT_POOL = 256
 
 _INT64 = np.dtype(np.int64)
 
@@ -164,6 +166,9 @@ class Machine:
         self._per_active = False  # cost.per_active of self._cycles_of
         self._open: list[PhaseRecord] = []  # records of the open phases, outermost first
         self._unread: list[tuple[PhaseStats, PhaseRecord]] = []  # GPU times not yet read
+        # Spare CUDA events of phases whose times were read: a frame's phases reuse them
+        # rather than create (and destroy) two events each.
+        self._events: list[Any] = []
         # How many of them a read back has since waited for (their events have passed).
         self._settled = 0
         # Declared VP sets, innermost last: (size, positions of the live elements or None).
@@ -305,9 +310,9 @@ class Machine:
         if self.backend != "cupy":
             self.check()
             return tuple(np.asarray(a, order="C") for a in arrays)
-        xp = self.xp
+        xp, own = self.xp, self._array
         pending, self._pending = self._pending, []
-        arrays = tuple(xp.asarray(a) for a in arrays)
+        arrays = tuple(a if type(a) is own else xp.asarray(a) for a in arrays)
         parts = arrays + ((self._bounds[: len(pending)],) if pending else ())
         if not parts:
             return ()
@@ -327,8 +332,8 @@ class Machine:
         self._settled = len(self._unread)  # the copy waited for the device
         out = []
         for a, offset in zip(parts, offsets, strict=True):
-            view = _part(host, offset, a)
             # Views of the one fresh host buffer (not copied again), unless misaligned.
+            view = np.ndarray(a.shape, a.dtype, buffer=host, offset=offset)
             out.append(view if view.flags.aligned else view.copy())
         if pending:
             _raise_first(pending, out.pop().reshape(-1, 2))
@@ -379,6 +384,8 @@ class Machine:
                 self.sync()  # one wait for every phase timed so far, not one per event
             for entry, record in self._unread:
                 entry.wall += record.interval.read_done()
+                if len(self._events) < _EVENT_POOL:
+                    record.interval.release()  # its events serve later phases
             self._unread.clear()
             self._settled = 0
         phases = {path: entry.copy() for path, entry in self._phases.items()}
@@ -1215,7 +1222,7 @@ class _Phase:
         if self.sync:
             m.sync()
         self.on_device = m.backend == "cupy" and not self.sync
-        interval = DeviceInterval(m.xp.cuda) if self.on_device else HostInterval()
+        interval = DeviceInterval(m.xp.cuda, m._events) if self.on_device else HostInterval()
         self.record = PhaseRecord(path, interval=interval)
         m._open.append(self.record)
         return self.record
