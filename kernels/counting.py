@@ -250,8 +250,12 @@ class _State:
         path = "/".join(self.scopes)
         self.lifetime.device_seconds += seconds
         for m in self.meters:
-            m.scopes.setdefault(path, Counts()).device_seconds += seconds
             m.total.device_seconds += seconds
+            # a scope is listed from its first counted operation on (views alone, which
+            # count nothing, leave their seconds to the total only)
+            scope = m.scopes.get(path)
+            if scope is not None:
+                scope.device_seconds += seconds
 
 
 _state = _State()
