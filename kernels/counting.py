@@ -205,6 +205,7 @@ class _State:
         #: scopes (``settle``).
         self.clock = 0.0
         self.settled = 0.0
+        self.settled_path = ""  # the scope path the seconds since then are given to
 
     def record(
         self,
@@ -219,6 +220,9 @@ class _State:
     ) -> None:
         """Count one operation (its time is counted by the API call that made it, _api)."""
         path = "/".join(self.scopes)
+        if path != self.settled_path:  # the scope changed: the seconds so far were the last
+            self.settle(self.settled_path)
+            self.settled_path = path
         targets = [self.lifetime]
         for m in self.meters:
             scope = m.scopes.get(path)
@@ -239,15 +243,17 @@ class _State:
             if implicit:
                 c.implicit[op] += implicit
 
-    def settle(self) -> None:
-        """Give the API seconds since the last settle to the current scope (called when
-        the scope or the meters change, so each call's time has one scope and the calls
-        themselves only add to one clock)."""
+    def settle(self, path: str | None = None) -> None:
+        """Give the API seconds since the last settle to scope ``path`` (default: the
+        current one). Called when the meters change and by the first operation counted in
+        another scope than the last one (so the calls themselves only add to one clock,
+        and a scope's seconds are those of its calls up to its last counted operation)."""
         seconds = self.clock - self.settled
         if not seconds:
             return
         self.settled = self.clock
-        path = "/".join(self.scopes)
+        if path is None:
+            path = "/".join(self.scopes)
         self.lifetime.device_seconds += seconds
         for m in self.meters:
             m.total.device_seconds += seconds
@@ -297,14 +303,14 @@ def measure() -> Iterator[Measurement]:
     (1, 1, 24, 6)
     """
     meter = Measurement()
-    _state.settle()  # the seconds so far are not this block's
+    _state.settle(_state.settled_path)  # the seconds so far are not this block's
     _state.meters.append(meter)
     start = time.perf_counter()
     try:
         yield meter
     finally:
         meter.wall_seconds = time.perf_counter() - start
-        _state.settle()
+        _state.settle(_state.settled_path)
         _state.meters.remove(meter)
 
 
@@ -448,12 +454,10 @@ def replaying(tape: Tape) -> Iterator[Tape]:
 @contextlib.contextmanager
 def scope(name: str) -> Iterator[None]:
     """Attribute the counts of the block to scope ``name`` (nested: ``outer/name``)."""
-    _state.settle()
     _state.scopes.append(name)
     try:
         yield
     finally:
-        _state.settle()
         _state.scopes.pop()
 
 
@@ -1262,15 +1266,18 @@ class CountingCuPy(types.ModuleType):
     measure = staticmethod(measure)
     scope = staticmethod(scope)
 
-    @_api
     def push_scope(self, name: str) -> None:
-        _state.settle()
         _state.scopes.append(name)
 
-    @_api
     def pop_scope(self) -> None:
-        _state.settle()
         _state.scopes.pop()
+
+    @property
+    def scope_names(self) -> list[str]:
+        """The open scopes, outermost first: the list itself, for a caller that opens and
+        closes them often (``simd.Machine``'s phases) to append to and pop from. Counting
+        bookkeeping that CuPy has no part in, so a plain list operation."""
+        return _state.scopes
 
 
 #: The counting namespace (one device per process, as CuPy's current device).

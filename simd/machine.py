@@ -154,6 +154,8 @@ class Machine:
             warm_up("numpy")
         # The counting stand-in for CuPy attributes its counts to the open phases.
         self._scopes = self.xp if hasattr(self.xp, "push_scope") else None
+        # Its list of open scopes, appended to and popped by the phases (no calls).
+        self._scope_names = self._scopes.scope_names if self._scopes is not None else None
         self.cost = resolve_cost(cost, self.pes, self.npes)
         self._phases: dict[str, PhaseStats] = {}
         # Paths of the open phases, outermost first ("outer", "outer/inner", ...).
@@ -1217,8 +1219,8 @@ class _Phase:
         if self.entry is None:
             self.entry = m._phases[path] = PhaseStats()
         self.entry.entries += 1
-        if m._scopes is not None:
-            m._scopes.push_scope(self.name)
+        if m._scope_names is not None:
+            m._scope_names.append(self.name)
         if self.sync:
             m.sync()
         self.on_device = m.backend == "cupy" and not self.sync
@@ -1236,8 +1238,8 @@ class _Phase:
         stack = m._phase_stack
         stack.pop()
         m._path = stack[-1] if stack else _OUTSIDE
-        if m._scopes is not None:
-            m._scopes.pop_scope()
+        if m._scope_names is not None:
+            m._scope_names.pop()
         if self.on_device:
             m._unread.append((self.entry, record))
         else:
