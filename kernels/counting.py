@@ -25,8 +25,9 @@ operation on them computes with NumPy and is counted as CuPy would execute it on
   (which real CuPy refuses with a ``TypeError``: such calls are also listed in
   ``Counts.implicit`` so that tests can demand there are none).
 - **device traffic**: the bytes a launch reads and writes (array inputs plus outputs).
-- **time**: the seconds spent inside counted operations (the device work, done here by
-  NumPy, and the stand-in's own counting of it) are kept apart, so that a measurement's
+- **time**: the seconds spent inside the namespace's API, each call from entry to return
+  (the device work, done here by NumPy, and the stand-in's own dispatch and counting,
+  which stand for CuPy's host time per call), are kept apart, so that a measurement's
   ``host_seconds`` is the caller's own Python time with the device work stubbed out.
 
 The CuPy backend's own kernels run too: ``RawModule`` / ``RawKernel`` give fake kernels
@@ -58,7 +59,11 @@ Where it is approximate
   an ndarray); real CuPy raises. Other NumPy-level escapes (``ndarray`` methods not
   listed in :data:`_METHOD_MODELS` that do not go through a ufunc) are not counted.
 - CuPy's host overhead per launch (a few microseconds of Python and driver time) is not
-  in ``host_seconds``; multiply ``launches`` by a per-launch cost to estimate it.
+  in ``host_seconds``; multiply ``launches`` by a per-launch cost to estimate it. Nor is
+  the stand-in's own (its Python per call was 1-1.5 us of a 0.4 ms frame's host time
+  before calls were timed from entry). What stays in: NumPy's dispatch into
+  :class:`DeviceArray`'s overrides and the freeing of results, 0.1-0.7 us a call (about
+  190 calls in an expand frame), which CuPy's own dispatch and freeing also cost.
 - Memory traffic counts whole arrays; strides, caches and fusion are not modelled.
 - ``a[index] = values`` with an index naming a destination twice keeps the first value
   written there, not NumPy's last: on CuPy the winner is undefined, and taking the other
@@ -203,6 +208,12 @@ class _State:
         # Check calls against CuPy's API and kernels' signatures (off while replaying a
         # tape: the recording passed them, and a replay measures the caller's host time)
         self.strict = True
+        self.inside = False  # in a call of the namespace's API (timed by _entry)
+        #: Seconds spent inside the API so far, and the part of them already given to the
+        #: scopes (``settle``).
+        self.clock = 0.0
+        self.settled = 0.0
+        self.settled_path = ""  # the scope path the seconds since then are given to
 
     def record(
         self,
@@ -213,15 +224,19 @@ class _State:
         h2d: int = 0,
         d2h: int = 0,
         traffic: int = 0,
-        since: float | None = None,
         implicit: int = 0,
     ) -> None:
-        """Count one operation. ``since``: the ``perf_counter`` time it began; from then to
-        the end of this bookkeeping is device time (NumPy's work and the stand-in's own
-        counting, neither of which is the caller's host time)."""
+        """Count one operation (its time is counted by the API call that made it, _entry)."""
         path = "/".join(self.scopes)
-        targets = [self.lifetime] + [m.scopes.setdefault(path, Counts()) for m in self.meters]
-        targets += [m.total for m in self.meters]
+        if path != self.settled_path:  # the scope changed: the seconds so far were the last
+            self.settle(self.settled_path)
+            self.settled_path = path
+        targets = [self.lifetime]
+        for m in self.meters:
+            scope = m.scopes.get(path)
+            if scope is None:  # a Counts (three Counters) made only for a new scope
+                scope = m.scopes[path] = Counts()
+            targets += (scope, m.total)
         for c in targets:
             c.launches += launches
             c.syncs += syncs
@@ -235,13 +250,51 @@ class _State:
                 c.sync_ops[op] += syncs
             if implicit:
                 c.implicit[op] += implicit
-        if since is not None:
-            seconds = time.perf_counter() - since
-            for c in targets:
-                c.device_seconds += seconds
+
+    def settle(self, path: str | None = None) -> None:
+        """Give the API seconds since the last settle to scope ``path`` (default: the
+        current one). Called when the meters change and by the first operation counted in
+        another scope than the last one (so the calls themselves only add to one clock,
+        and a scope's seconds are those of its calls up to its last counted operation)."""
+        seconds = self.clock - self.settled
+        if not seconds:
+            return
+        self.settled = self.clock
+        if path is None:
+            path = "/".join(self.scopes)
+        self.lifetime.device_seconds += seconds
+        for m in self.meters:
+            m.total.device_seconds += seconds
+            # a scope is listed from its first counted operation on (views alone, which
+            # count nothing, leave their seconds to the total only)
+            scope = m.scopes.get(path)
+            if scope is not None:
+                scope.device_seconds += seconds
 
 
 _state = _State()
+
+
+def _entry(fn: Callable) -> Callable:
+    """Time ``fn``, an entry into the namespace's API, as device time: the whole call, from
+    entry to return, is what CuPy does for the caller (the device work, done by NumPy
+    here, and the stand-in's dispatch and counting, which stand for CuPy's own host time
+    per call, not the caller's). Calls made inside another are part of it."""
+
+    @functools.wraps(fn)
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        state = _state
+        if state.inside:
+            return fn(*args, **kwargs)
+        state.inside = True
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            state.clock += time.perf_counter() - t0
+            state.inside = False
+
+    return entry
 
 
 @contextlib.contextmanager
@@ -258,12 +311,14 @@ def measure() -> Iterator[Measurement]:
     (1, 1, 24, 6)
     """
     meter = Measurement()
+    _state.settle(_state.settled_path)  # the seconds so far are not this block's
     _state.meters.append(meter)
     start = time.perf_counter()
     try:
         yield meter
     finally:
         meter.wall_seconds = time.perf_counter() - start
+        _state.settle(_state.settled_path)
         _state.meters.remove(meter)
 
 
@@ -557,6 +612,7 @@ def _out_bytes(r: Any) -> int:
     return 0
 
 
+@_entry
 def _run(
     op: str,
     fn: Callable,
@@ -572,12 +628,11 @@ def _run(
     """Run ``fn`` on the unwrapped arguments and count it as ``op``."""
     if _state.depth:
         return fn(*args, **kwargs)
-    t0 = time.perf_counter()
     tape = _state.tape
     if tape is not None and tape.position is not None:  # replaying: no device work
         counts, spec = tape.next(op)
         out = _stub(spec)
-        _state.record(op, **counts, since=t0)
+        _state.record(op, **counts)
         return out
     call = _Call()
     args = call.unwrap(args, host_ok=host_ok)
@@ -599,19 +654,19 @@ def _run(
     }
     if tape is not None:
         tape.entries.append((op, counts, _spec(out)))
-    _state.record(op, **counts, since=t0)
+    _state.record(op, **counts)
     return out
 
 
+@_entry
 def _sync(op: str, nbytes: int, fn: Callable, *args: Any) -> Any:
     """A device-to-host read of ``nbytes``: one sync."""
     if _state.depth:
         return fn(*args)
-    t0 = time.perf_counter()
     tape = _state.tape
     if tape is not None and tape.position is not None:  # replaying: the recorded value
         result = _host_copy(tape.next(op)[1])
-        _state.record(op, syncs=1, d2h=nbytes, since=t0)
+        _state.record(op, syncs=1, d2h=nbytes)
         return result
     _state.depth += 1
     try:
@@ -620,7 +675,7 @@ def _sync(op: str, nbytes: int, fn: Callable, *args: Any) -> Any:
         _state.depth -= 1
     if tape is not None:
         tape.entries.append((op, {}, _host_copy(result)))
-    _state.record(op, syncs=1, d2h=nbytes, since=t0)
+    _state.record(op, syncs=1, d2h=nbytes)
     return result
 
 
@@ -653,9 +708,11 @@ class DeviceArray(np.ndarray):
 
     __array_priority__ = 100.0
 
+    @_entry
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return _ufunc(ufunc, method, inputs, kwargs)
 
+    @_entry
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         name = func.__name__
         if _state.strict and not _state.depth and name not in _api()["names"]:
@@ -667,6 +724,7 @@ class DeviceArray(np.ndarray):
         return _function(name, func, args, kwargs)
 
     # ---- reads to the host: one sync each
+    @_entry
     def get(
         self, stream: Any = None, order: str = "C", out: Any = None, blocking: bool = True
     ) -> np.ndarray:
@@ -687,6 +745,7 @@ class DeviceArray(np.ndarray):
             return out
         return host
 
+    @_entry
     def set(self, arr: np.ndarray, stream: Any = None) -> None:
         """Copy the host array ``arr`` (same shape and dtype) in: asynchronous, no sync."""
         if arr.shape != self.shape or arr.dtype != self.dtype:
@@ -694,24 +753,31 @@ class DeviceArray(np.ndarray):
         _state.record("set", h2d=arr.nbytes)
         self.view(np.ndarray)[...] = arr
 
+    @_entry
     def item(self) -> Any:  # CuPy's takes no index (NumPy's does)
         return _sync("item", self.itemsize, self.view(np.ndarray).item)
 
+    @_entry
     def tolist(self) -> Any:
         return _sync("tolist", self.nbytes, self.view(np.ndarray).tolist)
 
+    @_entry
     def __int__(self) -> int:
         return _sync("int", self.itemsize, int, self.view(np.ndarray))
 
+    @_entry
     def __float__(self) -> float:
         return _sync("float", self.itemsize, float, self.view(np.ndarray))
 
+    @_entry
     def __complex__(self) -> complex:
         return _sync("complex", self.itemsize, complex, self.view(np.ndarray))
 
+    @_entry
     def __bool__(self) -> bool:
         return _sync("bool", self.itemsize, bool, self.view(np.ndarray))
 
+    @_entry
     def __index__(self) -> int:
         return _sync("index", self.itemsize, self.view(np.ndarray).__index__)
 
@@ -732,6 +798,7 @@ class DeviceArray(np.ndarray):
         return (np.asarray, (self.view(np.ndarray),))
 
     # ---- indexing
+    @_entry
     def __getitem__(self, key: Any) -> Any:
         base = self.view(np.ndarray)
         if _state.depth:
@@ -759,6 +826,7 @@ class DeviceArray(np.ndarray):
             return np.asarray(out).view(DeviceArray)
         return out.view(DeviceArray)
 
+    @_entry
     def __setitem__(self, key: Any, value: Any) -> None:
         base = self.view(np.ndarray)
         if _state.depth:
@@ -810,6 +878,7 @@ def _scatter(base: np.ndarray, key: Any, value: Any) -> None:
     base[key] = value
 
 
+@_entry
 def _ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     out = kwargs.get("out")
     fn = getattr(ufunc, method)
@@ -891,6 +960,7 @@ _SPECIAL = (
 )
 
 
+@_entry
 def _function(name: str, func: Callable, args: tuple, kwargs: dict) -> Any:
     if name not in _SPECIAL:  # the common case, one lookup
         return _run(name, func, args, kwargs)
@@ -951,6 +1021,7 @@ _METHOD_MODELS = (
 def _method(name: str) -> Callable:
     params = _api()["methods"].get(name, "unknown")
 
+    @_entry
     def method(self: DeviceArray, *args: Any, **kwargs: Any) -> Any:
         if _state.strict and not _state.depth:
             _check_call(f"ndarray.{name}", params, args, kwargs)
@@ -986,6 +1057,7 @@ for _name in dir(np.ndarray):
         setattr(DeviceArray, _name, _lacking(_name))
 
 
+@_entry
 def _astype(self: DeviceArray, dtype: Any, order: str = "K", casting: str = "unsafe",
             subok: bool = True, copy: bool = True) -> Any:  # fmt: skip
     if not copy and np.dtype(dtype) == self.dtype:
@@ -1043,6 +1115,7 @@ class _Kernel:
         self.name, self.variant, self.code = name, variant, code
         self.params: Any = None  # read from the source at the first launch, as CuPy compiles
 
+    @_entry
     def __call__(
         self,
         grid: Any,
@@ -1063,6 +1136,7 @@ class _Kernel:
         launch(self.name, args, self.variant)
 
 
+@_entry
 def launch(name: str, args: tuple, variant: Any = None) -> None:
     """Count one launch of kernel ``name`` and run its NumPy emulation on ``args``."""
     emulate = _EMULATORS.get(name)
@@ -1099,6 +1173,7 @@ class ElementwiseKernel:
                  **kwargs: Any) -> None:  # fmt: skip
         self.name = name
 
+    @_entry
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         emulate = _EMULATORS.get(self.name)
         if emulate is None:
@@ -1241,12 +1316,15 @@ def _numba_type(a: Any) -> tuple:
 
 
 class _Event:
+    @_entry
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.time: float | None = None
 
+    @_entry
     def record(self, stream: Any = None) -> None:
         self.time = time.perf_counter()
 
+    @_entry
     def synchronize(self) -> None:
         _state.record("Event.synchronize", syncs=1)
 
@@ -1258,6 +1336,7 @@ class _Event:
 class _Stream:
     ptr = 0
 
+    @_entry
     def synchronize(self) -> None:
         _state.record("Stream.synchronize", syncs=1)
 
@@ -1269,10 +1348,12 @@ class _Device:
     def __init__(self, device: int = 0) -> None:
         self.id = int(device)
 
+    @_entry
     def synchronize(self) -> None:
         _state.record("Device.synchronize", syncs=1)
 
 
+@_entry
 def _elapsed_ms(start: _Event, stop: _Event) -> float:
     return 1e3 * ((stop.time or 0.0) - (start.time or 0.0))
 
@@ -1299,6 +1380,7 @@ class _Ufunc:
         self._ufunc = ufunc
         self.__name__ = ufunc.__name__
 
+    @_entry
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._ufunc, name)
         if name in ("reduce", "accumulate", "at", "outer", "reduceat"):
@@ -1311,6 +1393,7 @@ class _Ufunc:
             return method
         return attr
 
+    @_entry
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _state.strict:
             _check_ufunc_call(self.__name__, args, kwargs)
@@ -1336,6 +1419,7 @@ def _check_ufunc_call(name: str, args: tuple, kwargs: dict) -> None:
 def _namespace_function(name: str, func: Callable) -> Callable:
     params = _api()["functions"].get(name)
 
+    @_entry
     def call(*args: Any, **kwargs: Any) -> Any:
         if params is not None and _state.strict and not _state.depth:
             _check_call(name, params, args, kwargs)
@@ -1384,6 +1468,7 @@ class CountingCuPy(types.ModuleType):
         return attr
 
     # ---- transfers
+    @_entry
     def asarray(self, a: Any, dtype: Any = None, order: Any = None) -> DeviceArray:
         if isinstance(a, DeviceArray):
             if dtype is None or np.dtype(dtype) == a.dtype:
@@ -1393,6 +1478,7 @@ class CountingCuPy(types.ModuleType):
         _state.record("asarray", h2d=host.nbytes)
         return host.view(DeviceArray)
 
+    @_entry
     def array(self, a: Any, dtype: Any = None, copy: bool = True, order: str = "K",
               **kwargs: Any) -> DeviceArray:  # fmt: skip
         if isinstance(a, DeviceArray):
@@ -1401,15 +1487,18 @@ class CountingCuPy(types.ModuleType):
             return _run("array", np.array, (a,), {"dtype": dtype, "copy": True, "order": order})
         return self.asarray(a, dtype=dtype, order=order)
 
+    @_entry
     def asnumpy(self, a: Any, stream: Any = None, order: str = "C") -> np.ndarray:
         if isinstance(a, DeviceArray):
             return a.get(order=order)
         return np.asarray(a, order=order)
 
+    @_entry
     def get_array_module(self, *args: Any) -> Any:
         return self if any(isinstance(a, DeviceArray) for a in args) else np
 
     # ---- kernels not compiled but emulated
+    @_entry
     def launch_emulated(self, name: str, args: tuple) -> None:
         """Launch kernel ``name`` (one count) with its registered NumPy emulation; the
         argument types Numba would compile it for are noted in :data:`numba_launches`."""
@@ -1426,6 +1515,13 @@ class CountingCuPy(types.ModuleType):
 
     def pop_scope(self) -> None:
         _state.scopes.pop()
+
+    @property
+    def scope_names(self) -> list[str]:
+        """The open scopes, outermost first: the list itself, for a caller that opens and
+        closes them often (``simd.Machine``'s phases) to append to and pop from. Counting
+        bookkeeping that CuPy has no part in, so a plain list operation."""
+        return _state.scopes
 
 
 #: The counting namespace (one device per process, as CuPy's current device).

@@ -9,6 +9,7 @@ volume ``-w <= x, y, z <= w`` (``gluLookAt`` and ``gluPerspective``).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -54,6 +55,12 @@ class Camera:
 
     def view_matrix(self) -> np.ndarray:
         """4x4 world-to-eye matrix (``gluLookAt``)."""
+        return self._view.copy()
+
+    @functools.cached_property
+    def _view(self) -> np.ndarray:
+        # Made once per camera (a frame asks for it twice: mvp and light); callers of
+        # view_matrix get a copy, so this one is never written to.
         return look_at(self.eye, self.target, self.up)
 
     def projection_matrix(self, aspect: float) -> np.ndarray:
@@ -62,16 +69,15 @@ class Camera:
 
     def mvp(self, aspect: float) -> np.ndarray:
         """Model-view-projection matrix (the model matrix is the identity)."""
-        return self.projection_matrix(aspect) @ self.view_matrix()
+        return self.projection_matrix(aspect) @ self._view
 
     def light_direction(
         self, eye_space: tuple[float, float, float] = (0.3, 0.5, 1.0)
     ) -> np.ndarray:
         """A directional light fixed to the camera, as a unit world-space vector towards it."""
-        view = self.view_matrix()
         d = np.asarray(eye_space, dtype=np.float64)
-        d = d / np.linalg.norm(d)
-        return view[:3, :3].T @ d
+        d = d / _norm(d)
+        return self._view[:3, :3].T @ d
 
 
 def look_at(eye, target, up) -> np.ndarray:
@@ -90,18 +96,33 @@ def look_at(eye, target, up) -> np.ndarray:
     """
     eye = np.asarray(eye, dtype=np.float64)
     f = np.asarray(target, dtype=np.float64) - eye
-    if not np.linalg.norm(f) > 0:
+    length = _norm(f)
+    if not length > 0:
         raise ValueError("camera eye and target coincide")
-    f = f / np.linalg.norm(f)
+    f = f / length
     s = _cross(f, np.asarray(up, dtype=np.float64))
-    if not np.linalg.norm(s) > 1e-12:
+    length = _norm(s)
+    if not length > 1e-12:
         raise ValueError("camera up vector is parallel to the viewing direction")
-    s = s / np.linalg.norm(s)
+    s = s / length
     u = _cross(s, f)
     m = np.eye(4)
     m[0, :3], m[1, :3], m[2, :3] = s, u, -f
     m[:3, 3] = -m[:3, :3] @ eye
     return m
+
+
+def _norm(v: np.ndarray) -> float:
+    """``numpy.linalg.norm`` of a float64 vector, as it computes it (the square root of
+    ``v.dot(v)``, so the same bits) without its general-case checks (every frame).
+
+    Examples
+    --------
+    >>> v = np.array([0.3, 0.5, 1.0])
+    >>> bool(_norm(v) == np.linalg.norm(v))
+    True
+    """
+    return math.sqrt(v.dot(v))
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:

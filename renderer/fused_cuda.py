@@ -168,13 +168,27 @@ def fragments_kernel(items, tasks, tri, row, col, zrow, dzdx, x0, width, bits, f
         p += stride
 
 
-def decode_kernel(keys, bits, covered, tri, depth):
-    """Pixels ``p = grid position + k * grid size``."""
+def decode_kernel(keys, bits, covered, tri, depth, count):
+    """Pixels ``p = grid position + k * grid size``; ``count[0]`` += the covered ones when
+    ``count`` has an element (summed per block in shared memory: one atomic per block,
+    not one per pixel on the same address)."""
+    block_count = cuda.shared.array(1, np.int64)
+    if cuda.threadIdx.x == 0:
+        block_count[0] = 0
+    cuda.syncthreads()
     p = cuda.grid(1)
     stride = cuda.gridsize(1)
+    n = 0
     while p < keys.shape[0]:
         body(keys, p, bits, covered, tri, depth)
+        if covered[p]:
+            n += 1
         p += stride
+    if n:
+        cuda.atomic.add(block_count, 0, n)
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0 and count.shape[0] > 0 and block_count[0] > 0:
+        cuda.atomic.add(count, 0, block_count[0])
 
 
 def transform_kernel(vertices, m, out):
@@ -282,18 +296,22 @@ def build_kernels() -> dict[str, Any]:
     return {name: cuda.jit(fn) for name, fn in kernel_functions().items()}
 
 
-def setup_device(xp: Any, points: Any, corners: Any, width: int, height: int) -> dict[str, Any]:
+def setup_device(
+    xp: Any, points: Any, corners: Any, width: int, height: int, count: Any = None
+) -> dict[str, Any]:
     """The fused setup on ``xp``'s device of the triangles ``corners`` (rows of ``points``):
     the fields of :class:`renderer.scan.TriangleSetup`.
 
-    One launch (and the zeroing of the degenerate count); nothing is read back.
+    One launch (and the zeroing of the degenerate count, unless the caller gives
+    ``count``: a 1-element int64 array of zeros, counted into); nothing is read back.
     """
     t = int(corners.shape[0])
     out = {
         name: xp.empty((t, 3) if per_vertex else t, dtype=dtype)
         for name, dtype, per_vertex in OUTPUTS
     }
-    count = xp.zeros(1, dtype=xp.int64)
+    if count is None:
+        count = xp.zeros(1, dtype=xp.int64)
     if t:
         _launch(xp, "setup", t, (points, corners, width, height, width / 2.0, height / 2.0,
                                  *out.values(), count))  # fmt: skip
@@ -366,15 +384,18 @@ def fragments_device(
     return keys, dest
 
 
-def decode_device(xp: Any, keys: Any, bits: int) -> tuple:
+def decode_device(xp: Any, keys: Any, bits: int, count: Any = None) -> tuple:
     """The fused decoding of 1-D int64 depth keys on ``xp``'s device: ``covered`` (bool),
-    ``tri`` (int64) and ``depth`` (float32)."""
+    ``tri`` (int64) and ``depth`` (float32); the number of covered pixels is added to
+    ``count[0]`` (a 1-element int64 array) when given, on the device."""
     n = int(keys.shape[0])
     covered = xp.empty(n, dtype=xp.bool_)
     tri = xp.empty(n, dtype=xp.int64)
     depth = xp.empty(n, dtype=xp.float32)
+    if count is None:
+        count = xp.empty(0, dtype=xp.int64)  # nothing counted (no launch)
     if n:
-        _launch(xp, "decode", n, (keys, int(bits), covered, tri, depth))
+        _launch(xp, "decode", n, (keys, int(bits), covered, tri, depth, count))
     return covered, tri, depth
 
 
@@ -468,10 +489,12 @@ def _register_emulations() -> None:
     def _decode(variant: Any, args: tuple) -> None:
         from renderer.zbuffer import decode_keys_arrays
 
-        keys, bits, *outs = args
+        keys, bits, *outs, count = args
         got = decode_keys_arrays(np, np.asarray(keys), int(bits))
         for dest, value in zip(outs, got, strict=True):
             dest[...] = value
+        if count.shape[0]:
+            count[0] += int(np.count_nonzero(got[0]))
 
     @emulates(KERNEL_NAMES["transform"])
     def _transform(variant: Any, args: tuple) -> None:

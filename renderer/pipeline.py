@@ -285,6 +285,7 @@ def render(
         dm, machine = machine, sortlast.local  # the stages run on the rank's own machine
     m = machine if machine is not None else _default_machine()
     xp = m.xp
+    on_device = m.backend == "cupy" and sortlast is None  # the counters of setup (below)
     aspect = width / height
     if mvp is not None:
         mvp = np.asarray(mvp, dtype=np.float64)
@@ -391,7 +392,14 @@ def render(
                 tris = sortlast.balance(tris, len(mesh.faces), width, height, rank_balance)
             done("rank-balance", record)
         with stage("setup") as record:
-            setup = setup_triangles(xp, tris.points, width, height, corners=tris.corners, machine=m)
+            # On a GPU the frame's two counters, degenerate triangles and covered pixels,
+            # are counted by the setup and decoding kernels into one zeroed pair (setup's
+            # own zeroing otherwise) and read back with the image: no count on the host.
+            counters = xp.zeros(2, dtype=xp.int64) if on_device else None
+            setup = setup_triangles(
+                xp, tris.points, width, height, corners=tris.corners, machine=m,
+                count=None if counters is None else counters[0:1],
+            )  # fmt: skip
         done("setup", record)
         n_tri = int(tris.face.shape[0])
         loop_stage("scan-conversion")
@@ -418,7 +426,10 @@ def render(
         done("z-buffer", res_z.record)
         with stage("shading") as record:
             colours = (tris.points, tris.values, tris.corners)
-            covered, tri_px, depth = decode_keys(xp, zbuffer, bits)
+            pixel_count = None if counters is None else counters[1:2]
+            covered, tri_px, depth = decode_keys(
+                xp, zbuffer, bits, count=pixel_count if k_ss == 1 else None
+            )
             if first:
                 tri_px = tri_px - first  # the rank's own triangles (uncovered pixels: masked)
             if m.backend == "cupy" and n_tri:
@@ -443,7 +454,7 @@ def render(
                 image = fill_background(xp, m, image, covered, background)
             if k_ss > 1 and sortlast is None:
                 image, keys = resolve(xp, image, zbuffer, out_w, out_h, k_ss)
-                covered, tri_px, depth = decode_keys(xp, keys, bits)
+                covered, tri_px, depth = decode_keys(xp, keys, bits, count=pixel_count)
                 if n_tri:
                     face = xp.where(covered, tris.face[xp.where(covered, tri_px, 0)], -1)
                 else:
@@ -482,14 +493,19 @@ def render(
     # One read back for the frame's results (one host sync on a GPU), which also reports
     # the machine's deferred address checks (Machine.fetch).
     results = [top_down(image, out_w, out_h, 3), top_down(depth, out_w, out_h)]
-    results += [top_down(face, out_w, out_h), setup.n_degenerate]
+    results += [top_down(face, out_w, out_h), setup.n_degenerate if counters is None else counters]
     if writes is not None:
         results.append(top_down(writes, width, height))
     if keep_workloads:
         results += [scan_workload, span_lengths]
     host = m.fetch(*results)
-    image, depth, face, n_degenerate = host[:4]
-    n_degenerate = int(n_degenerate)
+    image, depth, face = host[:3]
+    if counters is None:
+        n_degenerate = int(host[3])
+        # face is -1 or a face index; counting the -1s is the cheaper test on the host
+        pixels = face.size - int(np.count_nonzero(face == -1))
+    else:
+        n_degenerate, pixels = host[3].tolist()
 
     counts = FrameCounts(
         triangles=mesh.n_faces,
@@ -499,8 +515,7 @@ def render(
         degenerate=n_degenerate,
         spans=n_spans,
         fragments=res_z.total_tasks,  # the sum of the span lengths, read by run_loop
-        # face is -1 or a face index; counting the -1s is the cheaper test on the host
-        pixels=face.size - int(np.count_nonzero(face == -1)),
+        pixels=pixels,
     )
     if sortlast is not None:  # the whole frame's, summed over the ranks
         faces_all, clipped, rejected, tris_all, degenerate, n_spans, fragments = rank_counts

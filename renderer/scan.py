@@ -126,7 +126,14 @@ def snap(xp: Any, coord: Any) -> Any:
 
 
 def setup_triangles(
-    xp: Any, clip: Any, width: int, height: int, *, corners: Any = None, machine: Any = None
+    xp: Any,
+    clip: Any,
+    width: int,
+    height: int,
+    *,
+    corners: Any = None,
+    machine: Any = None,
+    count: Any = None,
 ) -> TriangleSetup:
     """Snap the triangles to the sub-pixel grid (counter-clockwise) and find their
     scan-line ranges, column ranges and depth planes.
@@ -150,6 +157,10 @@ def setup_triangles(
         Each triangle's vertices as rows of ``clip``.
     machine : Machine, optional
         Charged for the elementwise work (:data:`SETUP_OPS` per triangle).
+    count : (1,) int64 xp array of zeros, optional
+        Where the degenerate triangles are counted (``n_degenerate`` is then its 0-d
+        view): a frame's counters read back together (the fused kernel on a GPU counts
+        into it, saving it a zeroing of its own).
 
     Returns
     -------
@@ -176,9 +187,13 @@ def setup_triangles(
         else:
             from renderer.fused_cuda import setup_device
 
-            setup = TriangleSetup(**setup_device(xp, clip, corners, width, height))
+            setup = TriangleSetup(**setup_device(xp, clip, corners, width, height, count))
+            count = None  # counted into by the kernel
     if setup is None:
         setup = setup_triangles_arrays(xp, clip[corners], width, height)
+    if count is not None:
+        count += setup.n_degenerate
+        setup.n_degenerate = count.reshape(())
     if machine is not None:
         machine.charge("elementwise", int(corners.shape[0]), ops=SETUP_OPS)
     return setup

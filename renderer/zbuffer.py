@@ -73,12 +73,14 @@ def depth_keys(xp: Any, z: Any, tri: Any, bits: int) -> Any:
     return (z.view(xp.int32).astype(xp.int64) << bits) | tri
 
 
-def decode_keys(xp: Any, keys: Any, bits: int) -> tuple[Any, Any, Any]:
+def decode_keys(xp: Any, keys: Any, bits: int, count: Any = None) -> tuple[Any, Any, Any]:
     """Inverse of :func:`depth_keys`: (covered mask, triangle index or -1, float32 depth
     with 1.0 where nothing was drawn).
 
     One fused kernel for 1-D int64 keys (:func:`renderer.zbuffer_kernels.decode_one`),
-    else :func:`decode_keys_arrays`, with the same results.
+    else :func:`decode_keys_arrays`, with the same results. ``count``: a 1-element int64
+    xp array the number of covered pixels is added to (by the kernel on a GPU: the frame
+    reads it with its results, and the host does not count them).
 
     Examples
     --------
@@ -91,12 +93,16 @@ def decode_keys(xp: Any, keys: Any, bits: int) -> tuple[Any, Any, Any]:
     ([True, False], [1, -1], [0.25, 1.0])
     """
     if keys.dtype == np.int64 and keys.ndim == 1 and not registry.force_reference():
-        if xp is np:
-            return decode_cpu(keys, bits)
-        from renderer.fused_cuda import decode_device
+        if xp is not np:
+            from renderer.fused_cuda import decode_device
 
-        return decode_device(xp, keys, bits)
-    return decode_keys_arrays(xp, keys, bits)
+            return decode_device(xp, keys, bits, count)
+        out = decode_cpu(keys, bits)
+    else:
+        out = decode_keys_arrays(xp, keys, bits)
+    if count is not None:
+        count += xp.count_nonzero(out[0])
+    return out
 
 
 def decode_keys_arrays(xp: Any, keys: Any, bits: int) -> tuple[Any, Any, Any]:

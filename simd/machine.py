@@ -63,6 +63,8 @@ XNET = {
 }
 
 _OUTSIDE = "(no phase)"
+#: At most this many spare CUDA events kept per machine (Machine.stats releases them).
+_EVENT_POOL = 256
 
 _INT64 = np.dtype(np.int64)
 
@@ -152,6 +154,8 @@ class Machine:
             warm_up("numpy")
         # The counting stand-in for CuPy attributes its counts to the open phases.
         self._scopes = self.xp if hasattr(self.xp, "push_scope") else None
+        # Its list of open scopes, appended to and popped by the phases (no calls).
+        self._scope_names = self._scopes.scope_names if self._scopes is not None else None
         self.cost = resolve_cost(cost, self.pes, self.npes)
         self._phases: dict[str, PhaseStats] = {}
         # Paths of the open phases, outermost first ("outer", "outer/inner", ...).
@@ -164,6 +168,9 @@ class Machine:
         self._per_active = False  # cost.per_active of self._cycles_of
         self._open: list[PhaseRecord] = []  # records of the open phases, outermost first
         self._unread: list[tuple[PhaseStats, PhaseRecord]] = []  # GPU times not yet read
+        # Spare CUDA events of phases whose times were read: a frame's phases reuse them
+        # rather than create (and destroy) two events each.
+        self._events: list[Any] = []
         # How many of them a read back has since waited for (their events have passed).
         self._settled = 0
         # Declared VP sets, innermost last: (size, positions of the live elements or None).
@@ -311,9 +318,9 @@ class Machine:
         if self.backend != "cupy":
             self.check()
             return tuple(np.asarray(a, order="C") for a in arrays)
-        xp = self.xp
+        xp, own = self.xp, self._array
         pending, self._pending = self._pending, []
-        arrays = tuple(xp.asarray(a) for a in arrays)
+        arrays = tuple(a if type(a) is own else xp.asarray(a) for a in arrays)
         parts = arrays + ((self._bounds[: len(pending)],) if pending else ())
         if not parts:
             return ()
@@ -333,8 +340,8 @@ class Machine:
         self._settled = len(self._unread)  # the copy waited for the device
         out = []
         for a, offset in zip(parts, offsets, strict=True):
-            view = _part(host, offset, a)
             # Views of the one fresh host buffer (not copied again), unless misaligned.
+            view = np.ndarray(a.shape, a.dtype, buffer=host, offset=offset)
             out.append(view if view.flags.aligned else view.copy())
         if pending:
             _raise_first(pending, out.pop().reshape(-1, 2))
@@ -385,6 +392,8 @@ class Machine:
                 self.sync()  # one wait for every phase timed so far, not one per event
             for entry, record in self._unread:
                 entry.wall += record.interval.read_done()
+                if len(self._events) < _EVENT_POOL:
+                    record.interval.release()  # its events serve later phases
             self._unread.clear()
             self._settled = 0
         phases = {path: entry.copy() for path, entry in self._phases.items()}
@@ -1221,12 +1230,12 @@ class _Phase:
         if self.entry is None:
             self.entry = m._phases[path] = PhaseStats()
         self.entry.entries += 1
-        if m._scopes is not None:
-            m._scopes.push_scope(self.name)
+        if m._scope_names is not None:
+            m._scope_names.append(self.name)
         if self.sync:
             m.sync()
         self.on_device = m.backend == "cupy" and not self.sync
-        interval = DeviceInterval(m.xp.cuda) if self.on_device else HostInterval()
+        interval = DeviceInterval(m.xp.cuda, m._events) if self.on_device else HostInterval()
         self.record = PhaseRecord(path, interval=interval)
         m._open.append(self.record)
         return self.record
@@ -1240,8 +1249,8 @@ class _Phase:
         stack = m._phase_stack
         stack.pop()
         m._path = stack[-1] if stack else _OUTSIDE
-        if m._scopes is not None:
-            m._scopes.pop_scope()
+        if m._scope_names is not None:
+            m._scope_names.pop()
         if self.on_device:
             m._unread.append((self.entry, record))
         else:

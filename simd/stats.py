@@ -21,6 +21,23 @@ from typing import Any
 __all__ = ["DeviceInterval", "HostInterval", "PhaseRecord", "PhaseStats", "Stats"]
 
 
+def _counter(items: dict | None = None) -> Counter:
+    """A Counter of ``items`` (or empty) made without ``Counter.__init__``'s general
+    ``update`` (an ABC check and a Python loop): every phase of every frame makes one
+    (0.1-0.2 us here against 0.6-2 us). Counter keeps no state besides the dict's.
+
+    Examples
+    --------
+    >>> c = _counter({"scan": 2}); c["scan"] += 1
+    >>> c, c["get"]
+    (Counter({'scan': 3}), 0)
+    """
+    out = Counter.__new__(Counter)
+    if items:
+        dict.update(out, items)
+    return out
+
+
 class HostInterval:
     """Wall time on the host's performance counter."""
 
@@ -43,18 +60,23 @@ class DeviceInterval:
     """Wall time between two CUDA events on the current stream.
 
     Recording an event does not wait for the device; reading :attr:`seconds` waits for the
-    second event only (once, then the value is kept).
+    second event only (once, then the value is kept). ``pool``: a list of spare events to
+    take them from (a machine's, refilled by :meth:`release` once the time is read) rather
+    than create two per interval.
     """
 
-    def __init__(self, cuda: Any) -> None:
-        self._cuda = cuda
-        self._start = cuda.Event()
+    __slots__ = ("_cuda", "_pool", "_seconds", "_start", "_stop")
+
+    def __init__(self, cuda: Any, pool: list | None = None) -> None:
+        self._cuda, self._pool = cuda, pool
+        self._start = pool.pop() if pool else cuda.Event()
         self._start.record()
         self._stop: Any = None
         self._seconds: float | None = None
 
     def stop(self) -> None:
-        self._stop = self._cuda.Event()
+        pool = self._pool
+        self._stop = pool.pop() if pool else self._cuda.Event()
         self._stop.record()
 
     @property
@@ -71,6 +93,12 @@ class DeviceInterval:
         if self._seconds is None:
             self._seconds = self._cuda.get_elapsed_time(self._start, self._stop) / 1e3
         return self._seconds
+
+    def release(self) -> None:
+        """Give the two events back to the pool once the time is read (it is kept)."""
+        if self._seconds is not None and self._pool is not None and self._stop is not None:
+            self._pool += (self._start, self._stop)
+            self._start = self._stop = None
 
 
 @dataclass(eq=False, slots=True)
@@ -91,7 +119,7 @@ class PhaseRecord:
     """
 
     name: str
-    calls: Counter = field(default_factory=Counter)
+    calls: Counter = field(default_factory=_counter)
     bytes: int = 0
     cycles: float = 0.0
     interval: HostInterval | DeviceInterval | None = field(default=None, repr=False)
@@ -129,7 +157,7 @@ class PhaseStats:
     inclusive of nested phases; :meth:`of` sums whole :class:`PhaseRecord` s instead.
     """
 
-    calls: Counter = field(default_factory=Counter)
+    calls: Counter = field(default_factory=_counter)
     bytes: int = 0
     cycles: float = 0.0
     wall: float = 0.0
@@ -149,16 +177,12 @@ class PhaseStats:
         >>> dict(a.calls), b.cycles
         ({}, 2.0)
         """
-        return PhaseStats(
-            Counter(self.calls),
-            self.bytes,
-            self.cycles,
-            self.wall,
-            self.entries,
-            self.messages,
-            self.message_bytes,
-            self.comm_wall,
-        )
+        # Every field but ``calls`` is a number: one dict copy of the instance (the
+        # machine's table is copied at the end of every frame, phase by phase).
+        out = object.__new__(PhaseStats)
+        out.__dict__.update(self.__dict__)
+        out.calls = _counter(self.calls)
+        return out
 
     def add(self, other: PhaseStats) -> None:
         self.calls.update(other.calls)

@@ -602,3 +602,20 @@ def test_warning_points_at_the_caller_of_run_loop():
         run_loop(PAPER_WORKLOAD, None, machine=machine(), overestimate=0.5)
     # the warning names the line that called run_loop, here, not one inside simd/
     assert Path(caught[0].filename).name == "test_cost_effective.py"
+
+
+def test_model_clock_dry_runs_are_made_once_per_machine_shape_and_size(monkeypatch):
+    """The model clock's dry run gives the same cycles every time: kept, not run per loop."""
+    from simd.balance.cost_effective import estimate
+
+    m = Machine(pes=8, backend="numpy")
+    fresh = estimate._dry_run(m, 37, "model")
+    estimate._MODEL_DRY_RUNS.clear()
+    assert estimate.dry_run_costs(m, 37, "model") == fresh
+    runs = []
+    monkeypatch.setattr(estimate, "_dry_run", lambda *a: runs.append(a) or (1.0, 2.0))
+    assert estimate.dry_run_costs(Machine(pes=8, backend="numpy"), 37, "model") == fresh
+    assert not runs
+    assert estimate.dry_run_costs(m, 38, "model") == (1.0, 2.0)  # another size: a run
+    assert estimate.dry_run_costs(m, 37, "wall") == (1.0, 2.0)  # wall times: every time
+    assert len(runs) == 2

@@ -166,3 +166,7 @@ def test_search_compiles_to_ptx_for_sm90():
     # loop's trip count)
     assert re.search(r"\bshr\.s64\s+%rd\d+, %rd\d+, 1;", ptx), "no halving by a shift"
     assert re.search(r"\bld\.global\.u64\b|\bld\.global\.nc\.u64\b|\bld\.global\.b64\b", ptx)
+    # the block's first datum is shared: written to and read from shared memory, between
+    # barriers
+    assert re.search(r"\bst\.shared\.u64\b", ptx) and re.search(r"\bld\.shared\.u64\b", ptx)
+    assert re.search(r"\bbar\.sync\b|\bbarrier\.sync\b", ptx), "no barrier"

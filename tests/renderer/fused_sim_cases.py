@@ -230,11 +230,14 @@ def run_decode_case(name: str) -> None:
     n, bits, threads, grid = DECODE_CASES[name]
     keys = decode_case(n, bits, seed=n)
     saved = _shape(threads, grid)
+    count = np.full(1, 5, dtype=np.int64)  # counted into: the covered pixels are added
     try:
-        got = fused_cuda.decode_device(np, keys, bits)
+        got = fused_cuda.decode_device(np, keys, bits, count)
     finally:
         fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
-    assert_same_arrays(got, decode_keys_arrays(np, keys, bits))
+    want = decode_keys_arrays(np, keys, bits)
+    assert_same_arrays(got, want)
+    assert int(count[0]) == 5 + int(np.count_nonzero(want[0]))
 
 
 def run_transform_case(name: str) -> None:

@@ -84,3 +84,24 @@ def test_cross_product_is_numpys_bit_for_bit():
         a = rng.normal(size=3) * 10 ** rng.uniform(-8, 8)
         b = rng.normal(size=3) * 10 ** rng.uniform(-8, 8)
         np.testing.assert_array_equal(_cross(a, b).view(np.int64), np.cross(a, b).view(np.int64))
+
+
+def test_norm_is_numpys_bit_for_bit():
+    from renderer.camera import _norm
+
+    rng = np.random.default_rng(4)
+    for _ in range(2000):
+        v = rng.normal(size=3) * 10 ** rng.uniform(-150, 150)
+        assert np.float64(_norm(v)).view(np.int64) == np.linalg.norm(v).view(np.int64)
+
+
+def test_camera_matrices_are_made_once_and_handed_out_as_copies():
+    cam = Camera(eye=(1.0, 2.0, 5.0), target=(0.0, 0.5, 0.0))
+    view = cam.view_matrix()
+    np.testing.assert_array_equal(view, look_at(cam.eye, cam.target, cam.up))
+    view[:] = 0.0  # the caller's copy: the camera's matrices do not change
+    np.testing.assert_array_equal(cam.view_matrix(), look_at(cam.eye, cam.target, cam.up))
+    np.testing.assert_array_equal(
+        cam.mvp(1.5), cam.projection_matrix(1.5) @ look_at(cam.eye, cam.target, cam.up)
+    )
+    assert cam == Camera(eye=(1.0, 2.0, 5.0), target=(0.0, 0.5, 0.0))  # fields only

@@ -200,8 +200,10 @@ def _recording_setups(monkeypatch) -> list:
 
     monkeypatch.setattr(pipeline, "shade_pixels", checked_shade)
 
-    def checked(xp, clip, width, height, *, corners, machine=None):
-        got = setup_triangles(xp, clip, width, height, corners=corners, machine=machine)
+    def checked(xp, clip, width, height, *, corners, machine=None, count=None):
+        got = setup_triangles(
+            xp, clip, width, height, corners=corners, machine=machine, count=count
+        )
         host = _host(machine, clip)[_host(machine, corners)]
         assert_same_setup(
             type(got)(**{f: _host(machine, getattr(got, f)) for f in FIELDS}),
@@ -592,7 +594,24 @@ def test_counting_backend_decoding_one_launch():
         got = decode_keys(m.xp, dkeys, 12)
     assert c.total.ops["kernel:renderer.decode_keys"] == 1
     assert c.total.launches == 1 and c.total.syncs == 0
-    assert_same_arrays([m.asnumpy(g) for g in got], decode_keys_arrays(np, keys, 12))
+    want = decode_keys_arrays(np, keys, 12)
+    assert_same_arrays([m.asnumpy(g) for g in got], want)
+    # counting the covered pixels into a given counter: in the same launch
+    count = m.asarray(np.array([7], dtype=np.int64))
+    with counting.measure() as c:
+        decode_keys(m.xp, dkeys, 12, count=count)
+    assert c.total.launches == 1 and c.total.syncs == 0
+    assert int(m.asnumpy(count)[0]) == 7 + int(np.count_nonzero(want[0]))
+
+
+def test_decoding_counts_the_covered_pixels_on_every_path(monkeypatch):
+    keys = decode_case(2000, 10, seed=5)
+    covered = int(np.count_nonzero(decode_keys_arrays(np, keys, 10)[0]))
+    for force in ("0", "1"):  # the fused CPU kernel, then the array code
+        monkeypatch.setenv("SIMD_FORCE_REFERENCE", force)
+        count = np.array([3], dtype=np.int64)
+        decode_keys(np, keys, 10, count=count)
+        assert int(count[0]) == 3 + covered
 
 
 def transform_case(n: int, seed: int = 0):

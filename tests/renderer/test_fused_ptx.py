@@ -74,9 +74,10 @@ sigs = {
         ints, types.Array(i64, 1, "A"), ints, ints, ints, floats, floats, floats, span_ints,
         span_ints, span_ints, ints, floats,
     ),
-    # the z-buffer's keys and the index bits; covered, triangle index, float32 depth
+    # the z-buffer's keys and the index bits; covered, triangle index, float32 depth;
+    # the covered pixels' count
     "decode": (
-        ints, i64, flags, ints, types.Array(types.float32, 1, "C"),
+        ints, i64, flags, ints, types.Array(types.float32, 1, "C"), ints,
     ),
     # the vertices, the matrix's 16 entries (arguments, not an array), clip coordinates
     "transform": (
@@ -115,7 +116,7 @@ def test_ptx_targets_sm90(ptx_all, kernel):
     assert re.search(r"\.visible\s+\.entry\s+\S+", ptx), "no kernel entry point in the PTX"
     assert not re.search(r"\bfma\.", ptx), "a product was contracted into an fma"
     assert not re.search(r"\b(div|rcp)\.approx|\.ftz\.", ptx), "approximate float division"
-    if kernel in ("setup", "classify"):
+    if kernel in ("setup", "classify", "decode"):
         assert re.search(r"\batom\.global\.add\.u64\b", ptx), "no atomic count"
 
 
@@ -182,6 +183,8 @@ def test_decoding_moves_the_depth_bits_without_conversion(ptx_all):
     assert not re.search(r"\bcvt\.rn\.f32\.", ptx), "the depth bits were converted"
     assert re.search(r"\bmov\.b32\s+%f\d+, %r\d+;", ptx), "no move of the bits to a float32"
     assert re.search(r"\bst\.global\.f32\b", ptx), "no float32 depth store"
+    # the covered pixels are summed per block in shared memory before the global atomic
+    assert re.search(r"\batom\.shared\.add\.u64\b", ptx), "no per-block sum of the count"
 
 
 def test_transform_rounds_every_product(ptx_all):

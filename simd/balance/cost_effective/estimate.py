@@ -80,7 +80,27 @@ def dry_run_costs(machine: Any, n: int, clock: str) -> tuple[float, float]:
     True
     """
     # The model clock is the same on every backend: its dry run needs no device (and no
-    # host syncs on a GPU). Wall times are measured on a machine of the same kind.
+    # host syncs on a GPU), and it gives the same cycles every time for the same machine
+    # shape, cost model and size: kept (the dry run over every VP was most of the host
+    # time of a cost-effective frame). Wall times are measured on a machine of the same
+    # kind, every time.
+    if clock == "model":
+        key = (type(machine), machine.pes, machine.cost, n)
+        costs = _MODEL_DRY_RUNS.get(key)
+        if costs is None:
+            if len(_MODEL_DRY_RUNS) >= 64:  # a bound on what many sizes keep
+                _MODEL_DRY_RUNS.clear()
+            costs = _MODEL_DRY_RUNS[key] = _dry_run(machine, n, clock)
+        return costs
+    return _dry_run(machine, n, clock)
+
+
+#: Model-clock dry runs by (machine type, PE shape, cost model, VPs): (gathering,
+#: redistribution) cycles.
+_MODEL_DRY_RUNS: dict[tuple, tuple[float, float]] = {}
+
+
+def _dry_run(machine: Any, n: int, clock: str) -> tuple[float, float]:
     backend = "numpy" if clock == "model" else machine.backend_spec
     scratch = type(machine)(pes=machine.pes, backend=backend, cost=machine.cost)
     xp = scratch.xp
