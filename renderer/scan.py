@@ -33,7 +33,7 @@ import numpy as np
 
 from kernels import registry
 from renderer.setup_kernels import setup_cpu
-from renderer.span_kernels import SPAN_INT, compact_cpu, kept_spans_cpu, spans_cpu
+from renderer.span_kernels import SPAN_INT, compact_cpu, kept_spans_cpu, spans_cpu, task_ints
 from renderer.transform import SUBPIXEL, to_window
 
 __all__ = [
@@ -255,8 +255,7 @@ def _fused(items: Any, tasks: Any, setup: TriangleSetup) -> bool:
     """Whether the fused span kernels take these tasks (else the array code does)."""
     floats = (setup.z0, setup.dzdy, setup.y0)
     return (
-        items.dtype == np.int64
-        and tasks.dtype == np.int64
+        task_ints(items, tasks)
         and all(a.dtype == np.float64 for a in floats)
         and not registry.force_reference()
     )
@@ -266,7 +265,7 @@ def spans(xp: Any, setup: TriangleSetup, items: Any, tasks: Any) -> tuple[Any, A
     """The scan line, first pixel and length (<= 0: empty) of the span of triangle ``items``
     on its scan line ``row0 + tasks``: one fused kernel where one is compiled
     (:mod:`renderer.span_kernels`), else :func:`spans_arrays`, with the same results."""
-    if items.dtype == np.int64 and tasks.dtype == np.int64 and not registry.force_reference():
+    if task_ints(items, tasks) and not registry.force_reference():
         if xp is np:
             return spans_cpu(setup, items, tasks)
         from renderer.fused_cuda import spans_device
@@ -320,10 +319,11 @@ def compact_spans(
     (int64) and depth at (x0 of the triangle, row): one
     fused kernel where one is compiled (:mod:`renderer.span_kernels`), else
     :func:`compact_spans_arrays`, with the same results."""
-    ints = (sel, items, row, lo, length)
+    ints = (sel, row, lo, length)
     floats = (setup.z0, setup.dzdy, setup.y0)
     if (
         all(a.dtype == np.int64 for a in ints)
+        and task_ints(items)
         and all(a.dtype == np.float64 for a in floats)
         and not registry.force_reference()
     ):

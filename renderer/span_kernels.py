@@ -32,6 +32,8 @@ __all__ = [
     "compact_one",
     "compact_cpu",
     "kept_spans_cpu",
+    "TASK_INTS",
+    "task_ints",
 ]
 
 #: The kept spans' triangle, scan line and first pixel: int32, 12 bytes a span less than
@@ -42,6 +44,14 @@ __all__ = [
 #: length stays int64: it is the z-buffer loop's workload, which the loops take as int64
 #: (an int32 one would cost them a converted copy and a launch).
 SPAN_INT = np.int32
+#: The loops' task arrays (datum and task index) the kernels take: int32 where every index
+#: of the loop fits (half the bytes a task: :func:`simd.balance.run_loop`), else int64.
+TASK_INTS = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+def task_ints(*arrays: Any) -> bool:
+    """Whether every array holds int32 or int64 indices (the kernels' task arrays)."""
+    return all(a.dtype in TASK_INTS for a in arrays)
 
 
 def span_of(items, tasks, p, row0, col0, col1, xs, ys):

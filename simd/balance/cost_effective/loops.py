@@ -71,11 +71,13 @@ def run_loop(
     workload : 1-D integer array (NumPy, CuPy or sequence)
         Tasks per problem datum; datum ``i`` has tasks ``0 .. workload[i] - 1``.
     body : callable(items, tasks) or None
-        The solution phase: called once per iteration with two equal-length int64 backend
+        The solution phase: called once per iteration with two equal-length integer backend
         arrays, the datum and the 0-based task index of every task run in that iteration
-        (live tasks only, packed). It runs inside ``machine.vp_set(slots)`` so its own
-        instructions are charged for the whole VP set (``len(workload)``, or the chunk for
-        ``expand``). The order of tasks within a call is unspecified.
+        (live tasks only, packed): int32 where the number of data and the total of tasks
+        are below 2**31 (half the bytes a task at the loop's peak), else int64. It runs
+        inside ``machine.vp_set(slots)`` so its own instructions are charged for the whole
+        VP set (``len(workload)``, or the chunk for ``expand``). The order of tasks within
+        a call is unspecified.
     machine : simd.Machine
     form : str
         "original" (Figure 1), "cost-effective" (Figure 2) or "expand".
@@ -222,7 +224,7 @@ class _Loop:
         expansion = self.timing(PHASE_EXPANSION)
         soln = self.timing(PHASE_SOLUTION)
         with m.phase(PHASE_EXPANSION) as record:
-            search = Expansion(w, machine=m)
+            search = Expansion(w, machine=m, total=total)
         expansion.records.append(record)
         for start in range(0, total, chunk):
             stop = min(start + chunk, total)

@@ -335,7 +335,9 @@ def redistribute(
     machine : simd.Machine
     steps : bool
         Keep the intermediate arrays of the four steps in the result; False: they are
-        None, each freed once read (the loops need only the new arrays).
+        None, each freed once read (the loops need only the new arrays), and so are
+        ``info``'s arrays (``act_mask``, ``assignment``, ``new_workload_values``: set to
+        None once sent; its scalars stay).
 
     Returns
     -------
@@ -384,6 +386,8 @@ def redistribute(
     m.charge("elementwise", n, ops=POINTER_OPS)
     # Step 2: general send to the block heads (no collisions: assignments are >= 1).
     sent_nwv = m.send(info.new_workload_values, pointers_scan, n, mask=active, fill=0)
+    if not steps:  # the gathering's arrays are read: they go before the sends' results
+        info.act_mask = info.assignment = info.new_workload_values = None
     if m.backend == "cupy" and n:  # both maxima in one read back (one host sync)
         (highs,) = m.fetch(xp.stack([xp.max(workload), xp.max(parallel_index)]))
         packable = max(highs.tolist()) < PACK_LIMIT
@@ -412,31 +416,33 @@ def redistribute(
     heads = (sent_nwv > 0) | (processor == total_assigned)
     del processor
     m.charge("elementwise", n, ops=HEAD_OPS)
-    # Step 3: segmented copy-scans.
+    # Steps 3 and 4: segmented copy-scans, and the renumbering's segmented add-scan (the
+    # scan addition variant). Each array is used up as soon as it can be, so that a few
+    # of them are held at once (the scans are charged alike, whatever their order).
     new_workload = m.scan(sent_nwv, "copy", segments=heads)
     keep(sent_new_workload_values=sent_nwv)
     del sent_nwv
+    offset = m.scan(new_workload, "add", exclusive=True, segments=heads, initial=0)
     block_workload = m.scan(sent_w, "copy", segments=heads)
     keep(sent_workload=sent_w)
     del sent_w
-    copied_pi = m.scan(sent_pi, "copy", segments=heads)
-    keep(sent_parallel_index=sent_pi)
-    del sent_pi
+    # Exact share of every processor of a block; the last ones may get fewer (or none).
+    block_workload -= offset
+    new_w = xp.clip(block_workload, 0, new_workload, out=block_workload)
+    del block_workload
+    keep(new_workload=new_workload, scan_add_new_workload=offset)
+    del new_workload
     new_problem_data = m.scan(sent_pd, "copy", segments=heads)
     keep(sent_problem_data=sent_pd)
     del sent_pd
-    # Step 4: renumber with a segmented add-scan (the scan addition variant).
-    offset = m.scan(new_workload, "add", exclusive=True, segments=heads, initial=0)
+    copied_pi = m.scan(sent_pi, "copy", segments=heads)
+    keep(sent_parallel_index=sent_pi)
+    del sent_pi
     new_pi = copied_pi + offset
     keep(copied_parallel_index=copied_pi, heads=heads)
-    del copied_pi, heads
-    # Exact share of every processor of a block; the last ones may get fewer (or none).
-    block_workload -= offset
-    new_w = xp.clip(block_workload, 0, new_workload)
-    del block_workload
+    del copied_pi, heads, offset
     new_pi = xp.where(new_w > 0, new_pi, 0)
     m.charge("elementwise", n, ops=RENUMBER_OPS)
-    keep(new_workload=new_workload, scan_add_new_workload=offset)
     fields = ("pointers_scan", "pointers", "sent_new_workload_values", "sent_workload",
               "sent_parallel_index", "sent_problem_data", "heads", "new_workload",
               "copied_parallel_index", "scan_add_new_workload")  # fmt: skip
