@@ -315,10 +315,10 @@ def compact_spans(
     xp: Any, setup: TriangleSetup, sel: Any, items: Any, row: Any, lo: Any, length: Any
 ) -> tuple[Any, Any, Any, Any, Any]:
     """The kept spans ``sel`` of tasks ``items`` (spans ``row, lo, length``): their
-    triangle, scan line and first pixel (:data:`renderer.span_kernels.SPAN_INT`), length
-    (int64) and depth at (x0 of the triangle, row): one
-    fused kernel where one is compiled (:mod:`renderer.span_kernels`), else
-    :func:`compact_spans_arrays`, with the same results."""
+    triangle, scan line, first pixel and length (:data:`renderer.span_kernels.SPAN_INT`)
+    and depth at (x0 of the triangle, row): one fused kernel where one is compiled
+    (:mod:`renderer.span_kernels`), else :func:`compact_spans_arrays`, with the same
+    results."""
     ints = (sel, row, lo, length)
     floats = (setup.z0, setup.dzdy, setup.y0)
     if (
@@ -354,16 +354,16 @@ def compact_spans_arrays(
     tri = items[sel]
     row = row[sel]
     zrow = s.z0[tri] + s.dzdy[tri] * (row.astype(xp.float64) - s.y0[tri])
-    return (*(a.astype(SPAN_INT) for a in (tri, row, lo[sel])), length[sel], zrow)
+    return (*(a.astype(SPAN_INT) for a in (tri, row, lo[sel], length[sel])), zrow)
 
 
 @dataclass
 class Spans:
     """Spans made by scan conversion (xp arrays of length S).
 
-    ``tri`` triangle, ``row`` scan line, ``col`` first pixel (int32:
-    :data:`renderer.span_kernels.SPAN_INT`), ``length`` pixels (> 0, int64: the z-buffer
-    loop's workload), ``zrow`` depth at (x0 of the triangle, row); ``dzdx`` depth slope and
+    ``tri`` triangle, ``row`` scan line, ``col`` first pixel, ``length`` pixels (> 0: the
+    z-buffer loop's workload; all four int32: :data:`renderer.span_kernels.SPAN_INT`),
+    ``zrow`` depth at (x0 of the triangle, row); ``dzdx`` depth slope and
     ``x0`` reference x are per triangle (length T: setup's own arrays, indexed by ``tri``,
     not copied per span: 16 bytes a span less).
     """
@@ -482,5 +482,5 @@ class ScanConverter:
             self._parts = [(tri, row, col, length, zrow)]
         else:
             e = xp.zeros(0, dtype=SPAN_INT)
-            tri, row, col, length, zrow = e, e, e, xp.zeros(0, dtype=xp.int64), xp.zeros(0)
+            tri, row, col, length, zrow = e, e, e, e, xp.zeros(0)
         return Spans(tri, row, col, length, zrow, s.dzdx, s.x0)

@@ -29,9 +29,10 @@ SHADING_BYTES = 2 * 12 + 3
 #: the cost estimate, kept every intermediate array; 155 and 148 with int64 span fields
 #: and per-span copies of the depth slope and reference x).
 FRAME_PEAK = {"expand": 170, "original": 160, "cost-effective": 240}
-#: Bytes a span: int32 triangle, scan line and first pixel, int64 length (the z-buffer
-#: loop's workload), float64 depth on its row (the slope and reference x are setup's).
-SPAN_BYTES = 3 * 4 + 8 + 8
+#: Bytes a span: int32 triangle, scan line, first pixel and length (the z-buffer loop's
+#: workload, taken by the loops as it is), float64 depth on its row (the slope and
+#: reference x are setup's).
+SPAN_BYTES = 4 * 4 + 8
 
 
 def _field_bytes(setup) -> int:

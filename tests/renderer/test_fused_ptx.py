@@ -72,7 +72,7 @@ sigs = {
     # the kept spans' positions, the tasks (maybe strided) and their spans, setup's fields
     "compact": (
         ints, types.Array(i64, 1, "A"), ints, ints, ints, floats, floats, floats, span_ints,
-        span_ints, span_ints, ints, floats,
+        span_ints, span_ints, span_ints, floats,
     ),
     # the z-buffer's keys and the index bits; covered, triangle index, float32 depth
     "decode": (

@@ -254,9 +254,14 @@ class _CostEffective:
         self.prune, self.warn = prune, warn
         self.clock = loop.result.clock
         self.n = int(w.size)
-        self.w = w.copy()
-        self.parallel_index = (w > 0).astype(np.int64)  # 1-based, 0 on idle processors
-        self.problem_data = xp.arange(self.n, dtype=np.int64)  # the datum of each processor
+        # The loop's state in int32 where every value fits (workloads, their sum, 1-based
+        # task indices, data numbers): half the bytes a processor at the redistribution's
+        # peak; the gathering's sums and products are made in 64 bits either way.
+        small = self.n + loop.result.total_tasks < 2**31
+        index = np.int32 if small else np.int64
+        self.w = w.astype(index)  # a copy: the loop counts it down
+        self.parallel_index = (w > 0).astype(index)  # 1-based, 0 on idle processors
+        self.problem_data = xp.arange(self.n, dtype=index)  # the datum of each processor
         self.max_w = max_w  # read by run_loop with the workload's sum
         self.live = _LiveSet(self.m, w, max_w)
         self.remaining: int | None = None  # MAX(workload), known to the front end
@@ -424,7 +429,8 @@ class _LiveSet:
 def _validate_workload(
     workload: Any, machine: Any, known: tuple[int, int, int] | None = None
 ) -> tuple[Any, int, int]:
-    """The workload as an int64 backend array with its sum and maximum, or a clear error.
+    """The workload as an int64 backend array (int32 ones as they are: no copy; the forms
+    widen what could overflow) with its sum and maximum, or a clear error.
 
     Sum, maximum and minimum (the check) are read back together: one host sync; none when
     the caller passes them (``known``: total, max, min).
@@ -457,7 +463,7 @@ def _validate_workload(
             raise ValueError("workload must hold whole numbers of tasks, got fractions")
     elif kind not in "iu":
         raise TypeError(f"workload must be an integer array, got dtype {arr.dtype}")
-    out = machine.asarray(arr, dtype=np.int64)
+    out = machine.asarray(arr, dtype=np.int32 if arr.dtype == np.int32 else np.int64)
     if not out.size:
         return out, 0, 0
     if known is not None:

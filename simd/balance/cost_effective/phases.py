@@ -147,7 +147,7 @@ def gather_information(
 
     Parameters
     ----------
-    workload : 1-D int64 backend array
+    workload : 1-D int64 backend array (or int32, its sum below 2**31)
         Tasks left per processor.
     machine : simd.Machine
     max_workload : int, optional
@@ -248,8 +248,8 @@ def gather_information(
         avg=avg,
         act_mask=act_mask,
         sum_workload=sum_workload,
-        assignment=assignment.astype(np.int64, copy=False),
-        new_workload_values=new_workload_values.astype(np.int64, copy=False),
+        assignment=assignment,
+        new_workload_values=new_workload_values,
         max_workload=max_workload,
         max_new_workload=max_new,
     )
@@ -257,9 +257,13 @@ def gather_information(
 
 def _assign(xp: Any, workload: Any, act_mask: Any, num_idle: Any, divisor: Any):
     """Steps 4 and 5: the assignment and the new workload values (``divisor`` is
-    ``max(sum_workload, 1)``; scalars are front-end ints or 0-d device arrays)."""
-    share = (workload * num_idle) // divisor + 1
-    assignment = xp.where(act_mask, share, (workload > 0).astype(np.int64))
+    ``max(sum_workload, 1)``; scalars are front-end ints or 0-d device arrays). Both
+    have the workload's dtype (an int32 one: its sum and the number of processors
+    together below 2**31, so no sum below overflows)."""
+    # the product in 64 bits: an int32 workload times the idle count may not fit 32
+    share = xp.multiply(workload, num_idle, dtype=np.int64) // divisor
+    share = xp.add(share, 1, out=xp.empty(workload.shape, dtype=workload.dtype))
+    assignment = xp.where(act_mask, share, workload > 0)
     new_workload_values = xp.where(
         assignment > 0, (workload + assignment - 1) // xp.maximum(assignment, 1), 0
     )
@@ -324,10 +328,13 @@ def redistribute(
 
     Parameters
     ----------
-    workload : 1-D int64 backend array
+    workload : 1-D int64 (or int32) backend array
         Tasks left per processor.
-    parallel_index : 1-D int64 backend array
+    parallel_index : 1-D int64 (or int32) backend array
         Next task index per processor, 1-based as in the paper (0 on idle processors).
+        The new arrays keep the dtypes of ``workload``, ``parallel_index`` and
+        ``problem_data`` (int32 ones: values and their sum below 2**31, as the loops
+        keep them).
     problem_data : 1-D backend array
         One datum per processor (any dtype); in :func:`run_loop`, the datum's number.
     info : Information
@@ -374,7 +381,9 @@ def redistribute(
     active = info.assignment > 0
     # Step 1: scan pointers. The scan addition variant (exclusive, initial 0).
     scanned = m.scan(info.assignment, "add", exclusive=True, initial=0)
-    pointers_scan = xp.where(active, scanned, 0)
+    # int64 (a NumPy int64 scalar): the machine's sends take their addresses in 64 bits,
+    # and would convert an int32 array at every send
+    pointers_scan = xp.where(active, scanned, np.int64(0))
     if steps:  # the paper's 1-based pointers, read by nothing else
         kept["pointers"] = xp.where(active, scanned + 1, 0)
     # Where the last block ends: the front end reads one element (on a GPU it stays on the
@@ -397,11 +406,14 @@ def redistribute(
         )
     if packable:
         # One two-word message (as a CM program sends a struct): workload and index.
-        packed = workload * PACK_LIMIT + parallel_index
+        # (in 64 bits, whatever the state's integers; unpacked back into them)
+        packed = xp.multiply(workload, PACK_LIMIT, dtype=np.int64)
+        packed += parallel_index
         m.charge("elementwise", n, ops=PACK_OPS)
         sent = m.send(packed, pointers_scan, n, mask=active, fill=0)
         del packed
-        sent_w, sent_pi = sent // PACK_LIMIT, sent % PACK_LIMIT
+        sent_w = xp.floor_divide(sent, PACK_LIMIT, out=xp.empty(n, dtype=workload.dtype))
+        sent_pi = xp.remainder(sent, PACK_LIMIT, out=xp.empty(n, dtype=parallel_index.dtype))
         del sent
         m.charge("elementwise", n, ops=PACK_OPS)
     else:
@@ -438,7 +450,7 @@ def redistribute(
     copied_pi = m.scan(sent_pi, "copy", segments=heads)
     keep(sent_parallel_index=sent_pi)
     del sent_pi
-    new_pi = copied_pi + offset
+    new_pi = xp.add(copied_pi, offset, out=xp.empty(n, dtype=copied_pi.dtype))
     keep(copied_parallel_index=copied_pi, heads=heads)
     del copied_pi, heads, offset
     new_pi = xp.where(new_w > 0, new_pi, 0)

@@ -53,7 +53,8 @@ class Expansion:
     total : int, optional
         The workload's sum, known to the front end. Where it and the number of data are
         below 2**31, the fused search gives int32 items and tasks (8 bytes a task less at
-        the expand form's peak); else, and without it, int64.
+        the expand form's peak) and an int32 workload is scanned as it is; else, and
+        without it, int64.
 
     Examples
     --------
@@ -67,14 +68,16 @@ class Expansion:
     def __init__(self, workload: Any, *, machine: Any, total: int | None = None) -> None:
         m = self.machine = machine
         n = int(workload.size)
+        small = total is not None and max(n, int(total)) < 2**31
+        if workload.dtype != np.int64 and not small:  # the first tasks' scan needs 64 bits
+            workload = workload.astype(np.int64)
         self.fused = (
             m.ranks is None
             and not m.cost.per_active
             and (m.backend == "numpy" or m.checks == "deferred")
-            and workload.dtype == np.int64
+            and workload.dtype in (np.int32, np.int64)
             and not force_reference()
         )
-        small = total is not None and max(n, int(total)) < 2**31
         self.dtype = np.int32 if small else np.int64
         self.offsets = m.scan(workload, "add", exclusive=True, initial=0)
         self.ends = None
