@@ -17,7 +17,11 @@ the sets up to ``--big-image-max``), each (set, form, image) runs in a fresh sub
   more, untimed frame runs under ``tracemalloc``, which sees NumPy's buffers only (not
   Numba's allocations inside kernels): the two bracket the frame's own array memory. On
   the ``cupy`` backend the CuPy memory pool's size after a frame is recorded too (host
-  RSS does not see device memory).
+  RSS does not see device memory);
+* the peaks of each form on one rank are split by least squares into bytes per triangle
+  and bytes per pixel (:func:`memory_fit`): a small set drawn large spends much of its
+  peak on the image's own buffers, so the goal is judged on the per-triangle slope as
+  well as on bytes per triangle of each row.
 
 With ``mpiexec`` at hand (and not ``--quick``) the 16m set also runs on 4 ranks
 (``load_dataset_slab`` per rank, a sort-last frame on ``Machine(comm=...)``; no Scene on
@@ -179,14 +183,18 @@ def child(args: argparse.Namespace) -> None:
     scene = renderer.Scene(mesh, machine=machine)
     del mesh
     size = (args.image, args.image)
+    counts: dict[str, int] = {}
 
     def one() -> Any:
-        return renderer.render(scene, view=(45, 45), size=size, loop=args.form)
+        frame = renderer.render(scene, view=(45, 45), size=size, loop=args.form)
+        # what the per-span and per-task arrays scale with (spans grow with the image)
+        counts.update(spans=frame.stats.counts.spans, fragments=frame.stats.counts.fragments)
+        return frame
 
     record = _frames(one, machine, args.frames)
     record.update(
         set=args.set, form=args.form, image=args.image, triangles=scene.n_faces, ranks=1,
-        backend=machine.backend,
+        backend=machine.backend, **counts,
     )  # fmt: skip
     Path(args.child).write_text(json.dumps(record))
 
@@ -336,6 +344,47 @@ def linearity(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
+def memory_fit(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per form on one rank: the least-squares split of the peak into a part per triangle
+    and a part per pixel, ``peak_bytes = per_triangle * triangles + per_pixel * pixels``,
+    over every set and image size measured, with its largest relative miss.
+
+    ``per_triangle`` is the slope that decides issue 9's goal (at most 250 bytes a triangle,
+    so that one 80 GB GPU holds 300 million triangles): on a small set drawn large the
+    image's own buffers (depth keys, colours, read back) are a large share of the peak
+    whatever the triangles cost. ``triangles_in_80GB`` is what 80 GB holds at 1024x1024 by
+    the fit. Needs two image sizes (else the parts cannot be told apart: None).
+
+    Examples
+    --------
+    >>> rows = [{"form": "f", "ranks": 1, "triangles": t, "image": i,
+    ...          "peak_bytes": 200 * t + 30 * i * i} for t, i in ((10**5, 512), (10**6, 512),
+    ...                                                            (10**5, 1024))]
+    >>> fit = memory_fit(rows)["f"]
+    >>> round(fit["per_triangle"], 6), round(fit["per_pixel"], 6), fit["max_miss"] < 1e-9
+    (200.0, 30.0, True)
+    """
+    import numpy as np
+
+    out: dict[str, dict[str, float]] = {}
+    for form in sorted({r["form"] for r in rows if r["ranks"] == 1}):
+        sel = [r for r in rows if r["form"] == form and r["ranks"] == 1]
+        if len({r["image"] for r in sel}) < 2 or len(sel) < 3:
+            continue
+        a = np.array([[r["triangles"], r["image"] ** 2] for r in sel], dtype=np.float64)
+        peak = np.array([r["peak_bytes"] for r in sel], dtype=np.float64)
+        (per_triangle, per_pixel), *_ = np.linalg.lstsq(a, peak, rcond=None)
+        miss = np.abs(a @ np.array([per_triangle, per_pixel]) - peak) / peak
+        out[form] = {
+            "per_triangle": float(per_triangle),
+            "per_pixel": float(per_pixel),
+            "max_miss": float(miss.max()),
+            "triangles_in_80GB": float((80e9 - per_pixel * 1024**2) / per_triangle),
+            "goal_met": bool(per_triangle <= GOAL_BYTES_PER_TRIANGLE),
+        }
+    return out
+
+
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -423,6 +472,15 @@ def measure(args: argparse.Namespace, stage: StagedOutputs, picture: Path) -> di
             f" + {fit['ns_per_triangle']:.0f} ns x triangles (largest miss "
             f"{100 * fit['max_miss']:.0f}%)"
         )
+    memory = memory_fit(rows)
+    for form, fit in memory.items():
+        print(
+            f"{form}: peak ~ {fit['per_triangle']:.0f} B x triangles + {fit['per_pixel']:.0f} B"
+            f" x pixels (largest miss {100 * fit['max_miss']:.0f}%): the goal of "
+            f"{GOAL_BYTES_PER_TRIANGLE} B a triangle is {'met' if fit['goal_met'] else 'not met'}"
+            f" on the slope; 80 GB hold {fit['triangles_in_80GB'] / 1e6:.0f}M triangles at "
+            "1024x1024"
+        )
     plot(rows, stage.path(picture))
     return {
         "benchmark": "render_scale",
@@ -444,11 +502,13 @@ def measure(args: argparse.Namespace, stage: StagedOutputs, picture: Path) -> di
             "peak RSS growth of each timed frame in a fresh process (VmHWM reset through "
             "/proc/self/clear_refs after malloc_trim, minus VmRSS before the frame): all "
             "the frame holds at once, Numba's allocations included; tracemalloc_peak_bytes: "
-            "NumPy's buffers only, one extra frame"
+            "NumPy's buffers only, one extra frame; memory_fit: peak_bytes = per_triangle x "
+            "triangles + per_pixel x pixels, least squares over each form's one-rank rows"
         ),
         "rows": rows,
         "skipped": skipped,
         "linearity": slopes,
+        "memory_fit": memory,
         "table": text,
         "wall_seconds": time.perf_counter() - start,
     }
