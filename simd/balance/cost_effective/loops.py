@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from simd.balance.cost_effective.estimate import Overestimate
-from simd.balance.cost_effective.phases import decide, gather_information, redistribute
+from simd.balance.cost_effective.phases import decide, gather_information, redistribute_state
 from simd.balance.cost_effective.records import (
     FORMS,
     PHASE_DECISION,
@@ -336,9 +336,10 @@ class _CostEffective:
             if not self.redistributed:
                 m.charge("elementwise", self.n, ops=MATERIALISE_OPS)
             self.redistributed = True
-            red = redistribute(
-                self.w, self.parallel_index, self.problem_data, info, machine=m, steps=False
-            )
+            # the state handed over: each old array goes once sent (not held to the end)
+            state = [self.w, self.parallel_index, self.problem_data]
+            self.w = self.parallel_index = self.problem_data = None
+            red = redistribute_state(state, info, machine=m, steps=False)
             self.w, self.parallel_index = red.workload, red.parallel_index
             self.problem_data = red.problem_data
             self.live = _LiveSet(m, self.w, info.max_new_workload)

@@ -367,6 +367,18 @@ def redistribute(
     >>> red.parallel_index.tolist(), red.problem_data.tolist()
     ([1, 21, 41, 61, 81, 1, 0], [1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 0.0])
     """
+    state = [workload, parallel_index, problem_data]
+    return redistribute_state(state, info, machine=machine, steps=steps)
+
+
+def redistribute_state(
+    state: list, info: Information, *, machine: Any, steps: bool
+) -> Redistribution:
+    """:func:`redistribute` of ``state = [workload, parallel_index, problem_data]``, which
+    it empties: where the caller holds no other reference (the loops hand theirs over),
+    each of the three arrays goes once sent, before the new ones are made."""
+    workload, parallel_index, problem_data = state
+    state.clear()
     m = machine
     xp = m.xp
     n = int(workload.size)
@@ -404,22 +416,26 @@ def redistribute(
         packable = bool(n) and (
             int(xp.max(workload)) < PACK_LIMIT and int(xp.max(parallel_index)) < PACK_LIMIT
         )
+    w_dtype, pi_dtype = workload.dtype, parallel_index.dtype
     if packable:
         # One two-word message (as a CM program sends a struct): workload and index.
         # (in 64 bits, whatever the state's integers; unpacked back into them)
         packed = xp.multiply(workload, PACK_LIMIT, dtype=np.int64)
         packed += parallel_index
+        del workload, parallel_index
         m.charge("elementwise", n, ops=PACK_OPS)
         sent = m.send(packed, pointers_scan, n, mask=active, fill=0)
         del packed
-        sent_w = xp.floor_divide(sent, PACK_LIMIT, out=xp.empty(n, dtype=workload.dtype))
-        sent_pi = xp.remainder(sent, PACK_LIMIT, out=xp.empty(n, dtype=parallel_index.dtype))
+        sent_w = xp.floor_divide(sent, PACK_LIMIT, out=xp.empty(n, dtype=w_dtype))
+        sent_pi = xp.remainder(sent, PACK_LIMIT, out=xp.empty(n, dtype=pi_dtype))
         del sent
         m.charge("elementwise", n, ops=PACK_OPS)
     else:
         sent_w = m.send(workload, pointers_scan, n, mask=active, fill=0)
         sent_pi = m.send(parallel_index, pointers_scan, n, mask=active, fill=0)
+        del workload, parallel_index
     sent_pd = m.send(problem_data, pointers_scan, n, mask=active, fill=0)
+    del problem_data
     keep(pointers_scan=pointers_scan)
     del pointers_scan, active
     # Segments: every block head, plus the first unassigned processor so that the
