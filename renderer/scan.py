@@ -63,12 +63,12 @@ class TriangleSetup:
     inside, and twice the area follow from them exactly (:func:`edge_functions`), so they
     are not stored (72 bytes a triangle less at the frame's peak). ``row0`` first scan
     line, ``workload`` number of scan lines (0: nothing to draw); ``col0, col1`` the pixel
-    columns of the bounding box clipped to the viewport; ``z0``, ``dzdx``, ``dzdy``, ``x0``,
-    ``y0`` the depth plane (pixel units); ``order`` (T, 3) int8: the vertex permutation
-    that made the triangle counter-clockwise (vertex k of ``xs, ys`` is the clipper's
-    vertex ``order[k]``). ``n_degenerate``: the number of triangles of zero area, a 0-d xp
-    array (on a GPU it stays on the device until the frame reads its results back:
-    ``int()`` reads it).
+    columns of the bounding box clipped to the viewport (these four int32); ``z0``,
+    ``dzdx``, ``dzdy``, ``x0``, ``y0`` the depth plane (pixel units); ``order`` (T, 3)
+    int8: the vertex permutation that made the triangle counter-clockwise (vertex k of
+    ``xs, ys`` is the clipper's vertex ``order[k]``). ``n_degenerate``: the number of
+    triangles of zero area, a 0-d xp array (on a GPU it stays on the device until the
+    frame reads its results back: ``int()`` reads it).
     """
 
     xs: Any
@@ -87,7 +87,7 @@ class TriangleSetup:
 
     def keep_for_shading(self) -> None:
         """Drop the fields only scan conversion reads (set to None), once its spans are
-        made: shading reads ``xs``, ``ys`` and ``order``; the rest, 72 bytes a triangle,
+        made: shading reads ``xs``, ``ys`` and ``order``; the rest, 56 bytes a triangle,
         need not stay through the z-buffer loop (but ``dzdx`` and ``x0``, which the spans
         hold, until the spans go)."""
         for name in ("row0", "workload", "col0", "col1", "z0", "dzdx", "dzdy", "x0", "y0"):
@@ -237,10 +237,10 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
     return TriangleSetup(
         xs=xs.astype(xp.int32),
         ys=ys.astype(xp.int32),
-        row0=row0,
-        workload=workload,
-        col0=col0,
-        col1=col1,
+        row0=row0.astype(xp.int32),
+        workload=workload.astype(xp.int32),
+        col0=col0.astype(xp.int32),
+        col1=col1.astype(xp.int32),
         z0=zw[:, 0],
         dzdx=dzdx,
         dzdy=dzdy,
@@ -286,7 +286,7 @@ def spans_arrays(xp: Any, setup: TriangleSetup, items: Any, tasks: Any) -> tuple
     [[4, 10], [4, 7], [8, 2]]
     """
     s = setup
-    row = s.row0[items] + tasks
+    row = xp.add(s.row0[items], tasks, dtype=xp.int64)  # int32 fields: int64 spans
     big_y = row * SUBPIXEL
     lo = s.col0[items]
     hi = s.col1[items]

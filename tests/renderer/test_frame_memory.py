@@ -19,17 +19,18 @@ from renderer.scan import ScanConverter, setup_triangles
 from renderer.transform import to_clip
 from simd import Machine
 
-#: Bytes a triangle of setup's output (int32 snapped vertices, int64 scan-line and column
+#: Bytes a triangle of setup's output (int32 snapped vertices, int32 scan-line and column
 #: ranges, float64 depth planes, int8 vertex order), and what shading keeps of it.
-SETUP_BYTES = 2 * 12 + 4 * 8 + 5 * 8 + 3
+SETUP_BYTES = 2 * 12 + 4 * 4 + 5 * 8 + 3
 SHADING_BYTES = 2 * 12 + 3
 #: tracemalloc's peak of a whole frame's NumPy buffers per triangle (64-resolution set,
-#: 57,674 triangles, 128x128): the budget, with some room over today's 144 (expand), 144
-#: (original) and 197 (cost-effective). Before: 151, 145 and 214 (int64 span lengths,
-#: expand tasks and cost-effective loop state; 312 while the redistribution, and its dry
-#: run for the cost estimate, kept every intermediate array; 155 and 148 with int64 span
-#: fields and per-span copies of the depth slope and reference x).
-FRAME_PEAK = {"expand": 150, "original": 150, "cost-effective": 205}
+#: 57,674 triangles, 128x128): the budget, with some room over today's 124 (expand), 126
+#: (original) and 181 (cost-effective). Before: 151, 145 and 214 (int64 setup scan-line
+#: ranges, span lengths, expand tasks and cost-effective loop state; 312 while the
+#: redistribution, and its dry run for the cost estimate, kept every intermediate array;
+#: 155 and 148 with int64 span fields and per-span copies of the depth slope and
+#: reference x).
+FRAME_PEAK = {"expand": 135, "original": 135, "cost-effective": 190}
 #: The same set drawn at 512x512 (about as many pixels a triangle as the 250k set at
 #: 1024x1024, where issue 9's 250 bytes a triangle are hardest to meet): today 248, 245
 #: and 276; 340, 302 and 412 with the z-buffer kept through shading, every per-pixel array
