@@ -12,7 +12,10 @@ the sets up to ``--big-image-max``), each (set, form, image) runs in a fresh sub
   (``/proc/self/clear_refs``, Linux) and the allocator trimmed (``malloc_trim``), and the
   frame's peak is ``VmHWM`` after the frame minus ``VmRSS`` before it: everything the
   frame held at once (NumPy arrays, Numba's own allocations inside compiled kernels, the
-  allocator's slack), which is what decides whether a frame fits. Where the peak cannot be
+  allocator's slack), which is what decides whether a frame fits. Blocks of 128 KiB and
+  more are mapped on their own (glibc's ``M_MMAP_THRESHOLD``, :func:`_fix_mmap_threshold`;
+  ``--dynamic-malloc`` keeps glibc's default, whose heap keeps arrays the frame freed
+  resident: about 10 MB more at 250k/1024). Where the peak cannot be
   reset (not Linux) the fresh process's ``ru_maxrss`` growth over the warm-up is used. One
   more, untimed frame runs under ``tracemalloc``, which sees NumPy's buffers only (not
   Numba's allocations inside kernels): the two bracket the frame's own array memory. On
@@ -100,6 +103,26 @@ def _reset_peak() -> bool:
     return _status_kib("VmHWM") is not None
 
 
+#: glibc's mallopt parameter for the size from which blocks are mapped on their own.
+_M_MMAP_THRESHOLD = -3
+
+
+def _fix_mmap_threshold(size: int = 128 * 1024) -> bool:
+    """Map every block of ``size`` bytes or more on its own (glibc), so that a freed array
+    goes back to the system at once; False where that cannot be set.
+
+    glibc's default raises the threshold to the size of each mapped block freed (up to
+    32 MiB), after which arrays of that size come from the heap, where freed ones stay
+    resident: the peak RSS then holds arrays the frame had already dropped (about 10 MB
+    more than the arrays alive at once at 250k/1024), an artefact of the host allocator
+    that a GPU's memory pool does not share.
+    """
+    try:
+        return bool(ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, size))
+    except (OSError, AttributeError):
+        return False
+
+
 def _pool(machine: Any) -> Any:
     if machine.backend != "cupy":
         return None
@@ -175,6 +198,7 @@ def _size(text: str) -> str | int:
 
 def child(args: argparse.Namespace) -> None:
     """One (set, form, image) in this fresh process; its record to ``args.child``."""
+    fixed = not args.dynamic_malloc and _fix_mmap_threshold()
     import renderer
     from simd import Machine
 
@@ -195,12 +219,15 @@ def child(args: argparse.Namespace) -> None:
     record.update(
         set=args.set, form=args.form, image=args.image, triangles=scene.n_faces, ranks=1,
         backend=machine.backend, **counts,
+        malloc="mmap threshold 128 KiB" if fixed else "glibc default",
     )  # fmt: skip
     Path(args.child).write_text(json.dumps(record))
 
 
 def rank_worker(args: argparse.Namespace) -> None:
     """One (set, form, image) on the ranks of ``mpiexec``; per-rank peaks to rank 0."""
+    if not args.dynamic_malloc:
+        _fix_mmap_threshold()
     import numpy as np
 
     import renderer
@@ -269,7 +296,7 @@ def launch(args: argparse.Namespace, size: str, form: str, image: int, ranks: in
         common = [
             "--set", size, "--form", form, "--image", str(image), "--frames", str(args.frames),
             "--backend", args.backend,
-        ]  # fmt: skip
+        ] + (["--dynamic-malloc"] if args.dynamic_malloc else [])  # fmt: skip
         if ranks == 1:
             command = [sys.executable, __file__, "--child", str(out), *common]
         else:
@@ -500,7 +527,8 @@ def measure(args: argparse.Namespace, stage: StagedOutputs, picture: Path) -> di
         },  # fmt: skip
         "memory_method": (
             "peak RSS growth of each timed frame in a fresh process (VmHWM reset through "
-            "/proc/self/clear_refs after malloc_trim, minus VmRSS before the frame): all "
+            "/proc/self/clear_refs after malloc_trim, minus VmRSS before the frame; blocks "
+            "from 128 KiB mapped on their own unless --dynamic-malloc): all "
             "the frame holds at once, Numba's allocations included; tracemalloc_peak_bytes: "
             "NumPy's buffers only, one extra frame; memory_fit: peak_bytes = per_triangle x "
             "triangles + per_pixel x pixels, least squares over each form's one-rank rows"
@@ -530,6 +558,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mpi-ranks", type=int, default=4)
     parser.add_argument("--backend", default="numpy")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per case")
+    parser.add_argument(
+        "--dynamic-malloc",
+        action="store_true",
+        help="keep glibc's dynamic mmap threshold (peaks then include freed heap arrays)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--rank-worker", help=argparse.SUPPRESS)
     parser.add_argument("--set", help=argparse.SUPPRESS)
