@@ -12,12 +12,19 @@ the sets up to ``--big-image-max``), each (set, form, image) runs in a fresh sub
   (``/proc/self/clear_refs``, Linux) and the allocator trimmed (``malloc_trim``), and the
   frame's peak is ``VmHWM`` after the frame minus ``VmRSS`` before it: everything the
   frame held at once (NumPy arrays, Numba's own allocations inside compiled kernels, the
-  allocator's slack), which is what decides whether a frame fits. Where the peak cannot be
+  allocator's slack), which is what decides whether a frame fits. Blocks of 128 KiB and
+  more are mapped on their own (glibc's ``M_MMAP_THRESHOLD``, :func:`_fix_mmap_threshold`;
+  ``--dynamic-malloc`` keeps glibc's default, whose heap keeps arrays the frame freed
+  resident: about 10 MB more at 250k/1024). Where the peak cannot be
   reset (not Linux) the fresh process's ``ru_maxrss`` growth over the warm-up is used. One
   more, untimed frame runs under ``tracemalloc``, which sees NumPy's buffers only (not
   Numba's allocations inside kernels): the two bracket the frame's own array memory. On
   the ``cupy`` backend the CuPy memory pool's size after a frame is recorded too (host
-  RSS does not see device memory).
+  RSS does not see device memory);
+* the peaks of each form on one rank are split by least squares into bytes per triangle
+  and bytes per pixel (:func:`memory_fit`): a small set drawn large spends much of its
+  peak on the image's own buffers, so the goal is judged on the per-triangle slope as
+  well as on bytes per triangle of each row.
 
 With ``mpiexec`` at hand (and not ``--quick``) the 16m set also runs on 4 ranks
 (``load_dataset_slab`` per rank, a sort-last frame on ``Machine(comm=...)``; no Scene on
@@ -96,6 +103,26 @@ def _reset_peak() -> bool:
     return _status_kib("VmHWM") is not None
 
 
+#: glibc's mallopt parameter for the size from which blocks are mapped on their own.
+_M_MMAP_THRESHOLD = -3
+
+
+def _fix_mmap_threshold(size: int = 128 * 1024) -> bool:
+    """Map every block of ``size`` bytes or more on its own (glibc), so that a freed array
+    goes back to the system at once; False where that cannot be set.
+
+    glibc's default raises the threshold to the size of each mapped block freed (up to
+    32 MiB), after which arrays of that size come from the heap, where freed ones stay
+    resident: the peak RSS then holds arrays the frame had already dropped (about 10 MB
+    more than the arrays alive at once at 250k/1024), an artefact of the host allocator
+    that a GPU's memory pool does not share.
+    """
+    try:
+        return bool(ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, size))
+    except (OSError, AttributeError):
+        return False
+
+
 def _pool(machine: Any) -> Any:
     if machine.backend != "cupy":
         return None
@@ -171,6 +198,7 @@ def _size(text: str) -> str | int:
 
 def child(args: argparse.Namespace) -> None:
     """One (set, form, image) in this fresh process; its record to ``args.child``."""
+    fixed = not args.dynamic_malloc and _fix_mmap_threshold()
     import renderer
     from simd import Machine
 
@@ -179,20 +207,27 @@ def child(args: argparse.Namespace) -> None:
     scene = renderer.Scene(mesh, machine=machine)
     del mesh
     size = (args.image, args.image)
+    counts: dict[str, int] = {}
 
     def one() -> Any:
-        return renderer.render(scene, view=(45, 45), size=size, loop=args.form)
+        frame = renderer.render(scene, view=(45, 45), size=size, loop=args.form)
+        # what the per-span and per-task arrays scale with (spans grow with the image)
+        counts.update(spans=frame.stats.counts.spans, fragments=frame.stats.counts.fragments)
+        return frame
 
     record = _frames(one, machine, args.frames)
     record.update(
         set=args.set, form=args.form, image=args.image, triangles=scene.n_faces, ranks=1,
-        backend=machine.backend,
+        backend=machine.backend, **counts,
+        malloc="mmap threshold 128 KiB" if fixed else "glibc default",
     )  # fmt: skip
     Path(args.child).write_text(json.dumps(record))
 
 
 def rank_worker(args: argparse.Namespace) -> None:
     """One (set, form, image) on the ranks of ``mpiexec``; per-rank peaks to rank 0."""
+    if not args.dynamic_malloc:
+        _fix_mmap_threshold()
     import numpy as np
 
     import renderer
@@ -261,7 +296,7 @@ def launch(args: argparse.Namespace, size: str, form: str, image: int, ranks: in
         common = [
             "--set", size, "--form", form, "--image", str(image), "--frames", str(args.frames),
             "--backend", args.backend,
-        ]  # fmt: skip
+        ] + (["--dynamic-malloc"] if args.dynamic_malloc else [])  # fmt: skip
         if ranks == 1:
             command = [sys.executable, __file__, "--child", str(out), *common]
         else:
@@ -332,6 +367,47 @@ def linearity(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
             "fixed_s": float(fixed),
             "ns_per_triangle": float(1e9 * per_triangle),
             "max_miss": float(miss.max()),
+        }
+    return out
+
+
+def memory_fit(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per form on one rank: the least-squares split of the peak into a part per triangle
+    and a part per pixel, ``peak_bytes = per_triangle * triangles + per_pixel * pixels``,
+    over every set and image size measured, with its largest relative miss.
+
+    ``per_triangle`` is the slope that decides issue 9's goal (at most 250 bytes a triangle,
+    so that one 80 GB GPU holds 300 million triangles): on a small set drawn large the
+    image's own buffers (depth keys, colours, read back) are a large share of the peak
+    whatever the triangles cost. ``triangles_in_80GB`` is what 80 GB holds at 1024x1024 by
+    the fit. Needs two image sizes (else the parts cannot be told apart: None).
+
+    Examples
+    --------
+    >>> rows = [{"form": "f", "ranks": 1, "triangles": t, "image": i,
+    ...          "peak_bytes": 200 * t + 30 * i * i} for t, i in ((10**5, 512), (10**6, 512),
+    ...                                                            (10**5, 1024))]
+    >>> fit = memory_fit(rows)["f"]
+    >>> round(fit["per_triangle"], 6), round(fit["per_pixel"], 6), fit["max_miss"] < 1e-9
+    (200.0, 30.0, True)
+    """
+    import numpy as np
+
+    out: dict[str, dict[str, float]] = {}
+    for form in sorted({r["form"] for r in rows if r["ranks"] == 1}):
+        sel = [r for r in rows if r["form"] == form and r["ranks"] == 1]
+        if len({r["image"] for r in sel}) < 2 or len(sel) < 3:
+            continue
+        a = np.array([[r["triangles"], r["image"] ** 2] for r in sel], dtype=np.float64)
+        peak = np.array([r["peak_bytes"] for r in sel], dtype=np.float64)
+        (per_triangle, per_pixel), *_ = np.linalg.lstsq(a, peak, rcond=None)
+        miss = np.abs(a @ np.array([per_triangle, per_pixel]) - peak) / peak
+        out[form] = {
+            "per_triangle": float(per_triangle),
+            "per_pixel": float(per_pixel),
+            "max_miss": float(miss.max()),
+            "triangles_in_80GB": float((80e9 - per_pixel * 1024**2) / per_triangle),
+            "goal_met": bool(per_triangle <= GOAL_BYTES_PER_TRIANGLE),
         }
     return out
 
@@ -423,6 +499,15 @@ def measure(args: argparse.Namespace, stage: StagedOutputs, picture: Path) -> di
             f" + {fit['ns_per_triangle']:.0f} ns x triangles (largest miss "
             f"{100 * fit['max_miss']:.0f}%)"
         )
+    memory = memory_fit(rows)
+    for form, fit in memory.items():
+        print(
+            f"{form}: peak ~ {fit['per_triangle']:.0f} B x triangles + {fit['per_pixel']:.0f} B"
+            f" x pixels (largest miss {100 * fit['max_miss']:.0f}%): the goal of "
+            f"{GOAL_BYTES_PER_TRIANGLE} B a triangle is {'met' if fit['goal_met'] else 'not met'}"
+            f" on the slope; 80 GB hold {fit['triangles_in_80GB'] / 1e6:.0f}M triangles at "
+            "1024x1024"
+        )
     plot(rows, stage.path(picture))
     return {
         "benchmark": "render_scale",
@@ -442,13 +527,16 @@ def measure(args: argparse.Namespace, stage: StagedOutputs, picture: Path) -> di
         },  # fmt: skip
         "memory_method": (
             "peak RSS growth of each timed frame in a fresh process (VmHWM reset through "
-            "/proc/self/clear_refs after malloc_trim, minus VmRSS before the frame): all "
+            "/proc/self/clear_refs after malloc_trim, minus VmRSS before the frame; blocks "
+            "from 128 KiB mapped on their own unless --dynamic-malloc): all "
             "the frame holds at once, Numba's allocations included; tracemalloc_peak_bytes: "
-            "NumPy's buffers only, one extra frame"
+            "NumPy's buffers only, one extra frame; memory_fit: peak_bytes = per_triangle x "
+            "triangles + per_pixel x pixels, least squares over each form's one-rank rows"
         ),
         "rows": rows,
         "skipped": skipped,
         "linearity": slopes,
+        "memory_fit": memory,
         "table": text,
         "wall_seconds": time.perf_counter() - start,
     }
@@ -470,6 +558,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mpi-ranks", type=int, default=4)
     parser.add_argument("--backend", default="numpy")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per case")
+    parser.add_argument(
+        "--dynamic-malloc",
+        action="store_true",
+        help="keep glibc's dynamic mmap threshold (peaks then include freed heap arrays)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--rank-worker", help=argparse.SUPPRESS)
     parser.add_argument("--set", help=argparse.SUPPRESS)

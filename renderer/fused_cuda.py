@@ -359,11 +359,10 @@ def spans_device(xp: Any, setup: Any, items: Any, tasks: Any) -> tuple:
 def compact_device(
     xp: Any, setup: Any, sel: Any, items: Any, row: Any, lo: Any, length: Any
 ) -> tuple:
-    """The fused compaction on ``xp``'s device: ``tri, row, col`` (int32), ``length`` (int64) and
+    """The fused compaction on ``xp``'s device: ``tri, row, col, length`` (int32) and
     ``zrow`` (float64) of the kept spans ``sel``."""
     n = int(sel.shape[0])
-    tri, row_out, col = (xp.empty(n, dtype=SPAN_INT) for _ in range(3))
-    len_out = xp.empty(n, dtype=xp.int64)
+    tri, row_out, col, len_out = (xp.empty(n, dtype=SPAN_INT) for _ in range(4))
     zrow = xp.empty(n, dtype=xp.float64)
     if n:
         _launch(xp, "compact", n, (sel, items, row, lo, length, *compact_args(setup), tri,

@@ -430,6 +430,8 @@ def render(
             covered, tri_px, depth = decode_keys(
                 xp, zbuffer, bits, count=pixel_count if k_ss == 1 else None
             )
+            if k_ss == 1 and sortlast is None:
+                del zbuffer  # decoded: the image-sized keys go before the shading's arrays
             if first:
                 tri_px = tri_px - first  # the rank's own triangles (uncovered pixels: masked)
             if m.backend == "cupy" and n_tri:
@@ -442,6 +444,7 @@ def render(
                     )
                 image = xp.where(covered[:, None], rgb, xp.uint8(0))
                 face = xp.where(covered, tris.face[tri_all], -1)
+                del tri_all, rgb
             else:
                 pix = xp.nonzero(covered)[0]
                 tri_hit = tri_px[pix]
@@ -450,6 +453,7 @@ def render(
                 image[pix] = rgb
                 face = xp.full(width * height, -1, dtype=xp.int64)
                 face[pix] = tris.face[tri_hit]
+                del pix, tri_hit, rgb  # per covered pixel: gone before the read back
             if background is not None and sortlast is None:
                 image = fill_background(xp, m, image, covered, background)
             if k_ss > 1 and sortlast is None:
@@ -460,6 +464,7 @@ def render(
                 else:
                     face = xp.full(out_w * out_h, -1, dtype=xp.int64)
             m.charge("elementwise", width * height, ops=SHADING_OPS)
+            del covered, tri_px  # read by nothing after shading
         done("shading", record)
         if sortlast is not None:
             rank_counts = sortlast.sum_counts(
@@ -492,8 +497,15 @@ def render(
 
     # One read back for the frame's results (one host sync on a GPU), which also reports
     # the machine's deferred address checks (Machine.fetch).
-    results = [top_down(image, out_w, out_h, 3), top_down(depth, out_w, out_h)]
-    results += [top_down(face, out_w, out_h), setup.n_degenerate if counters is None else counters]
+    image, depth = top_down(image, out_w, out_h, 3), top_down(depth, out_w, out_h)
+    face = top_down(face, out_w, out_h)
+    if m.backend != "cupy":
+        # On the host the read back is the flip's copy: made here one array at a time, each
+        # original going as its copy is made (not all three held twice at the peak).
+        image = np.ascontiguousarray(image)
+        depth = np.ascontiguousarray(depth)
+        face = np.ascontiguousarray(face)
+    results = [image, depth, face, setup.n_degenerate if counters is None else counters]
     if writes is not None:
         results.append(top_down(writes, width, height))
     if keep_workloads:

@@ -33,7 +33,7 @@ import numpy as np
 
 from kernels import registry
 from renderer.setup_kernels import setup_cpu
-from renderer.span_kernels import SPAN_INT, compact_cpu, kept_spans_cpu, spans_cpu
+from renderer.span_kernels import SPAN_INT, compact_cpu, kept_spans_cpu, spans_cpu, task_ints
 from renderer.transform import SUBPIXEL, to_window
 
 __all__ = [
@@ -63,12 +63,12 @@ class TriangleSetup:
     inside, and twice the area follow from them exactly (:func:`edge_functions`), so they
     are not stored (72 bytes a triangle less at the frame's peak). ``row0`` first scan
     line, ``workload`` number of scan lines (0: nothing to draw); ``col0, col1`` the pixel
-    columns of the bounding box clipped to the viewport; ``z0``, ``dzdx``, ``dzdy``, ``x0``,
-    ``y0`` the depth plane (pixel units); ``order`` (T, 3) int8: the vertex permutation
-    that made the triangle counter-clockwise (vertex k of ``xs, ys`` is the clipper's
-    vertex ``order[k]``). ``n_degenerate``: the number of triangles of zero area, a 0-d xp
-    array (on a GPU it stays on the device until the frame reads its results back:
-    ``int()`` reads it).
+    columns of the bounding box clipped to the viewport (these four int32); ``z0``,
+    ``dzdx``, ``dzdy``, ``x0``, ``y0`` the depth plane (pixel units); ``order`` (T, 3)
+    int8: the vertex permutation that made the triangle counter-clockwise (vertex k of
+    ``xs, ys`` is the clipper's vertex ``order[k]``). ``n_degenerate``: the number of
+    triangles of zero area, a 0-d xp array (on a GPU it stays on the device until the
+    frame reads its results back: ``int()`` reads it).
     """
 
     xs: Any
@@ -87,7 +87,7 @@ class TriangleSetup:
 
     def keep_for_shading(self) -> None:
         """Drop the fields only scan conversion reads (set to None), once its spans are
-        made: shading reads ``xs``, ``ys`` and ``order``; the rest, 72 bytes a triangle,
+        made: shading reads ``xs``, ``ys`` and ``order``; the rest, 56 bytes a triangle,
         need not stay through the z-buffer loop (but ``dzdx`` and ``x0``, which the spans
         hold, until the spans go)."""
         for name in ("row0", "workload", "col0", "col1", "z0", "dzdx", "dzdy", "x0", "y0"):
@@ -252,10 +252,10 @@ def setup_triangles_arrays(xp: Any, clip: Any, width: int, height: int) -> Trian
     return TriangleSetup(
         xs=xs.astype(xp.int32),
         ys=ys.astype(xp.int32),
-        row0=row0,
-        workload=workload,
-        col0=col0,
-        col1=col1,
+        row0=row0.astype(xp.int32),
+        workload=workload.astype(xp.int32),
+        col0=col0.astype(xp.int32),
+        col1=col1.astype(xp.int32),
         z0=zw[:, 0],
         dzdx=dzdx,
         dzdy=dzdy,
@@ -270,8 +270,7 @@ def _fused(items: Any, tasks: Any, setup: TriangleSetup) -> bool:
     """Whether the fused span kernels take these tasks (else the array code does)."""
     floats = (setup.z0, setup.dzdy, setup.y0)
     return (
-        items.dtype == np.int64
-        and tasks.dtype == np.int64
+        task_ints(items, tasks)
         and all(a.dtype == np.float64 for a in floats)
         and not registry.force_reference()
     )
@@ -281,7 +280,7 @@ def spans(xp: Any, setup: TriangleSetup, items: Any, tasks: Any) -> tuple[Any, A
     """The scan line, first pixel and length (<= 0: empty) of the span of triangle ``items``
     on its scan line ``row0 + tasks``: one fused kernel where one is compiled
     (:mod:`renderer.span_kernels`), else :func:`spans_arrays`, with the same results."""
-    if items.dtype == np.int64 and tasks.dtype == np.int64 and not registry.force_reference():
+    if task_ints(items, tasks) and not registry.force_reference():
         if xp is np:
             return spans_cpu(setup, items, tasks)
         from renderer.fused_cuda import spans_device
@@ -302,7 +301,7 @@ def spans_arrays(xp: Any, setup: TriangleSetup, items: Any, tasks: Any) -> tuple
     [[4, 10], [4, 7], [8, 2]]
     """
     s = setup
-    row = s.row0[items] + tasks
+    row = xp.add(s.row0[items], tasks, dtype=xp.int64)  # int32 fields: int64 spans
     big_y = row * SUBPIXEL
     lo = s.col0[items]
     hi = s.col1[items]
@@ -331,14 +330,15 @@ def compact_spans(
     xp: Any, setup: TriangleSetup, sel: Any, items: Any, row: Any, lo: Any, length: Any
 ) -> tuple[Any, Any, Any, Any, Any]:
     """The kept spans ``sel`` of tasks ``items`` (spans ``row, lo, length``): their
-    triangle, scan line and first pixel (:data:`renderer.span_kernels.SPAN_INT`), length
-    (int64) and depth at (x0 of the triangle, row): one
-    fused kernel where one is compiled (:mod:`renderer.span_kernels`), else
-    :func:`compact_spans_arrays`, with the same results."""
-    ints = (sel, items, row, lo, length)
+    triangle, scan line, first pixel and length (:data:`renderer.span_kernels.SPAN_INT`)
+    and depth at (x0 of the triangle, row): one fused kernel where one is compiled
+    (:mod:`renderer.span_kernels`), else :func:`compact_spans_arrays`, with the same
+    results."""
+    ints = (sel, row, lo, length)
     floats = (setup.z0, setup.dzdy, setup.y0)
     if (
         all(a.dtype == np.int64 for a in ints)
+        and task_ints(items)
         and all(a.dtype == np.float64 for a in floats)
         and not registry.force_reference()
     ):
@@ -369,16 +369,16 @@ def compact_spans_arrays(
     tri = items[sel]
     row = row[sel]
     zrow = s.z0[tri] + s.dzdy[tri] * (row.astype(xp.float64) - s.y0[tri])
-    return (*(a.astype(SPAN_INT) for a in (tri, row, lo[sel])), length[sel], zrow)
+    return (*(a.astype(SPAN_INT) for a in (tri, row, lo[sel], length[sel])), zrow)
 
 
 @dataclass
 class Spans:
     """Spans made by scan conversion (xp arrays of length S).
 
-    ``tri`` triangle, ``row`` scan line, ``col`` first pixel (int32:
-    :data:`renderer.span_kernels.SPAN_INT`), ``length`` pixels (> 0, int64: the z-buffer
-    loop's workload), ``zrow`` depth at (x0 of the triangle, row); ``dzdx`` depth slope and
+    ``tri`` triangle, ``row`` scan line, ``col`` first pixel, ``length`` pixels (> 0: the
+    z-buffer loop's workload; all four int32: :data:`renderer.span_kernels.SPAN_INT`),
+    ``zrow`` depth at (x0 of the triangle, row); ``dzdx`` depth slope and
     ``x0`` reference x are per triangle (length T: setup's own arrays, indexed by ``tri``,
     not copied per span: 16 bytes a span less).
     """
@@ -497,5 +497,5 @@ class ScanConverter:
             self._parts = [(tri, row, col, length, zrow)]
         else:
             e = xp.zeros(0, dtype=SPAN_INT)
-            tri, row, col, length, zrow = e, e, e, xp.zeros(0, dtype=xp.int64), xp.zeros(0)
+            tri, row, col, length, zrow = e, e, e, e, xp.zeros(0)
         return Spans(tri, row, col, length, zrow, s.dzdx, s.x0)

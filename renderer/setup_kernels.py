@@ -50,10 +50,13 @@ OUTPUTS = (
     # that read them compute in int64 (Numba widens int32 arithmetic)
     ("xs", np.int32, True),
     ("ys", np.int32, True),
-    ("row0", np.int64, False),
-    ("workload", np.int64, False),
-    ("col0", np.int64, False),
-    ("col1", np.int64, False),
+    # scan lines, their number and columns are below the viewport's size (at most 4096
+    # times the supersampling): 16 bytes a triangle less than int64 at scan conversion's
+    # peak; the loops take the int32 workload as it is
+    ("row0", np.int32, False),
+    ("workload", np.int32, False),
+    ("col0", np.int32, False),
+    ("col1", np.int32, False),
     ("z0", np.float64, False),
     ("dzdx", np.float64, False),
     ("dzdy", np.float64, False),

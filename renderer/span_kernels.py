@@ -32,16 +32,26 @@ __all__ = [
     "compact_one",
     "compact_cpu",
     "kept_spans_cpu",
+    "TASK_INTS",
+    "task_ints",
 ]
 
-#: The kept spans' triangle, scan line and first pixel: int32, 12 bytes a span less than
-#: int64. Scan lines and columns are below the image's size (at most 4096 times the
-#: supersampling, far below 2**31) and triangle indices below 2**31
+#: The kept spans' triangle, scan line, first pixel and length: int32, 16 bytes a span
+#: less than int64. Scan lines, columns and lengths are below the image's size (at most
+#: 4096 times the supersampling, far below 2**31) and triangle indices below 2**31
 #: (``renderer.zbuffer.id_bits`` requires it); the kernels that read them widen to int64
 #: where a sum or product could overflow (``row * width + col``, ``tri + first``). The
-#: length stays int64: it is the z-buffer loop's workload, which the loops take as int64
-#: (an int32 one would cost them a converted copy and a launch).
+#: length is the z-buffer loop's workload: the loops take int32 workloads as they are (no
+#: int64 copy) and sum them in 64 bits.
 SPAN_INT = np.int32
+#: The loops' task arrays (datum and task index) the kernels take: int32 where every index
+#: of the loop fits (half the bytes a task: :func:`simd.balance.run_loop`), else int64.
+TASK_INTS = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+def task_ints(*arrays: Any) -> bool:
+    """Whether every array holds int32 or int64 indices (the kernels' task arrays)."""
+    return all(a.dtype in TASK_INTS for a in arrays)
 
 
 def span_of(items, tasks, p, row0, col0, col1, xs, ys):
@@ -181,16 +191,16 @@ def kept_spans_cpu(setup: Any, items: np.ndarray, tasks: np.ndarray) -> tuple:
     args = (items, tasks, *_setup_args(setup), *compact_args(setup))
     none_i, none_f = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     count, total, high = _cpu_kept()(*args, none_i, none_i, none_i, none_i, none_f)
-    out = [np.empty(count, dtype=SPAN_INT) for _ in range(3)]
-    out += [np.empty(count, dtype=np.int64), np.empty(count)]
+    out = [np.empty(count, dtype=SPAN_INT) for _ in range(4)]
+    out.append(np.empty(count))
     if count:
         _cpu_kept()(*args, *out)
     return tuple(out), (int(count), int(total), int(high))
 
 
 def compact_cpu(setup: Any, sel: Any, items: Any, row: Any, lo: Any, length: Any) -> tuple:
-    """The fused compaction on the CPU: ``tri, row, col`` (:data:`SPAN_INT`), ``length``
-    (int64) and ``zrow`` (float64) of the kept spans ``sel``.
+    """The fused compaction on the CPU: ``tri, row, col, length`` (:data:`SPAN_INT`) and
+    ``zrow`` (float64) of the kept spans ``sel``.
 
     Examples
     --------
@@ -204,7 +214,7 @@ def compact_cpu(setup: Any, sel: Any, items: Any, row: Any, lo: Any, length: Any
     """
     n = sel.shape[0]
     tri, row_out, col = (np.empty(n, dtype=SPAN_INT) for _ in range(3))
-    len_out = np.empty(n, dtype=np.int64)
+    len_out = np.empty(n, dtype=SPAN_INT)
     zrow = np.empty(n, dtype=np.float64)
     _cpu_compact()(sel, items, row, lo, length, *compact_args(setup), tri, row_out, col,
                    len_out, zrow)  # fmt: skip

@@ -25,7 +25,7 @@ import numpy as np
 
 from kernels import registry
 from renderer.scan import Spans
-from renderer.span_kernels import SPAN_INT
+from renderer.span_kernels import SPAN_INT, task_ints
 from renderer.zbuffer_kernels import EMPTY, FLOAT32_TINY, decode_cpu, fragments_cpu
 from simd.operands import check_addresses
 
@@ -239,14 +239,15 @@ class ZBufferBody:
             # checked before the kernel writes anything, as Machine.send checks
             check_addresses("send destination", size, int(dest.min()), int(dest.max()))
             send(np, keys, dest, self.zbuffer, "min")
+            del keys, dest  # not held while the next piece's are made
 
 
 def _fused_dtypes(spans: Spans, items: Any, tasks: Any) -> bool:
-    """Whether the fused fragment kernels take these arrays (int64 tasks, int32 span fields,
-    float64 depths)."""
+    """Whether the fused fragment kernels take these arrays (int32 or int64 tasks, int32
+    span fields, float64 depths)."""
     s = spans
     return (
-        all(a.dtype == np.int64 for a in (items, tasks))
+        task_ints(items, tasks)
         and all(a.dtype == SPAN_INT for a in (s.tri, s.row, s.col))
         and all(a.dtype == np.float64 for a in (s.zrow, s.dzdx, s.x0))
     )

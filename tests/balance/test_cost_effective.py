@@ -62,7 +62,8 @@ def run_and_collect(workload, **kwargs) -> tuple[Counter, LoopResult]:
 
     def body(items, tasks):
         assert items.shape == tasks.shape
-        assert items.dtype == np.int64 and tasks.dtype == np.int64
+        # int32 where every index fits (the expand form's fused search), else int64
+        assert items.dtype == tasks.dtype and items.dtype in (np.int32, np.int64)
         seen.update(zip(items.tolist(), tasks.tolist(), strict=True))
 
     res = run_loop(workload, body, **kwargs)
@@ -113,6 +114,43 @@ def test_worked_example_redistribution():
     assert red.parallel_index.tolist() == [1, 21, 41, 61, 81, 1, 0]
     # The new workload of section 2.3 (processor 7 stays unassigned).
     assert red.workload.tolist() == [20, 20, 20, 20, 20, 19, 0]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "counting"])
+@given(
+    w=st.lists(st.integers(0, 60), min_size=1, max_size=80),
+    sparse=st.integers(1, 4),
+)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_int32_workloads_run_as_int64_ones(backend, w, sparse):
+    """An int32 workload (the renderer's span lengths) is taken as it is and the loops keep
+    their state in int32 (half the bytes at the redistribution's peak): the same tasks,
+    iterations, decisions and model clock as the int64 workload, in every form."""
+    w = [v if i % sparse == 0 else 0 for i, v in enumerate(w)]
+    for form in FORMS:
+        runs = []
+        for dtype in (np.int64, np.int32):
+            m = Machine(pes=7, backend=backend)
+            seen, res = run_and_collect(
+                np.array(w, dtype=dtype), machine=m, form=form, overestimate=1.0, warn=False
+            )
+            runs.append((seen, res.iterations, res.decisions, m.clock))
+        assert runs[0] == runs[1]
+        assert runs[0][0] == expected_pairs(w)
+
+
+def test_gathering_of_an_int32_workload_does_not_overflow():
+    """Step 4's product ``workload * num_idle`` is made in 64 bits: with int32 workloads
+    it passes 2**31 here, and the assignment is that of the int64 workload."""
+    w = np.zeros(64, dtype=np.int64)
+    w[0] = 2**30
+    infos = [gather_information(Machine(pes=8, backend="numpy").asarray(w.astype(d)),
+                                machine=Machine(pes=8, backend="numpy"))
+             for d in (np.int64, np.int32)]  # fmt: skip
+    assert infos[1].assignment.dtype == np.int32
+    np.testing.assert_array_equal(infos[0].assignment, infos[1].assignment)
+    np.testing.assert_array_equal(infos[0].new_workload_values, infos[1].new_workload_values)
+    assert infos[0].savings == infos[1].savings > 0
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -61,8 +61,8 @@ sigs = {
     ),
     # the loops' task arrays may be strided views
     "spans": (
-        types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), ints, ints, ints, int32_2, int32_2,
-        ints, ints, ints,
+        types.Array(i64, 1, "A"), types.Array(i64, 1, "A"), span_ints, span_ints, span_ints,
+        int32_2, int32_2, ints, ints, ints,
     ),
     # spans' fields, the loops' (maybe strided) tasks, the keys and addresses
     "fragments": (
@@ -72,7 +72,7 @@ sigs = {
     # the kept spans' positions, the tasks (maybe strided) and their spans, setup's fields
     "compact": (
         ints, types.Array(i64, 1, "A"), ints, ints, ints, floats, floats, floats, span_ints,
-        span_ints, span_ints, ints, floats,
+        span_ints, span_ints, span_ints, floats,
     ),
     # the z-buffer's keys and the index bits; covered, triangle index, float32 depth;
     # the covered pixels' count

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from simd.balance.cost_effective.estimate import Overestimate
-from simd.balance.cost_effective.phases import decide, gather_information, redistribute
+from simd.balance.cost_effective.phases import decide, gather_information, redistribute_state
 from simd.balance.cost_effective.records import (
     FORMS,
     PHASE_DECISION,
@@ -71,11 +71,13 @@ def run_loop(
     workload : 1-D integer array (NumPy, CuPy or sequence)
         Tasks per problem datum; datum ``i`` has tasks ``0 .. workload[i] - 1``.
     body : callable(items, tasks) or None
-        The solution phase: called once per iteration with two equal-length int64 backend
+        The solution phase: called once per iteration with two equal-length integer backend
         arrays, the datum and the 0-based task index of every task run in that iteration
-        (live tasks only, packed). It runs inside ``machine.vp_set(slots)`` so its own
-        instructions are charged for the whole VP set (``len(workload)``, or the chunk for
-        ``expand``). The order of tasks within a call is unspecified.
+        (live tasks only, packed): int32 where the number of data and the total of tasks
+        are below 2**31 (half the bytes a task at the loop's peak), else int64. It runs
+        inside ``machine.vp_set(slots)`` so its own instructions are charged for the whole
+        VP set (``len(workload)``, or the chunk for ``expand``). The order of tasks within
+        a call is unspecified.
     machine : simd.Machine
     form : str
         "original" (Figure 1), "cost-effective" (Figure 2) or "expand".
@@ -222,7 +224,7 @@ class _Loop:
         expansion = self.timing(PHASE_EXPANSION)
         soln = self.timing(PHASE_SOLUTION)
         with m.phase(PHASE_EXPANSION) as record:
-            search = Expansion(w, machine=m)
+            search = Expansion(w, machine=m, total=total)
         expansion.records.append(record)
         for start in range(0, total, chunk):
             stop = min(start + chunk, total)
@@ -252,9 +254,14 @@ class _CostEffective:
         self.prune, self.warn = prune, warn
         self.clock = loop.result.clock
         self.n = int(w.size)
-        self.w = w.copy()
-        self.parallel_index = (w > 0).astype(np.int64)  # 1-based, 0 on idle processors
-        self.problem_data = xp.arange(self.n, dtype=np.int64)  # the datum of each processor
+        # The loop's state in int32 where every value fits (workloads, their sum, 1-based
+        # task indices, data numbers): half the bytes a processor at the redistribution's
+        # peak; the gathering's sums and products are made in 64 bits either way.
+        small = self.n + loop.result.total_tasks < 2**31
+        index = np.int32 if small else np.int64
+        self.w = w.astype(index)  # a copy: the loop counts it down
+        self.parallel_index = (w > 0).astype(index)  # 1-based, 0 on idle processors
+        self.problem_data = xp.arange(self.n, dtype=index)  # the datum of each processor
         self.max_w = max_w  # read by run_loop with the workload's sum
         self.live = _LiveSet(self.m, w, max_w)
         self.remaining: int | None = None  # MAX(workload), known to the front end
@@ -329,9 +336,10 @@ class _CostEffective:
             if not self.redistributed:
                 m.charge("elementwise", self.n, ops=MATERIALISE_OPS)
             self.redistributed = True
-            red = redistribute(
-                self.w, self.parallel_index, self.problem_data, info, machine=m, steps=False
-            )
+            # the state handed over: each old array goes once sent (not held to the end)
+            state = [self.w, self.parallel_index, self.problem_data]
+            self.w = self.parallel_index = self.problem_data = None
+            red = redistribute_state(state, info, machine=m, steps=False)
             self.w, self.parallel_index = red.workload, red.parallel_index
             self.problem_data = red.problem_data
             self.live = _LiveSet(m, self.w, info.max_new_workload)
@@ -422,7 +430,8 @@ class _LiveSet:
 def _validate_workload(
     workload: Any, machine: Any, known: tuple[int, int, int] | None = None
 ) -> tuple[Any, int, int]:
-    """The workload as an int64 backend array with its sum and maximum, or a clear error.
+    """The workload as an int64 backend array (int32 ones as they are: no copy; the forms
+    widen what could overflow) with its sum and maximum, or a clear error.
 
     Sum, maximum and minimum (the check) are read back together: one host sync; none when
     the caller passes them (``known``: total, max, min).
@@ -455,7 +464,7 @@ def _validate_workload(
             raise ValueError("workload must hold whole numbers of tasks, got fractions")
     elif kind not in "iu":
         raise TypeError(f"workload must be an integer array, got dtype {arr.dtype}")
-    out = machine.asarray(arr, dtype=np.int64)
+    out = machine.asarray(arr, dtype=np.int32 if arr.dtype == np.int32 else np.int64)
     if not out.size:
         return out, 0, 0
     if known is not None:

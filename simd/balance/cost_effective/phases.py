@@ -147,7 +147,7 @@ def gather_information(
 
     Parameters
     ----------
-    workload : 1-D int64 backend array
+    workload : 1-D int64 backend array (or int32, its sum below 2**31)
         Tasks left per processor.
     machine : simd.Machine
     max_workload : int, optional
@@ -248,8 +248,8 @@ def gather_information(
         avg=avg,
         act_mask=act_mask,
         sum_workload=sum_workload,
-        assignment=assignment.astype(np.int64, copy=False),
-        new_workload_values=new_workload_values.astype(np.int64, copy=False),
+        assignment=assignment,
+        new_workload_values=new_workload_values,
         max_workload=max_workload,
         max_new_workload=max_new,
     )
@@ -257,9 +257,13 @@ def gather_information(
 
 def _assign(xp: Any, workload: Any, act_mask: Any, num_idle: Any, divisor: Any):
     """Steps 4 and 5: the assignment and the new workload values (``divisor`` is
-    ``max(sum_workload, 1)``; scalars are front-end ints or 0-d device arrays)."""
-    share = (workload * num_idle) // divisor + 1
-    assignment = xp.where(act_mask, share, (workload > 0).astype(np.int64))
+    ``max(sum_workload, 1)``; scalars are front-end ints or 0-d device arrays). Both
+    have the workload's dtype (an int32 one: its sum and the number of processors
+    together below 2**31, so no sum below overflows)."""
+    # the product in 64 bits: an int32 workload times the idle count may not fit 32
+    share = xp.multiply(workload, num_idle, dtype=np.int64) // divisor
+    share = xp.add(share, 1, out=xp.empty(workload.shape, dtype=workload.dtype))
+    assignment = xp.where(act_mask, share, workload > 0)
     new_workload_values = xp.where(
         assignment > 0, (workload + assignment - 1) // xp.maximum(assignment, 1), 0
     )
@@ -324,10 +328,13 @@ def redistribute(
 
     Parameters
     ----------
-    workload : 1-D int64 backend array
+    workload : 1-D int64 (or int32) backend array
         Tasks left per processor.
-    parallel_index : 1-D int64 backend array
+    parallel_index : 1-D int64 (or int32) backend array
         Next task index per processor, 1-based as in the paper (0 on idle processors).
+        The new arrays keep the dtypes of ``workload``, ``parallel_index`` and
+        ``problem_data`` (int32 ones: values and their sum below 2**31, as the loops
+        keep them).
     problem_data : 1-D backend array
         One datum per processor (any dtype); in :func:`run_loop`, the datum's number.
     info : Information
@@ -335,7 +342,9 @@ def redistribute(
     machine : simd.Machine
     steps : bool
         Keep the intermediate arrays of the four steps in the result; False: they are
-        None, each freed once read (the loops need only the new arrays).
+        None, each freed once read (the loops need only the new arrays), and so are
+        ``info``'s arrays (``act_mask``, ``assignment``, ``new_workload_values``: set to
+        None once sent; its scalars stay).
 
     Returns
     -------
@@ -358,6 +367,18 @@ def redistribute(
     >>> red.parallel_index.tolist(), red.problem_data.tolist()
     ([1, 21, 41, 61, 81, 1, 0], [1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 0.0])
     """
+    state = [workload, parallel_index, problem_data]
+    return redistribute_state(state, info, machine=machine, steps=steps)
+
+
+def redistribute_state(
+    state: list, info: Information, *, machine: Any, steps: bool
+) -> Redistribution:
+    """:func:`redistribute` of ``state = [workload, parallel_index, problem_data]``, which
+    it empties: where the caller holds no other reference (the loops hand theirs over),
+    each of the three arrays goes once sent, before the new ones are made."""
+    workload, parallel_index, problem_data = state
+    state.clear()
     m = machine
     xp = m.xp
     n = int(workload.size)
@@ -372,7 +393,9 @@ def redistribute(
     active = info.assignment > 0
     # Step 1: scan pointers. The scan addition variant (exclusive, initial 0).
     scanned = m.scan(info.assignment, "add", exclusive=True, initial=0)
-    pointers_scan = xp.where(active, scanned, 0)
+    # int64 (a NumPy int64 scalar): the machine's sends take their addresses in 64 bits,
+    # and would convert an int32 array at every send
+    pointers_scan = xp.where(active, scanned, np.int64(0))
     if steps:  # the paper's 1-based pointers, read by nothing else
         kept["pointers"] = xp.where(active, scanned + 1, 0)
     # Where the last block ends: the front end reads one element (on a GPU it stays on the
@@ -384,6 +407,8 @@ def redistribute(
     m.charge("elementwise", n, ops=POINTER_OPS)
     # Step 2: general send to the block heads (no collisions: assignments are >= 1).
     sent_nwv = m.send(info.new_workload_values, pointers_scan, n, mask=active, fill=0)
+    if not steps:  # the gathering's arrays are read: they go before the sends' results
+        info.act_mask = info.assignment = info.new_workload_values = None
     if m.backend == "cupy" and n:  # both maxima in one read back (one host sync)
         (highs,) = m.fetch(xp.stack([xp.max(workload), xp.max(parallel_index)]))
         packable = max(highs.tolist()) < PACK_LIMIT
@@ -391,19 +416,26 @@ def redistribute(
         packable = bool(n) and (
             int(xp.max(workload)) < PACK_LIMIT and int(xp.max(parallel_index)) < PACK_LIMIT
         )
+    w_dtype, pi_dtype = workload.dtype, parallel_index.dtype
     if packable:
         # One two-word message (as a CM program sends a struct): workload and index.
-        packed = workload * PACK_LIMIT + parallel_index
+        # (in 64 bits, whatever the state's integers; unpacked back into them)
+        packed = xp.multiply(workload, PACK_LIMIT, dtype=np.int64)
+        packed += parallel_index
+        del workload, parallel_index
         m.charge("elementwise", n, ops=PACK_OPS)
         sent = m.send(packed, pointers_scan, n, mask=active, fill=0)
         del packed
-        sent_w, sent_pi = sent // PACK_LIMIT, sent % PACK_LIMIT
+        sent_w = xp.floor_divide(sent, PACK_LIMIT, out=xp.empty(n, dtype=w_dtype))
+        sent_pi = xp.remainder(sent, PACK_LIMIT, out=xp.empty(n, dtype=pi_dtype))
         del sent
         m.charge("elementwise", n, ops=PACK_OPS)
     else:
         sent_w = m.send(workload, pointers_scan, n, mask=active, fill=0)
         sent_pi = m.send(parallel_index, pointers_scan, n, mask=active, fill=0)
+        del workload, parallel_index
     sent_pd = m.send(problem_data, pointers_scan, n, mask=active, fill=0)
+    del problem_data
     keep(pointers_scan=pointers_scan)
     del pointers_scan, active
     # Segments: every block head, plus the first unassigned processor so that the
@@ -412,31 +444,33 @@ def redistribute(
     heads = (sent_nwv > 0) | (processor == total_assigned)
     del processor
     m.charge("elementwise", n, ops=HEAD_OPS)
-    # Step 3: segmented copy-scans.
+    # Steps 3 and 4: segmented copy-scans, and the renumbering's segmented add-scan (the
+    # scan addition variant). Each array is used up as soon as it can be, so that a few
+    # of them are held at once (the scans are charged alike, whatever their order).
     new_workload = m.scan(sent_nwv, "copy", segments=heads)
     keep(sent_new_workload_values=sent_nwv)
     del sent_nwv
+    offset = m.scan(new_workload, "add", exclusive=True, segments=heads, initial=0)
     block_workload = m.scan(sent_w, "copy", segments=heads)
     keep(sent_workload=sent_w)
     del sent_w
-    copied_pi = m.scan(sent_pi, "copy", segments=heads)
-    keep(sent_parallel_index=sent_pi)
-    del sent_pi
+    # Exact share of every processor of a block; the last ones may get fewer (or none).
+    block_workload -= offset
+    new_w = xp.clip(block_workload, 0, new_workload, out=block_workload)
+    del block_workload
+    keep(new_workload=new_workload, scan_add_new_workload=offset)
+    del new_workload
     new_problem_data = m.scan(sent_pd, "copy", segments=heads)
     keep(sent_problem_data=sent_pd)
     del sent_pd
-    # Step 4: renumber with a segmented add-scan (the scan addition variant).
-    offset = m.scan(new_workload, "add", exclusive=True, segments=heads, initial=0)
-    new_pi = copied_pi + offset
+    copied_pi = m.scan(sent_pi, "copy", segments=heads)
+    keep(sent_parallel_index=sent_pi)
+    del sent_pi
+    new_pi = xp.add(copied_pi, offset, out=xp.empty(n, dtype=copied_pi.dtype))
     keep(copied_parallel_index=copied_pi, heads=heads)
-    del copied_pi, heads
-    # Exact share of every processor of a block; the last ones may get fewer (or none).
-    block_workload -= offset
-    new_w = xp.clip(block_workload, 0, new_workload)
-    del block_workload
+    del copied_pi, heads, offset
     new_pi = xp.where(new_w > 0, new_pi, 0)
     m.charge("elementwise", n, ops=RENUMBER_OPS)
-    keep(new_workload=new_workload, scan_add_new_workload=offset)
     fields = ("pointers_scan", "pointers", "sent_new_workload_values", "sent_workload",
               "sent_parallel_index", "sent_problem_data", "heads", "new_workload",
               "copied_parallel_index", "scan_add_new_workload")  # fmt: skip

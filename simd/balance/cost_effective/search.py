@@ -47,9 +47,14 @@ class Expansion:
 
     Parameters
     ----------
-    workload : 1-D int64 backend array
+    workload : 1-D int32 or int64 backend array
         Tasks per datum (non-negative, at least one datum).
     machine : simd.Machine
+    total : int, optional
+        The workload's sum, known to the front end. Where it and the number of data are
+        below 2**31, the fused search gives int32 items and tasks (8 bytes a task less at
+        the expand form's peak) and an int32 workload is scanned as it is; else, and
+        without it, int64.
 
     Examples
     --------
@@ -60,16 +65,20 @@ class Expansion:
     ([0, 0, 0, 2], [0, 1, 2, 0])
     """
 
-    def __init__(self, workload: Any, *, machine: Any) -> None:
+    def __init__(self, workload: Any, *, machine: Any, total: int | None = None) -> None:
         m = self.machine = machine
         n = int(workload.size)
+        small = total is not None and max(n, int(total)) < 2**31
+        if workload.dtype != np.int64 and not small:  # the first tasks' scan needs 64 bits
+            workload = workload.astype(np.int64)
         self.fused = (
             m.ranks is None
             and not m.cost.per_active
             and (m.backend == "numpy" or m.checks == "deferred")
-            and workload.dtype == np.int64
+            and workload.dtype in (np.int32, np.int64)
             and not force_reference()
         )
+        self.dtype = np.int32 if small else np.int64
         self.offsets = m.scan(workload, "add", exclusive=True, initial=0)
         self.ends = None
         if self.fused:  # the total, read by the front end already: charged as the machine's
@@ -80,16 +89,16 @@ class Expansion:
         m.charge("elementwise", n, ops=EXPAND_ENDS_OPS)
 
     def tasks(self, start: int, stop: int) -> tuple[Any, Any]:
-        """Datum and task index (int64 backend arrays) of tasks ``start .. stop - 1``,
-        ``0 <= start < stop <=`` the total."""
+        """Datum and task index (backend arrays: int32 where the class docstring says,
+        else int64) of tasks ``start .. stop - 1``, ``0 <= start < stop <=`` the total."""
         if not self.fused:
             return load_balancing_search(self.offsets, self.ends, start, stop, machine=self.machine)
         m, offsets = self.machine, self.offsets
         n, length = int(offsets.size), stop - start
         if m.backend == "numpy":
-            items, tasks, senders = search_cpu(offsets, start, stop)
+            items, tasks, senders = search_cpu(offsets, start, stop, self.dtype)
         else:  # deferred checks: every datum sends (the masked-off ones to no address)
-            items, tasks = search_device(m.xp, offsets, start, stop)
+            items, tasks = search_device(m.xp, offsets, start, stop, self.dtype)
             senders = n
         # The instructions of load_balancing_search, charged in its order.
         m.charge("elementwise", n, ops=SEARCH_OPS)

@@ -134,9 +134,12 @@ def _cpu_kernel() -> Any:
         return numba.njit(nogil=True)(rows)
 
 
-def search_cpu(offsets: np.ndarray, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """The fused search on the CPU: ``items, tasks`` (int64) of tasks ``start .. stop - 1``
-    and the number of data they belong to.
+def search_cpu(
+    offsets: np.ndarray, start: int, stop: int, dtype: Any = np.int64
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The fused search on the CPU: ``items, tasks`` (``dtype``: int64, or int32 where the
+    data and tasks are fewer than 2**31) of tasks ``start .. stop - 1`` and the number of
+    data they belong to.
 
     Examples
     --------
@@ -145,8 +148,8 @@ def search_cpu(offsets: np.ndarray, start: int, stop: int) -> tuple[np.ndarray, 
     ([0, 0, 0, 2], [0, 1, 2, 0], 2)
     """
     n = stop - start
-    items = np.empty(n, dtype=np.int64)
-    tasks = np.empty(n, dtype=np.int64)
+    items = np.empty(n, dtype=dtype)
+    tasks = np.empty(n, dtype=dtype)
     senders = _cpu_kernel()(offsets, np.int64(start), items, tasks) if n else 0
     return items, tasks, int(senders)
 
@@ -168,12 +171,14 @@ def _build_kernel() -> Any:
     return cuda.jit(kernel_function())
 
 
-def search_device(xp: Any, offsets: Any, start: int, stop: int) -> tuple[Any, Any]:
-    """The fused search on ``xp``'s device: ``items, tasks`` (int64) of tasks ``start ..
-    stop - 1``; one launch, nothing read back."""
+def search_device(
+    xp: Any, offsets: Any, start: int, stop: int, dtype: Any = np.int64
+) -> tuple[Any, Any]:
+    """The fused search on ``xp``'s device: ``items, tasks`` (``dtype``, as
+    :func:`search_cpu`) of tasks ``start .. stop - 1``; one launch, nothing read back."""
     n = stop - start
-    items = xp.empty(n, dtype=np.int64)
-    tasks = xp.empty(n, dtype=np.int64)
+    items = xp.empty(n, dtype=dtype)
+    tasks = xp.empty(n, dtype=dtype)
     if n:
         args = (offsets, np.int64(start), items, tasks)
         emulated = getattr(xp, "launch_emulated", None)
