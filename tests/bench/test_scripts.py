@@ -160,3 +160,18 @@ def test_render_scale_quickest_real_run(tmp_path, monkeypatch):
     assert row["triangles"] > 0 and row["median_s"] > 0 and row["peak_bytes"] > 0
     assert row["bytes_per_triangle"] == row["peak_bytes"] / row["triangles"]
     assert _snapshot() == before
+
+
+def test_scaling_without_mpiexec_fails_in_one_line_before_any_launch(tmp_path, monkeypatch, capsys):
+    """It printed "strong scaling on 1 rank(s) ..." first, and exited with status 1."""
+    script = _load("scaling")
+    calls: list = []
+    monkeypatch.setattr("simd.launch.find_mpiexec", lambda: None)
+    monkeypatch.setattr(script, "launch", _stub(calls))
+    with pytest.raises(SystemExit) as exc:
+        script.main(["--quick", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    assert calls == [] and captured.out == ""
+    assert captured.err == "bench/scaling.py: no mpiexec: pip install 'simd-emu[mpi]'\n"
+    assert list(tmp_path.iterdir()) == []
