@@ -264,8 +264,18 @@ def _read_input(args: argparse.Namespace) -> Any:
     from diffusion.images import builtin_path, check_dicom_output, check_output_path, read_image
     from simd.outputs import check_output_file
 
+    # the counts here, before the input is read (the library checks the rest, in the
+    # warm-up on a tiny image, before the run)
+    if args.niter < 0:
+        raise ValueError(f"--niter must be 0 or more, got {args.niter}")
     if args.every < 0:
         raise ValueError(f"--every must be 0 (never balance) or more, got {args.every}")
+    if min(args.pes) < 1:
+        raise ValueError(
+            f"--pes must be two positive numbers of PEs, got {args.pes[0]} {args.pes[1]}"
+        )
+    if args.buffer is not None and args.buffer < 1:
+        raise ValueError(f"--buffer must be a positive number of points, got {args.buffer}")
 
     output = check_output_path(args.output)
     seen = {output.resolve()}
