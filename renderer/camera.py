@@ -314,7 +314,13 @@ def unit_vector(v, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be 3 numbers, got {v!r}") from err
     if a.shape != (3,) or not np.isfinite(a).all():
         raise ValueError(f"{name} must be 3 finite numbers, got {v!r}")
-    n = float(np.linalg.norm(a))
+    with np.errstate(over="ignore", under="ignore"):
+        n = float(np.linalg.norm(a))
+    if not math.isfinite(n) or (n == 0 and a.any()):
+        # the squares overflow (1e308) or underflow (1e-320): the same direction, rescaled
+        # (ordinary vectors keep the plain division, bit for bit)
+        a = a / np.abs(a).max()
+        n = float(np.linalg.norm(a))
     if not n > 0:
         raise ValueError(f"{name} must not be the zero vector")
     return a / n

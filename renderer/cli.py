@@ -456,9 +456,10 @@ def _check_outputs(args: argparse.Namespace) -> list[str]:
     if args.table1:
         return []  # prints a table, writes nothing
     if args.orbit is not None:
-        from renderer.orbit import check_animation_path
+        from renderer.orbit import check_animation_path, check_video_size
 
         check_animation_path(args.output)
+        check_video_size(args.output, *args.size)
     else:
         check_output_file(args.output, _image_suffixes(), example="-o frame.png")
     # "is not None": an empty name given is refused (saying so), not taken as no file
