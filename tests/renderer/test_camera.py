@@ -108,3 +108,21 @@ def test_cross_product_is_numpys_bit_for_bit():
         a = rng.normal(size=3) * 10 ** rng.uniform(-8, 8)
         b = rng.normal(size=3) * 10 ** rng.uniform(-8, 8)
         np.testing.assert_array_equal(_cross(a, b).view(np.int64), np.cross(a, b).view(np.int64))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"magnification": 1e308}, "magnification 1e+308 is too large"),
+        ({"magnification": 1e308, "framing": "fit"}, "magnification 1e+308 is too large"),
+        ({"distance": 1e308}, "its near and far planes coincide"),
+        ({"fovy": 1e-300}, "its near and far planes coincide"),
+    ],
+)
+def test_a_camera_beyond_floating_point_is_refused(options, message):
+    """It was a NaN matrix, RuntimeWarnings and an empty image (or a message about
+    gluPerspective's arguments)."""
+    tri = (np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
+    with pytest.raises(ValueError) as exc:
+        default_camera(as_mesh(tri), **options)
+    assert message in str(exc.value)
