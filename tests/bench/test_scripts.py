@@ -175,3 +175,17 @@ def test_scaling_without_mpiexec_fails_in_one_line_before_any_launch(tmp_path, m
     assert calls == [] and captured.out == ""
     assert captured.err == "bench/scaling.py: no mpiexec: pip install 'simd-emu[mpi]'\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_diffusion_throughput_without_medpy_measures_ours_alone(monkeypatch, capsys):
+    """medpy is an oracle of the test extra; without it the quick run died with a
+    ModuleNotFoundError after minutes of work."""
+    script = _load("diffusion")
+    monkeypatch.setitem(sys.modules, "medpy", None)  # import medpy... raises ImportError
+    monkeypatch.setattr(script, "gpu_throughput", lambda quick: None)
+    record = script.throughput(quick=True)
+    (row,) = record["cpu"]
+    assert row["ours_pixels_per_s"] > 0
+    assert row["medpy_pixels_per_s"] is None and row["speedup"] is None
+    out = capsys.readouterr().out
+    assert "ours alone, medpy is not installed" in out and "dense 512x512: ours " in out
