@@ -194,7 +194,8 @@ def _mpiexec() -> str:
 
     found = find_mpiexec()
     if found is None:
-        raise SystemExit("bench/scaling.py: no mpiexec: pip install 'simd-emu[mpi]'")
+        print("bench/scaling.py: no mpiexec: pip install 'simd-emu[mpi]'", file=sys.stderr)
+        raise SystemExit(2)
     return found
 
 
@@ -348,6 +349,7 @@ def measure(
 ) -> dict[str, Any]:
     """Launch every rank count in both modes, print the table, stage the plot
     ``picture``; the record for the JSON."""
+    _mpiexec()  # before the first launch prints "strong scaling on 1 rank(s) ..."
     start = time.perf_counter()
     runs: dict[str, list[dict[str, Any]]] = {"strong": [], "weak": []}
     for mode in runs:

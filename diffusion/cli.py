@@ -227,6 +227,8 @@ def _run_mesh(args: argparse.Namespace, comm: Any) -> int:
                     source = _read_input(args)
     except (OSError, *errors) as exc:
         return _fail(exc, quiet=not root)
+    if root:
+        _announce_outputs(args)
     hint = _balancing_hint(source.data.shape, args) if root else None
     if hint:
         print(hint)
@@ -248,18 +250,40 @@ def _run_mesh(args: argparse.Namespace, comm: Any) -> int:
     return 0
 
 
+def _announce_outputs(args: argparse.Namespace) -> None:
+    """``replacing PATH`` for each output that exists, once the checks passed and before
+    the run (so that a user can still stop it)."""
+    from simd.outputs import announce_replace
+
+    announce_replace([args.output, args.plot_load, args.activity_map])
+
+
 def _read_input(args: argparse.Namespace) -> Any:
-    """Check every output path, then read the input as a 2-D image (a SourceImage)."""
+    """Check every option and output path, then read the input as a 2-D image (a
+    SourceImage)."""
     from diffusion.images import builtin_path, check_dicom_output, check_output_path, read_image
     from simd.outputs import check_output_file
+
+    # the counts here, before the input is read (the library checks the rest, in the
+    # warm-up on a tiny image, before the run)
+    if args.niter < 0:
+        raise ValueError(f"--niter must be 0 or more, got {args.niter}")
+    if args.every < 0:
+        raise ValueError(f"--every must be 0 (never balance) or more, got {args.every}")
+    if min(args.pes) < 1:
+        raise ValueError(
+            f"--pes must be two positive numbers of PEs, got {args.pes[0]} {args.pes[1]}"
+        )
+    if args.buffer is not None and args.buffer < 1:
+        raise ValueError(f"--buffer must be a positive number of points, got {args.buffer}")
 
     output = check_output_path(args.output)
     seen = {output.resolve()}
     for picture in (args.plot_load, args.activity_map):
-        if picture:
+        if picture is not None:  # an empty name is refused, not taken as no picture
+            check_output_file(picture)
             path = Path(picture)
             _check_picture_path(path)
-            check_output_file(path)
             if path.resolve() in seen:
                 raise ValueError(f"{path} is named for two outputs")
             seen.add(path.resolve())
@@ -444,27 +468,28 @@ def _write_outputs(source: Any, runs: dict[str, Any], m: Any, args: argparse.Nam
     """Write the result and the pictures; print "replacing X" for each file that was
     there, the notes of the image writer, and the one line of result."""
     from diffusion.images import save_image
-    from simd.outputs import announce_replace
+    from simd.outputs import StagedOutputs
 
     final = _final(runs)
     short = Path(args.image).name if args.image else args.builtin
     dtype = np.float32 if args.float else source.dtype
     written = [args.output]
-    announce_replace(args.output)
-    for note in save_image(args.output, final.image, dtype=dtype, dicom=source.dicom):
+    # under temporary names, renamed into place together: a failure (or Ctrl-C) leaves
+    # neither a half-written file nor the image without its plots (simd.outputs)
+    with StagedOutputs() as stage:
+        notes = save_image(stage.path(args.output), final.image, dtype=dtype, dicom=source.dicom)
+        if args.plot_load:
+            _plot_load(stage.path(args.plot_load), runs, args.every, title=f"{short}, {_mesh(m)}")
+            written.append(args.plot_load)
+        if args.activity_map:
+            _plot_activity(
+                stage.path(args.activity_map),
+                final.activity,
+                title=f"{short}: iterations each pixel was active (of {final.iterations})",
+            )
+            written.append(args.activity_map)
+    for note in notes:
         print(f"{args.output}: {note}")
-    if args.plot_load:
-        announce_replace(args.plot_load)
-        _plot_load(Path(args.plot_load), runs, args.every, title=f"{short}, {_mesh(m)}")
-        written.append(args.plot_load)
-    if args.activity_map:
-        announce_replace(args.activity_map)
-        _plot_activity(
-            Path(args.activity_map),
-            final.activity,
-            title=f"{short}: iterations each pixel was active (of {final.iterations})",
-        )
-        written.append(args.activity_map)
     h, w = final.image.shape
     done = " (converged)" if final.converged else ""
     where = f" on {m.nranks} MPI ranks" if m.nranks > 1 else ""

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from diffusion.cli import _fail, _read_input, _WarningPrinter
+from diffusion.cli import _announce_outputs, _fail, _read_input, _WarningPrinter
 
 __all__ = ["run_dense"]
 
@@ -45,6 +45,8 @@ def run_dense(args: argparse.Namespace, comm: Any) -> int:
                     source = _read_input(args)
     except errors as exc:
         return _fail(exc, quiet=not root)
+    if root:
+        _announce_outputs(args)
     block = machine.scatter(source.data if root else None)
     with warnings.catch_warnings():
         warnings.simplefilter("always", DiffusionStabilityWarning)
@@ -77,7 +79,7 @@ def _write(
 ) -> None:
     """Write the result (as the mesh path does) and print the one line of result."""
     from diffusion.images import save_image
-    from simd.outputs import announce_replace
+    from simd.outputs import StagedOutputs
 
     where = f"{m.nranks} MPI ranks" if m.nranks > 1 else "one process"
     if args.verbose:
@@ -92,8 +94,9 @@ def _write(
                 f"mean {sum(frac) / len(frac):.3f}"
             )
     dtype = np.float32 if args.float else source.dtype
-    announce_replace(args.output)
-    for note in save_image(args.output, image, dtype=dtype, dicom=source.dicom):
+    with StagedOutputs() as stage:  # written whole or not at all (simd.outputs)
+        notes = save_image(stage.path(args.output), image, dtype=dtype, dicom=source.dicom)
+    for note in notes:
         print(f"{args.output}: {note}")
     h, w = image.shape
     done = " (converged)" if info.converged else ""

@@ -92,6 +92,15 @@ def check_image(
     return xp, out
 
 
+def check_machine(machine: Any) -> None:
+    """TypeError unless ``machine`` is None or a :class:`simd.Machine` (a wrong object
+    would otherwise be ignored, or fail deep inside as an AttributeError)."""
+    from simd import Machine
+
+    if machine is not None and not isinstance(machine, Machine):
+        raise TypeError(f"machine must be a simd.Machine or None, got {type(machine).__name__}")
+
+
 def check_spacing(spacing: Any, ndim: int, name: str) -> tuple[float, ...]:
     """``spacing`` as a tuple of ``ndim`` positive floats (ones when None)."""
     if spacing is None:
@@ -448,6 +457,7 @@ def anisotropic_diffusion(
     >>> info.converged, info.iterations < 50
     (True, True)
     """
+    check_machine(machine)
     if getattr(machine, "ranks", None) is not None:
         from diffusion.blocks import block_anisotropic_diffusion
 
@@ -677,6 +687,7 @@ def gradient_anisotropic_diffusion(
     >>> out.dtype, bool(out[1, 1] < 8), float(out.sum()) == 8.0
     (dtype('float32'), True, True)
     """
+    check_machine(machine)
     if getattr(machine, "ranks", None) is not None:
         from diffusion.blocks import block_gradient_anisotropic_diffusion
 

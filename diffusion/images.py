@@ -9,6 +9,7 @@ downloaded).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,11 +144,15 @@ def read_image(path: str | Path) -> SourceImage:
     ValueError
         When the file cannot be read as an image (the message names the file and why).
     """
+    if not os.fspath(path):  # Path("") is the current folder
+        raise ValueError("empty image file name")
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no such image file: {path}")
     if path.is_dir():
         raise ValueError(f"{path} is a folder, not an image file")
+    if path.stat().st_size == 0:
+        raise ValueError(f"cannot read {path} as an image: the file is empty (0 bytes)")
     suffix = path.suffix.lower()
     ds = None
     try:
@@ -160,7 +165,9 @@ def read_image(path: str | Path) -> SourceImage:
 
             a = iio.imread(path)
     except Exception as exc:  # every reader has its own errors: report them as one kind
-        raise ValueError(f"cannot read {path} as an image: {exc}") from exc
+        # one line: some readers' messages run over several (SimpleITK's do)
+        reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        raise ValueError(f"cannot read {path} as an image: {reason or type(exc).__name__}") from exc
     a = np.asarray(a)
     if a.dtype.kind not in "biuf":
         raise ValueError(f"{path}: not a numeric image (dtype {a.dtype})")

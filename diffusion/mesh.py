@@ -34,7 +34,13 @@ from typing import Any
 import numpy as np
 
 from diffusion.conduction import flux
-from diffusion.dense import check_image, check_parameters, check_spacing, warn_if_unstable
+from diffusion.dense import (
+    check_image,
+    check_machine,
+    check_parameters,
+    check_spacing,
+    warn_if_unstable,
+)
 from simd.balance.scan_directed import (
     AxisReport,
     LocalityError,
@@ -280,6 +286,7 @@ def mesh_diffusion(
     >>> bool(np.array_equal(res.image, ref))
     True
     """
+    check_machine(machine)
     across = getattr(machine, "ranks", None) is not None
     if not across:
         xp_in, img = check_image(image, ndims=(2,))

@@ -60,7 +60,9 @@ def _bench_subparsers(subparsers) -> argparse._SubParsersAction:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``bench mimd`` (shared with ``bench/mimd.py``)."""
-    p.add_argument("--quick", action="store_true", help="smaller sweeps (about 20 s on two cores)")
+    p.add_argument(
+        "--quick", action="store_true", help="smaller sweeps (about a minute of CPU time)"
+    )
     p.add_argument(
         "--only",
         default="",
@@ -102,22 +104,33 @@ def result_files(out, *, quick: bool, parts: tuple[str, ...] | None, plots: bool
 
 def run_args(args: argparse.Namespace, prog: str = "simd-emu bench mimd") -> int:
     """Run the benchmark with parsed options; returns the exit status."""
+    from simd.backend import resolve_backend
+    from simd.errors import BackendUnavailableError
     from simd.outputs import OutputError, announce_replace, check_output_folder
 
     from .report import PARTS
+
+    def fail(problem: object) -> int:
+        print(f"{prog}: {problem}", file=sys.stderr)
+        return 2
 
     parts = None
     if args.only:
         parts = tuple(p.strip() for p in args.only.split(",") if p.strip())
         bad = [p for p in parts if p not in PARTS]
         if bad:
-            raise SystemExit(f"{prog}: unknown part(s) {bad}; choose from {PARTS}")
+            return fail(f"unknown part(s) {bad}; choose from {PARTS}")
+        if not parts:
+            return fail(f"--only names no part; choose from {PARTS}")
+    if parts is None or "scale" in parts:
+        try:  # before any work: the scale part would find out only after the others
+            resolve_backend(args.backend)
+        except (BackendUnavailableError, ValueError) as exc:
+            return fail(exc)
     try:
         out = check_output_folder(args.out)
     except OutputError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
-    from simd.errors import BackendUnavailableError
+        return fail(exc)
 
     from . import report
 
@@ -131,7 +144,7 @@ def run_args(args: argparse.Namespace, prog: str = "simd-emu bench mimd") -> int
             backend=args.backend,
         )
     except BackendUnavailableError as exc:
-        raise SystemExit(f"{prog}: {exc}") from exc
+        return fail(exc)
     return 0
 
 

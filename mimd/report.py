@@ -121,7 +121,7 @@ def run(
     Parameters
     ----------
     quick : bool
-        Smaller sweeps (about 20 s on two cores).
+        Smaller sweeps (about a minute of CPU time).
     parts : str or tuple of str, optional
         One or several of :data:`PARTS` (default all).
     out : path, optional

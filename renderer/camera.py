@@ -309,17 +309,28 @@ def default_camera(
         direction = turn @ direction
         view_up = tuple(float(c) for c in turn @ np.asarray(view_up))
     fovy_m = math.degrees(2.0 * math.atan(math.tan(half) / magnification))
+    if not (fovy_m > 0 and math.isfinite(1.0 / math.tan(math.radians(fovy_m) / 2.0))):
+        raise ValueError(
+            f"magnification {magnification!r} is too large: it leaves a field of view of "
+            f"{fovy_m:g} degrees, beyond floating point"
+        )
     if framing == "fit":
         vertices = mesh.mesh.vertices if hasattr(mesh, "mesh") else mesh.vertices
         eye, target, near, far = _fit(vertices, direction, view_up, half, aspect, margin, radius)
         return Camera(eye=eye, target=target, up=view_up, fovy=fovy_m, near=near, far=far)
+    near, far = max(distance - 1.05 * radius, 1e-3 * radius), distance + 1.05 * radius
+    if not near < far:  # the object is lost in the rounding of the distance
+        raise ValueError(
+            f"the camera is {distance:g} away from an object {2 * radius:g} across (a field "
+            "of view too narrow or a distance too large): its near and far planes coincide"
+        )
     return Camera(
         eye=tuple(centre + distance * direction),
         target=tuple(centre),
         up=view_up,
         fovy=fovy_m,
-        near=max(distance - 1.05 * radius, 1e-3 * radius),
-        far=distance + 1.05 * radius,
+        near=near,
+        far=far,
     )
 
 
@@ -335,7 +346,13 @@ def unit_vector(v, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be 3 numbers, got {v!r}") from err
     if a.shape != (3,) or not np.isfinite(a).all():
         raise ValueError(f"{name} must be 3 finite numbers, got {v!r}")
-    n = float(np.linalg.norm(a))
+    with np.errstate(over="ignore", under="ignore"):
+        n = float(np.linalg.norm(a))
+    if not math.isfinite(n) or (n == 0 and a.any()):
+        # the squares overflow (1e308) or underflow (1e-320): the same direction, rescaled
+        # (ordinary vectors keep the plain division, bit for bit)
+        a = a / np.abs(a).max()
+        n = float(np.linalg.norm(a))
     if not n > 0:
         raise ValueError(f"{name} must not be the zero vector")
     return a / n

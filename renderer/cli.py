@@ -99,14 +99,14 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "--dataset",
         # renderer.datasets.DATASETS, spelled out so that building the parser imports nothing
         choices=("balanced", "unbalanced", "oilwell", "oilwell-unbalanced"),
-        default="balanced",
+        default=None,  # balanced; None tells a choice made from the default (see _check_options)
         help="built-in data set: the Marschner-Lobb isosurfaces (balanced, unbalanced) or "
         "the oil-well ones, whose Table 1 workloads come close to those of Ahrens & "
         "Hansen's paper (oilwell, oilwell-unbalanced); default: balanced",
     )
     p.add_argument(
         "--dataset-size",
-        default="250k",
+        default=None,  # 250k (see _check_options)
         help="built-in data set size: 250k, 1m, 2m, 4m or a grid resolution (8..1024); "
         "under mpiexec, built in slabs, one per rank, also 16m, 64m and grids to 8192",
     )
@@ -360,6 +360,40 @@ def _picture_options(args: argparse.Namespace, mesh: Any) -> dict[str, Any]:
     return options
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse options that contradict each other, before anything is read or rendered (a
+    ValueError with one line); then fill in the built-in data set's defaults."""
+    if args.mesh is not None and not args.mesh.strip():
+        raise ValueError("--mesh: empty file name")
+    if args.mesh is not None:
+        given = [
+            flag
+            for flag, value in (("--dataset", args.dataset), ("--dataset-size", args.dataset_size))
+            if value is not None
+        ]
+        if given:
+            verb = "chooses" if len(given) == 1 else "choose"
+            raise ValueError(f"{_names(given)} {verb} a built-in data set; not with --mesh FILE")
+    if args.table1:
+        given = [
+            flag
+            for flag, value in (
+                ("-o", args.output),
+                ("--depth", args.depth),
+                ("--json", args.json),
+                ("--orbit", args.orbit),
+                ("--compare", args.compare or None),
+            )
+            if value is not None
+        ]
+        if given:
+            raise ValueError(
+                f"--table1 prints a table and writes nothing; it takes no {_names(given)}"
+            )
+    args.dataset = args.dataset or "balanced"
+    args.dataset_size = args.dataset_size or "250k"
+
+
 def _load(args: argparse.Namespace) -> Any:
     from renderer.datasets import load_dataset
     from renderer.mesh import load_mesh
@@ -422,14 +456,16 @@ def _check_outputs(args: argparse.Namespace) -> list[str]:
     if args.table1:
         return []  # prints a table, writes nothing
     if args.orbit is not None:
-        from renderer.orbit import check_animation_path
+        from renderer.orbit import check_animation_path, check_video_size
 
         check_animation_path(args.output)
+        check_video_size(args.output, *args.size)
     else:
         check_output_file(args.output, _image_suffixes(), example="-o frame.png")
-    if args.depth:
+    # "is not None": an empty name given is refused (saying so), not taken as no file
+    if args.depth is not None:
         check_output_file(args.depth, DEPTH_SUFFIXES, example="--depth depth.png")
-    if args.json:
+    if args.json is not None:
         check_output_file(args.json, example="--json stats.json")
     paths = [p for p in (args.output, args.depth, args.json) if p]
     real = [os.path.realpath(p) for p in paths]
@@ -459,6 +495,12 @@ def run(args: argparse.Namespace) -> int:
         if args.verbose:
             print(*text)
 
+    try:
+        _check_options(args)
+    except ValueError as err:
+        from simd.launch import launched_rank
+
+        return fail(err) if launched_rank() == 0 else 2  # rank 0 says it, once
     try:
         comm = world()  # under mpiexec with several ranks; None otherwise (and for -n 1)
     except RuntimeError as err:
@@ -606,7 +648,8 @@ def _orbit(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
     if not args.no_progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=args.orbit, desc="orbit", unit="frame", leave=False)
+        # disable=None: a bar only on a terminal (in a log its redraws are noise)
+        bar = tqdm(total=args.orbit, desc="orbit", unit="frame", leave=False, disable=None)
     images, times, stats = [], [], []
     t_start = t0 = time.perf_counter()
     try:
@@ -709,7 +752,8 @@ def _auto_bar(n_faces: int, n_pixels: int) -> bool | None:
     """A tqdm bar over the pipeline stages (``True``) for long runs: big meshes or images."""
     if n_faces < 500_000 and n_pixels < 1024 * 1024:
         return None
-    return True
+    # only on a terminal: in a log or a pipe a bar's redraws are noise (as diffuse does)
+    return True if sys.stderr.isatty() else None
 
 
 def _jsonable(frames: dict, mesh: Any, args: argparse.Namespace) -> dict:

@@ -315,8 +315,16 @@ def load_mesh(path: str | PathLike[str]) -> Mesh:
         raise ValueError(
             f"{path}: not a mesh format trimesh can read (PLY, OBJ, STL, OFF, GLB, ...): {err}"
         ) from err
+    except ImportError as err:
+        # trimesh reads a binary STL whose length does not match its triangle count as
+        # ASCII, which needs an optional package: a truncated file read as "install X"
+        raise ValueError(
+            f"{path}: cannot read the mesh: broken or truncated, or its reader needs the "
+            f"package {err.name!r}, which is not installed"
+        ) from err
     except Exception as err:  # noqa: BLE001 - the readers raise anything on broken files
-        raise ValueError(f"{path}: cannot read the mesh ({type(err).__name__}: {err})") from err
+        reason = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+        raise ValueError(f"{path}: cannot read the mesh ({type(err).__name__}: {reason})") from err
     name = os.path.basename(os.fspath(path))
     if not hasattr(loaded, "faces") or len(loaded.faces) == 0:
         raise ValueError(f"{path}: no triangles found in the file")

@@ -70,7 +70,9 @@ def gl_context() -> Any:
     try:
         import moderngl
     except ImportError as err:  # pragma: no cover - depends on the environment
-        raise GLUnavailable(f"moderngl is not installed ({err})") from err
+        raise GLUnavailable(
+            f"moderngl is not installed ({err}): pip install moderngl, or 'simd-emu[test]'"
+        ) from err
     errors = []
     for kwargs in ({"backend": "egl"}, {}):
         try:

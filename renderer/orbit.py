@@ -93,6 +93,17 @@ def check_animation_path(path: str | os.PathLike[str]) -> None:
             ) from err
 
 
+def check_video_size(path: str | os.PathLike[str], width: int, height: int) -> None:
+    """ValueError unless an animation at ``path`` can have ``width`` x ``height`` frames:
+    an MP4 (H.264 in yuv420p) needs both even; ffmpeg refuses odd ones, and the writer
+    then leaves an empty file behind without raising."""
+    if os.fspath(path).lower().endswith(".mp4") and (width % 2 or height % 2):
+        raise ValueError(
+            f"{os.fspath(path)}: an MP4 video needs an even width and height, got "
+            f"{width}x{height}; give an even --size, or write a .gif"
+        )
+
+
 def save_animation(
     images: Sequence[np.ndarray], path: str | os.PathLike[str], *, fps: float = 12.0
 ) -> None:
@@ -117,6 +128,7 @@ def save_animation(
     stack = [np.asarray(im) for im in images]
     if any(im.dtype != np.uint8 or im.ndim != 3 or im.shape != stack[0].shape for im in stack):
         raise ValueError("the images must all be (H, W, 3) uint8 of one size")
+    check_video_size(path, stack[0].shape[1], stack[0].shape[0])
     if os.fspath(path).lower().endswith(".gif"):
         from PIL import Image
 

@@ -46,7 +46,7 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from simd.info import environment
 
@@ -193,13 +193,23 @@ def _register_missing(sub, command: str, exc: ModuleNotFoundError) -> None:
     parser.set_defaults(func=fail)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line: the command, the problem and
+    where the options are listed (argparse's own prints the whole usage block first, which
+    for ``render`` is a dozen lines above the one that matters). Subcommand parsers made by
+    ``add_subparsers`` take the class of their parent, so every command gets it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(commands: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
     """The parser with ``info`` and the programs' subcommands.
 
     ``commands``: ``{command: "module:function"}`` to register instead of
     :func:`command_entry_points` (for tests).
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="simd-emu",
         description="A SIMD computer (CM-5, MasPar MP-1) emulated on the GPU or with NumPy.",
     )

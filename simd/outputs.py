@@ -119,6 +119,9 @@ def check_output_file(
     """
     target = Path(path)
     shown = os.fspath(path)
+    if not shown:  # Path("") is the current folder: say what is wrong, not "is a folder"
+        hint = f" ({example})" if example else ""
+        raise OutputError(f"empty output file name; give a file name{hint}")
     if target.is_dir():
         hint = f" ({example})" if example else ""
         raise OutputError(f"{shown}: is a folder; give a file name{hint}")

@@ -160,3 +160,32 @@ def test_render_scale_quickest_real_run(tmp_path, monkeypatch):
     assert row["triangles"] > 0 and row["median_s"] > 0 and row["peak_bytes"] > 0
     assert row["bytes_per_triangle"] == row["peak_bytes"] / row["triangles"]
     assert _snapshot() == before
+
+
+def test_scaling_without_mpiexec_fails_in_one_line_before_any_launch(tmp_path, monkeypatch, capsys):
+    """It printed "strong scaling on 1 rank(s) ..." first, and exited with status 1."""
+    script = _load("scaling")
+    calls: list = []
+    monkeypatch.setattr("simd.launch.find_mpiexec", lambda: None)
+    monkeypatch.setattr(script, "launch", _stub(calls))
+    with pytest.raises(SystemExit) as exc:
+        script.main(["--quick", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    assert calls == [] and captured.out == ""
+    assert captured.err == "bench/scaling.py: no mpiexec: pip install 'simd-emu[mpi]'\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_diffusion_throughput_without_medpy_measures_ours_alone(monkeypatch, capsys):
+    """medpy is an oracle of the test extra; without it the quick run died with a
+    ModuleNotFoundError after minutes of work."""
+    script = _load("diffusion")
+    monkeypatch.setitem(sys.modules, "medpy", None)  # import medpy... raises ImportError
+    monkeypatch.setattr(script, "gpu_throughput", lambda quick: None)
+    record = script.throughput(quick=True)
+    (row,) = record["cpu"]
+    assert row["ours_pixels_per_s"] > 0
+    assert row["medpy_pixels_per_s"] is None and row["speedup"] is None
+    out = capsys.readouterr().out
+    assert "ours alone, medpy is not installed" in out and "dense 512x512: ours " in out

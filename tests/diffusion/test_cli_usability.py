@@ -335,6 +335,94 @@ def test_more_unwritable_outputs_are_refused_first(
     assert captured.out == "" and not (tmp_path / "r.npy").exists()
 
 
+def test_replacing_is_said_before_the_run(tmp_path, capsys, monkeypatch):
+    """The user learns that a file will be replaced while they can still stop the run."""
+    import diffusion.mesh
+
+    src, out = tmp_path / "in.npy", tmp_path / "o.npy"
+    np.save(src, _small())
+    out.write_bytes(b"old")
+    said = []
+    real = diffusion.mesh.mesh_diffusion
+
+    def spy(image, *args, **kwargs):
+        said.append(capsys.readouterr().out)
+        return real(image, *args, **kwargs)
+
+    monkeypatch.setattr(diffusion.mesh, "mesh_diffusion", spy)
+    assert _run(src, out) == 0
+    assert said[0] == f"replacing {out}\n"  # before the warm-up, the first call
+
+
+@pytest.mark.parametrize("plot", ["--plot-load", "--activity-map"])
+def test_a_late_failure_leaves_no_output_behind(tmp_path, capsys, monkeypatch, plot):
+    """The outputs are written together: a failing plot leaves neither the image nor a
+    half-written file, and an old result stays as it was."""
+    import diffusion.cli
+
+    def broken(path, *args, **kwargs):
+        Path(path).write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(diffusion.cli, "_plot_load", broken)
+    monkeypatch.setattr(diffusion.cli, "_plot_activity", broken)
+    src, out, picture = tmp_path / "in.npy", tmp_path / "o.npy", tmp_path / "p.png"
+    np.save(src, _small())
+    out.write_bytes(b"old")
+    with pytest.raises(OSError, match="No space"):
+        _run(src, out, plot, picture)
+    assert out.read_bytes() == b"old" and not picture.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy", "o.npy"]
+
+
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (["IN", "--every", "-1"], "--every must be 0 (never balance) or more, got -1"),
+        (["", "-o", "OUT"], "empty image file name"),
+        (["IN", "-o", ""], "empty output file name; give a file name (smooth.png)"),
+        (["IN", "-o", "OUT", "--plot-load", ""], "empty output file name; give a file name"),
+        (["EMPTY.png", "-o", "OUT"], "cannot read EMPTY.png as an image: the file is empty"),
+        (["IN", "--niter", "x"], "error: argument --niter: invalid int value: 'x' (see "),
+        (["IN", "--pes", "0", "4"], "--pes must be two positive numbers of PEs, got 0 4"),
+        (["IN", "--niter", "-1"], "--niter must be 0 or more, got -1"),
+        (["IN", "--buffer", "0"], "--buffer must be a positive number of points, got 0"),
+    ],
+)
+def test_bad_input_is_one_line_before_any_work(tmp_path, capsys, calls, argv, match):
+    src, empty, out = tmp_path / "in.npy", tmp_path / "EMPTY.png", tmp_path / "o.npy"
+    np.save(src, _small())
+    empty.write_bytes(b"")
+    names = {"IN": src, "OUT": out, "EMPTY.png": empty}
+    argv = [str(names.get(a, a)) for a in argv]
+    try:
+        status = _diffuse(*argv)
+    except SystemExit as exc:  # a usage error
+        status = exc.code
+    assert status == 2
+    captured = capsys.readouterr()
+    err = captured.err.replace(str(tmp_path) + "/", "")
+    assert match in err and err.count("\n") == 1 and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["EMPTY.png", "in.npy"]
+    assert calls == [] and captured.out == ""  # not even the warm-up ran
+
+
+def test_a_reader_message_of_several_lines_is_one(tmp_path, monkeypatch):
+    import imageio.v3 as iio
+
+    def reader(path, **kwargs):
+        raise RuntimeError("Exception thrown in Reader:\nline 2:\n\nERROR: cannot read it")
+
+    monkeypatch.setattr(iio, "imread", reader)
+    path = tmp_path / "a.png"
+    path.write_bytes(b"not a png")
+    with pytest.raises(ValueError) as exc:
+        read_image(path)
+    assert str(exc.value) == (
+        f"cannot read {path} as an image: Exception thrown in Reader: line 2: ERROR: cannot read it"
+    )
+
+
 # ------------------------------------------------------------------ 5: README
 
 

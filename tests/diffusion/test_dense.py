@@ -228,6 +228,21 @@ def test_bad_parameters(kw, match):
         anisotropic_diffusion(np.zeros((4, 4), np.float32), **kw)
 
 
+@pytest.mark.parametrize("machine", ["numpy", 512, object()])
+def test_a_machine_that_is_not_one_is_refused(machine):
+    """Not ignored (it was, on one process) and not an AttributeError deep inside."""
+    image = np.zeros((4, 4), np.float32)
+    match = f"machine must be a simd.Machine or None, got {type(machine).__name__}"
+    with pytest.raises(TypeError, match=match):
+        anisotropic_diffusion(image, machine=machine)
+    with pytest.raises(TypeError, match=match):
+        gradient_anisotropic_diffusion(image, machine=machine)
+    from diffusion import mesh_diffusion
+
+    with pytest.raises(TypeError, match=match):
+        mesh_diffusion(image, niter=1, machine=machine)
+
+
 @pytest.mark.parametrize(
     "kw,match",
     [

@@ -71,7 +71,7 @@ def test_quick_benchmark_end_to_end(tmp_path):
     assert res["figure1"]["summary"]["mean_abs_error_pct"] < 5.0
 
 
-def test_backend_option_and_unavailable_backend(monkeypatch):
+def test_backend_option_and_unavailable_backend(monkeypatch, capsys):
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command")
     cli.register(sub)
@@ -86,9 +86,35 @@ def test_backend_option_and_unavailable_backend(monkeypatch):
         raise BackendUnavailableError("backend 'cupy' was asked for but is unavailable: test")
 
     monkeypatch.setattr("mimd.report.run", unavailable)
+    monkeypatch.setattr("simd.backend.resolve_backend", lambda backend: ("cupy", None))
     args = parser.parse_args(["bench", "mimd", "--backend", "cupy"])
-    with pytest.raises(SystemExit, match="bench mimd: backend 'cupy'"):
-        args.func(args)
+    assert args.func(args) == 2
+    assert "bench mimd: backend 'cupy'" in capsys.readouterr().err
+
+
+def test_unavailable_backend_and_empty_parts_are_refused_before_any_work(
+    tmp_path, monkeypatch, capsys
+):
+    from simd.errors import BackendUnavailableError
+
+    def unavailable(backend):
+        raise BackendUnavailableError(f"backend {backend!r} was asked for but is unavailable")
+
+    def no_work(**kw):
+        raise AssertionError("the benchmark ran")
+
+    monkeypatch.setattr("simd.backend.resolve_backend", unavailable)
+    monkeypatch.setattr("mimd.report.run", no_work)
+    out = tmp_path / "new"
+    for argv, problem in (
+        (["--backend", "cupy", "--only", "scale"], "backend 'cupy' was asked for"),
+        (["--only", ","], "--only names no part"),
+        (["--only", "nosuch"], "unknown part(s) ['nosuch']"),
+    ):
+        assert cli.main(["--quick", "--out", str(out), *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and problem in err and "Traceback" not in err
+    assert not out.exists()  # refused before the output folder was made
 
 
 def test_progress_lines_before_each_part(tmp_path):

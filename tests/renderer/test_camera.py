@@ -76,6 +76,30 @@ def test_camera_light_is_unit():
     assert np.linalg.norm(cam.light_direction()) == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("scale", [1e308, 1e-320])
+def test_a_huge_or_tiny_light_or_up_is_its_direction(scale):
+    """Their squares overflow or underflow: the direction was lost (a NaN light and
+    RuntimeWarnings, or "the zero vector"); rescaled, the frame is the plain one's."""
+    import warnings
+
+    import renderer
+    from renderer.camera import unit_vector
+    from simd import Machine
+
+    mesh = as_mesh((np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]])))
+    assert np.array_equal(unit_vector((scale, scale, 0.0), "light"), unit_vector((1, 1, 0), "l"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        frames = [
+            renderer.render(
+                mesh, size=16, light=light, up=up, machine=Machine(pes=8, backend="numpy")
+            )
+            for light, up in (((scale,) * 3, (0, scale, 0)), ((1, 1, 1), (0, 1, 0)))
+        ]
+    assert frames[0].image.any()
+    assert np.array_equal(frames[0].image, frames[1].image)
+
+
 def test_cross_product_is_numpys_bit_for_bit():
     from renderer.camera import _cross
 
@@ -105,3 +129,21 @@ def test_camera_matrices_are_made_once_and_handed_out_as_copies():
         cam.mvp(1.5), cam.projection_matrix(1.5) @ look_at(cam.eye, cam.target, cam.up)
     )
     assert cam == Camera(eye=(1.0, 2.0, 5.0), target=(0.0, 0.5, 0.0))  # fields only
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"magnification": 1e308}, "magnification 1e+308 is too large"),
+        ({"magnification": 1e308, "framing": "fit"}, "magnification 1e+308 is too large"),
+        ({"distance": 1e308}, "its near and far planes coincide"),
+        ({"fovy": 1e-300}, "its near and far planes coincide"),
+    ],
+)
+def test_a_camera_beyond_floating_point_is_refused(options, message):
+    """It was a NaN matrix, RuntimeWarnings and an empty image (or a message about
+    gluPerspective's arguments)."""
+    tri = (np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
+    with pytest.raises(ValueError) as exc:
+        default_camera(as_mesh(tri), **options)
+    assert message in str(exc.value)

@@ -74,6 +74,8 @@ def test_a_late_failure_leaves_no_output_half_written(tmp_path, capsys, monkeypa
         (["--json", "."], ".: is a folder; give a file name (--json stats.json)"),
         (["--depth", "no/such/d.png"], "does not exist"),
         (["-o", "frame"], "frame: unknown format '(no suffix)'"),
+        (["-o", ""], "empty output file name; give a file name (-o frame.png)"),
+        (["--json", ""], "empty output file name; give a file name (--json stats.json)"),
     ],
 )
 def test_bad_outputs_fail_in_one_line_before_any_work(
@@ -106,3 +108,49 @@ def test_help_texts_use_plain_words(command, capsys):
     for token in JARGON:
         assert token not in text, f"{token!r} in simd-emu {' '.join(command)} --help"
     assert "decis" not in text.replace("decisions", "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--mesh", ""], "--mesh: empty file name"),
+        (["--mesh", "m.ply", "--dataset", "oilwell"], "--dataset chooses a built-in data set; "),
+        (
+            ["--mesh", "m.ply", "--dataset", "unbalanced", "--dataset-size", "16"],
+            "--dataset and --dataset-size choose a built-in data set; not with --mesh FILE",
+        ),
+        (["--table1", "-o", "t.png"], "--table1 prints a table and writes nothing; it takes no -o"),
+        (["--table1", "--compare", "--json", "s.json"], "it takes no --json and --compare"),
+        (["--table1", "--orbit", "3"], "it takes no --orbit"),
+    ],
+)
+def test_contradicting_options_fail_in_one_line_before_any_work(
+    tmp_path, capsys, monkeypatch, argv, message
+):
+    """An option that would be ignored (a data set beside a mesh file, an output beside
+    --table1) is refused rather than silently dropped."""
+    monkeypatch.chdir(tmp_path)
+
+    def no_work(*args, **kwargs):  # pragma: no cover - must not be reached
+        raise AssertionError("loaded or rendered")
+
+    monkeypatch.setattr("renderer.cli._load", no_work)
+    monkeypatch.setattr("renderer.pipeline.render", no_work)
+    assert main(["render", "--no-progress", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("simd-emu render: ") and message in lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_usage_errors_are_one_line(capsys):
+    """argparse's own error prints the whole usage block (a dozen lines for render) above
+    the line that matters; simd-emu prints that line and where the options are listed."""
+    with pytest.raises(SystemExit) as exc:
+        main(["render", "--size", "0"], commands=pyproject_commands())
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == (
+        "simd-emu render: error: argument --size: size must be 1..4096 each way, got '0' "
+        "(see simd-emu render --help)\n"
+    )

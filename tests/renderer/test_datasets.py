@@ -211,6 +211,24 @@ def test_load_mesh_bad_files_say_what_is_wrong(tmp_path, name, text, error, matc
         renderer.load_mesh(path)
 
 
+@pytest.mark.parametrize("suffix", [".stl", ".ply", ".obj"])
+def test_load_mesh_truncated_files_say_so_in_one_line(tmp_path, suffix):
+    """Half of a good file: one line naming the file, whatever the reader raised (for a
+    binary STL, trimesh's fallback to text needs an optional package; that is no reason
+    to tell the user only "No module named ...")."""
+    import trimesh
+
+    whole = trimesh.creation.icosphere(2).export(file_type=suffix[1:])
+    whole = whole.encode() if isinstance(whole, str) else whole
+    path = tmp_path / f"half{suffix}"
+    path.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ValueError) as exc:
+        renderer.load_mesh(path)
+    message = str(exc.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message
+    assert "cannot read the mesh" in message or "indices out of range" in message
+
+
 def test_stl_triangle_soup_is_merged_and_shaded_smoothly(tmp_path, machine):
     import trimesh
 

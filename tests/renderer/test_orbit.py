@@ -147,6 +147,9 @@ def test_render_orbit_command_writes_the_turntable(tmp_path, capsys, mesh):
         (["-o", "no/such/folder/turn.gif"], "does not exist"),
         (["--compare"], "takes no --compare"),
         (["--orbit", "0"], "at least 1 frame"),
+        # ffmpeg refused it and an empty turn.mp4 was reported written
+        (["-o", "turn.mp4", "--size", "9"], "turn.mp4: an MP4 video needs an even width and"),
+        (["-o", "turn.mp4", "--size", "64x33"], "height, got 64x33; give an even --size, or"),
     ],
 )
 def test_render_orbit_refuses_bad_options_before_work(
@@ -158,3 +161,11 @@ def test_render_orbit_refuses_bad_options_before_work(
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_save_animation_refuses_an_odd_mp4_and_writes_nothing(tmp_path):
+    images = [np.zeros((9, 10, 3), np.uint8)] * 2
+    with pytest.raises(ValueError, match="an MP4 video needs an even width and height, got 10x9"):
+        save_animation(images, tmp_path / "a.mp4")
+    assert list(tmp_path.iterdir()) == []
+    save_animation(images, tmp_path / "a.gif")  # a GIF takes any size
