@@ -33,6 +33,7 @@ from simd.operands import (
     check_mesh_rank,
     check_op,
     check_pes_shape,
+    check_shape,
     check_value_dtype,
     extent_vector,
     is_scalar,
@@ -285,8 +286,19 @@ class Machine:
     # ------------------------------------------------------------------ arrays and clocks
 
     def asarray(self, a: Any, dtype: Any = None):
-        """``a`` as an array of this machine's backend (copied to the device if needed)."""
-        return self.xp.asarray(a, dtype=dtype)
+        """``a`` as an array of this machine's backend (copied to the device if needed).
+
+        Examples
+        --------
+        >>> Machine(backend="numpy").asarray([1, 2]).tolist()
+        [1, 2]
+        """
+        out = self.xp.asarray(a, dtype=dtype)
+        if out.dtype == object:  # NumPy makes object arrays of anything; a device cannot
+            raise TypeError(
+                f"asarray needs numbers or bools, got {type(a).__name__} holding Python objects"
+            )
+        return out
 
     def asnumpy(self, a: Any) -> np.ndarray:
         """``a`` as a NumPy array (copied to the host if needed; runs the deferred checks
@@ -661,6 +673,11 @@ class Machine:
         scalar operand: docs/instruction-set.md); without, it gives its own dtype.
         """
         with self._agreed():
+            check_shape(shape, "broadcast shape")
+            if not (is_scalar(value) or getattr(value, "ndim", None) == 0):
+                raise TypeError(
+                    f"broadcast value must be a bool or a number, got {type(value).__name__}"
+                )
             if dtype is not None:
                 value = scalar(value, np.dtype(dtype), "broadcast value")
             local = shape

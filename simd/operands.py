@@ -117,6 +117,16 @@ def is_int(k: Any) -> bool:
     return isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_)
 
 
+def check_shape(shape: Any, what: str) -> tuple[int, ...]:
+    """``shape`` (a non-negative int or a tuple of them) as a tuple, or a one-line error."""
+    dims = shape if isinstance(shape, tuple | list) else (shape,)
+    if not all(is_int(d) for d in dims):
+        raise TypeError(f"{what} must be an int or a tuple of ints, got {shape!r}")
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{what} cannot be negative, got {shape!r}")
+    return tuple(int(d) for d in dims)
+
+
 def shift_offsets(offset: Any, axis: int | None, ndim: int) -> tuple[int, ...]:
     if axis is not None:
         axis = check_axis(axis, ndim)

@@ -584,3 +584,21 @@ def test_sweep_thorough(backend, scan_case, reduce_case, send_case):
     check_scan(backend, scan_case)
     check_reduce(backend, reduce_case)
     check_send(backend, send_case)
+
+
+def test_broadcast_and_asarray_refuse_what_no_device_holds(backend):
+    m = machine(backend)
+    assert host(m, m.broadcast(m.asarray(2.5), 2)).tolist() == [2.5, 2.5]  # a 0-d array
+    for shape, error in [
+        (-4, ValueError),
+        (2.5, TypeError),
+        ("4", TypeError),
+        ((2, -1), ValueError),
+    ]:
+        with pytest.raises(error, match="broadcast shape"):
+            m.broadcast(1.0, shape)
+    for value in (None, "1", [1, 2]):
+        with pytest.raises(TypeError, match="broadcast value must be a bool or a number"):
+            m.broadcast(value, 4)
+    with pytest.raises(TypeError, match="asarray needs numbers or bools"):
+        m.asarray([{}])
