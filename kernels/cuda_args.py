@@ -46,6 +46,7 @@ __all__ = [
     "check_launch",
     "cupy_scalar_dtype",
     "kernel_params",
+    "split_top_level",
 ]
 
 #: Limits of every CUDA device since compute capability 3.0 (CUDA C Programming Guide,
@@ -189,12 +190,17 @@ def _typedefs(code: str) -> dict[str, str]:
     return {name: " ".join(t.split()) for name, t in found.items()}
 
 
-def _split_params(text: str) -> list[str]:
+def split_top_level(text: str, opening: str, closing: str) -> list[str]:
+    """``text`` split at the commas outside any bracket of ``opening``/``closing``.
+
+    >>> split_top_level("a, f(b, c), d", "(", ")")
+    ['a', ' f(b, c)', ' d']
+    """
     parts, depth, cur = [], 0, []
     for ch in text:
-        if ch in "<([":
+        if ch in opening:
             depth += 1
-        elif ch in ">)]":
+        elif ch in closing:
             depth -= 1
         if ch == "," and depth == 0:
             parts.append("".join(cur))
@@ -202,6 +208,11 @@ def _split_params(text: str) -> list[str]:
         else:
             cur.append(ch)
     parts.append("".join(cur))
+    return parts
+
+
+def _split_params(text: str) -> list[str]:
+    parts = split_top_level(text, "<([", ">)]")
     return [p.strip() for p in parts if p.strip() and p.strip() != "void"]
 
 

@@ -32,6 +32,8 @@ import re
 import sys
 from typing import Any
 
+from kernels.cuda_args import split_top_level
+
 __all__ = ["load", "signature", "snapshot"]
 
 _PATH = os.path.join(os.path.dirname(__file__), "cupy_api.json")
@@ -94,7 +96,7 @@ def _from_docstring(obj: Any) -> list | str:
     if m is None:
         return "unknown"
     out, kind = [], 1
-    for part in _split(m[1]):
+    for part in split_top_level(m[1], "([{", ")]}"):
         part = part.strip()
         if not part:
             continue
@@ -112,19 +114,6 @@ def _from_docstring(obj: Any) -> list | str:
         elif name != "self":
             out.append([name, kind, has_default])
     return out
-
-
-def _split(text: str) -> list[str]:
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return parts
 
 
 def _describe(obj: Any) -> list | str:
