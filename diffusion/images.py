@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from simd.errors import one_line
 from simd.outputs import check_output_file
 
 __all__ = [
@@ -165,9 +166,9 @@ def read_image(path: str | Path) -> SourceImage:
 
             a = iio.imread(path)
     except Exception as exc:  # every reader has its own errors: report them as one kind
-        # one line: some readers' messages run over several (SimpleITK's do)
-        reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-        raise ValueError(f"cannot read {path} as an image: {reason or type(exc).__name__}") from exc
+        raise ValueError(
+            f"cannot read {path} as an image: {one_line(exc) or type(exc).__name__}"
+        ) from exc
     a = np.asarray(a)
     if a.dtype.kind not in "biuf":
         raise ValueError(f"{path}: not a numeric image (dtype {a.dtype})")

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from simd.errors import one_line
+
 __all__ = [
     "MAX_COORDINATE",
     "Mesh",
@@ -323,8 +325,9 @@ def load_mesh(path: str | PathLike[str]) -> Mesh:
             f"package {err.name!r}, which is not installed"
         ) from err
     except Exception as err:  # noqa: BLE001 - the readers raise anything on broken files
-        reason = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
-        raise ValueError(f"{path}: cannot read the mesh ({type(err).__name__}: {reason})") from err
+        raise ValueError(
+            f"{path}: cannot read the mesh ({type(err).__name__}: {one_line(err)})"
+        ) from err
     name = os.path.basename(os.fspath(path))
     if not hasattr(loaded, "faces") or len(loaded.faces) == 0:
         raise ValueError(f"{path}: no triangles found in the file")
