@@ -213,8 +213,7 @@ def compact_cpu(setup: Any, sel: Any, items: Any, row: Any, lo: Any, length: Any
     [[0], [10], [7], [2], [0.5]]
     """
     n = sel.shape[0]
-    tri, row_out, col = (np.empty(n, dtype=SPAN_INT) for _ in range(3))
-    len_out = np.empty(n, dtype=SPAN_INT)
+    tri, row_out, col, len_out = (np.empty(n, dtype=SPAN_INT) for _ in range(4))
     zrow = np.empty(n, dtype=np.float64)
     _cpu_compact()(sel, items, row, lo, length, *compact_args(setup), tri, row_out, col,
                    len_out, zrow)  # fmt: skip
