@@ -67,7 +67,7 @@ def measure_frame(
     """Render once on ``machine`` (a counting one) and return the counts of the frame;
     with ``tape``, the device work replayed from it (:func:`kernels.counting.replaying`)."""
     device = counting.replaying(tape) if tape is not None else contextlib.nullcontext()
-    with counting.measure() as c, device:
+    with device, counting.measure() as c:  # the replay's set-up is not the frame's time
         frame = renderer.render(target, size=size, loop=loop, machine=machine)
     stages = {(name or OUTSIDE): counts.to_dict() for name, counts in c.stages().items()}
     total = c.total.to_dict()

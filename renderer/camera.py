@@ -30,6 +30,8 @@ __all__ = [
 
 #: Vertical field of view at magnification 1, degrees.
 DEFAULT_FOVY = 30.0
+#: The default light's direction in eye space (towards the light; x right, y up, z back).
+EYE_LIGHT = (0.3, 0.5, 1.0)
 
 
 @dataclass(frozen=True)
@@ -69,15 +71,29 @@ class Camera:
 
     def mvp(self, aspect: float) -> np.ndarray:
         """Model-view-projection matrix (the model matrix is the identity)."""
-        return self.projection_matrix(aspect) @ self._view
+        # Kept per aspect (a Scene's frames of one view reuse the camera); a copy each
+        # call, since callers own the matrix they get.
+        cached = self._mvp.get(aspect)
+        if cached is None:
+            cached = self._mvp[aspect] = self.projection_matrix(aspect) @ self._view
+        return cached.copy()
 
-    def light_direction(
-        self, eye_space: tuple[float, float, float] = (0.3, 0.5, 1.0)
-    ) -> np.ndarray:
+    def light_direction(self, eye_space: tuple[float, float, float] = EYE_LIGHT) -> np.ndarray:
         """A directional light fixed to the camera, as a unit world-space vector towards it."""
+        if eye_space is EYE_LIGHT:  # the default light: made once per camera
+            return self._default_light.copy()
         d = np.asarray(eye_space, dtype=np.float64)
         d = d / _norm(d)
         return self._view[:3, :3].T @ d
+
+    @functools.cached_property
+    def _default_light(self) -> np.ndarray:
+        d = np.asarray(EYE_LIGHT, dtype=np.float64)
+        return self._view[:3, :3].T @ (d / _norm(d))
+
+    @functools.cached_property
+    def _mvp(self) -> dict[float, np.ndarray]:
+        return {}
 
 
 def look_at(eye, target, up) -> np.ndarray:

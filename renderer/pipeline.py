@@ -297,13 +297,14 @@ def render(
         else:
             light = unit_vector(light, "light")
     else:
-        cam = (
-            camera
-            if camera is not None
-            else default_camera(
-                framed or scene or mesh, view, magnification, aspect=aspect, **camera_options
+        if camera is not None:
+            cam = camera
+        elif scene is not None:  # the scene keeps the camera of its last view
+            cam = scene.default_camera(view, magnification, aspect=aspect, **camera_options)
+        else:
+            cam = default_camera(
+                framed or mesh, view, magnification, aspect=aspect, **camera_options
             )
-        )
         mvp = cam.mvp(aspect)
         light = (
             cam.light_direction()

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from renderer.camera import bounding_sphere
+from renderer.camera import Camera, bounding_sphere, default_camera
 from renderer.mesh import Mesh, as_mesh, corner_normals, face_normals, vertex_normals
 from renderer.shading import BASE_COLOUR, lambert
 
@@ -120,6 +120,7 @@ class Scene:
         self._face_normals: np.ndarray | None = None
         self._corner_normals: dict[float, np.ndarray] = {}
         self._colours: dict[tuple, Any] = {}
+        self._camera: tuple[tuple, Camera] | None = None  # the last default camera made
 
     def __repr__(self) -> str:
         return (
@@ -135,6 +136,36 @@ class Scene:
     def bounding_sphere(self) -> tuple[np.ndarray, float]:
         """Centre and radius that frame the default camera (see ``renderer.default_camera``)."""
         return self._sphere
+
+    def default_camera(
+        self,
+        view: tuple[float, float] = (45.0, 45.0),
+        magnification: float = 1.0,
+        *,
+        aspect: float = 1.0,
+        **options: Any,
+    ) -> Camera:
+        """:func:`renderer.default_camera` of this scene, kept for the last view asked: a
+        later frame of the same view (and options) gets the same camera, whose matrices
+        are then not made again.
+
+        Examples
+        --------
+        >>> import numpy as np, renderer
+        >>> from simd import Machine
+        >>> tri = (np.array([[0.0, 0, 0], [2, 0, 0], [0, 2, 0]]), np.array([[0, 1, 2]]))
+        >>> scene = renderer.Scene(tri, machine=Machine(backend="numpy"))
+        >>> cam = scene.default_camera((0, 0))
+        >>> cam == renderer.default_camera(tri, (0, 0)), scene.default_camera((0, 0)) is cam
+        (True, True)
+        """
+        key = _plain_key(view, magnification, aspect, *sorted(options.items()))
+        if key is not None and self._camera is not None and self._camera[0] == key:
+            return self._camera[1]
+        camera = default_camera(self, view, magnification, aspect=aspect, **options)
+        if key is not None:
+            self._camera = (key, camera)
+        return camera
 
     def colours(
         self,
@@ -178,3 +209,17 @@ class Scene:
                 self._colours.pop(next(iter(self._colours)))
             self._colours[key] = colours
         return colours
+
+
+def _plain_key(*values: Any) -> tuple | None:
+    """``values`` as a key when they are plain numbers, strings and tuples of them (whose
+    equality means the same camera), else None: a bool, a NumPy scalar or an array is not
+    kept, so that what :func:`renderer.default_camera` refuses or converts is never
+    matched by a kept value that merely compares equal (``True == 1``)."""
+
+    def plain(v: Any) -> bool:
+        if type(v) is tuple:
+            return all(plain(c) for c in v)
+        return type(v) in (int, float, str) or v is None
+
+    return tuple(values) if all(plain(v) for v in values) else None

@@ -9,6 +9,7 @@ import pytest
 
 from renderer.camera import Camera, default_camera, look_at, perspective, viewport_matrix
 from renderer.mesh import as_mesh
+from tests.renderer.meshes import grid_mesh
 
 
 def test_perspective_matches_glu_formula():
@@ -129,6 +130,45 @@ def test_camera_matrices_are_made_once_and_handed_out_as_copies():
         cam.mvp(1.5), cam.projection_matrix(1.5) @ look_at(cam.eye, cam.target, cam.up)
     )
     assert cam == Camera(eye=(1.0, 2.0, 5.0), target=(0.0, 0.5, 0.0))  # fields only
+    # mvp and the default light are kept too: every caller still gets its own copy
+    mvp, light = cam.mvp(1.5), cam.light_direction()
+    mvp[:] = light[:] = 0.0
+    np.testing.assert_array_equal(
+        cam.mvp(1.5), cam.projection_matrix(1.5) @ look_at(cam.eye, cam.target, cam.up)
+    )
+    assert not np.array_equal(cam.mvp(1.0), cam.mvp(1.5))  # kept per aspect
+    fresh = Camera(eye=(1.0, 2.0, 5.0), target=(0.0, 0.5, 0.0))
+    np.testing.assert_array_equal(cam.light_direction(), fresh.light_direction((0.3, 0.5, 1.0)))
+    assert not np.array_equal(cam.light_direction((1.0, 0.0, 0.0)), cam.light_direction())
+
+
+def test_a_scene_keeps_the_camera_of_its_last_view():
+    """A Scene's later frames of one view reuse its camera (and so its matrices); any
+    other view or option makes the camera again, equal to renderer.default_camera's."""
+    from renderer.scene import Scene
+    from simd import Machine
+
+    mesh = as_mesh(grid_mesh(4, 4, -1, -1, 1, 1, seed=2))
+    scene = Scene(mesh, machine=Machine(backend="numpy"))
+    cam = scene.default_camera((30.0, 10.0), 2.0, aspect=1.5, fovy=40.0)
+    assert cam == default_camera(mesh, (30.0, 10.0), 2.0, aspect=1.5, fovy=40.0)
+    assert scene.default_camera((30.0, 10.0), 2.0, aspect=1.5, fovy=40.0) is cam
+    assert scene.default_camera((30, 10), 2, aspect=1.5, fovy=40) is cam  # equal numbers
+    for other in (
+        scene.default_camera((30.0, 11.0), 2.0, aspect=1.5, fovy=40.0),
+        scene.default_camera((30.0, 10.0), 2.0, aspect=0.5, fovy=40.0),  # portrait: farther
+        scene.default_camera((30.0, 10.0), 2.0, aspect=1.5, fovy=41.0),
+        scene.default_camera((30.0, 10.0), 2.0, aspect=1.5, fovy=40.0, up=(0.0, 0.0, 1.0)),
+    ):
+        assert other != cam
+    # what default_camera refuses is refused however close a kept camera's key is
+    scene.default_camera((0.0, 0.0), 1)
+    with pytest.raises(TypeError, match="magnification must be a number"):
+        scene.default_camera((0.0, 0.0), True)
+    # values that are not plain numbers are not kept, but give the same camera
+    assert scene.default_camera(np.array([0.0, 0.0]), np.float64(1.0)) == default_camera(
+        mesh, (0.0, 0.0)
+    )
 
 
 @pytest.mark.parametrize(
