@@ -328,6 +328,7 @@ def gpu_throughput(quick: bool) -> dict[str, Any] | None:
         import cupy
 
         from diffusion._cupy import pm_iterate
+        from diffusion.dense import PMParameters
     except Exception as exc:  # pragma: no cover - no CuPy at all
         print(f"dense GPU: skipped ({exc})")
         return {"skipped": str(exc)}
@@ -346,9 +347,10 @@ def gpu_throughput(quick: bool) -> dict[str, Any] | None:
     niter = 20
     work = img.copy()
     params = dict(kappa=20, gamma=0.2)
-    pm_iterate(cupy, work, 2, 20.0, 0.2, (1.0, 1.0), 1)  # compile
+    pm_iterate(cupy, work, PMParameters.check(2, 2, **params))  # compile
     anisotropic_diffusion(img, niter=2, epsilon=1e-3, **params)  # compile
-    kernel = _event_seconds(cupy, lambda: pm_iterate(cupy, work, niter, 20.0, 0.2, (1.0, 1.0), 1))
+    p = PMParameters.check(2, niter, **params)
+    kernel = _event_seconds(cupy, lambda: pm_iterate(cupy, work, p))
     call = _event_seconds(cupy, lambda: anisotropic_diffusion(img, niter=niter, **params))
     eps = _event_seconds(
         cupy, lambda: anisotropic_diffusion(img, niter=niter, epsilon=1e-3, **params)

@@ -29,13 +29,11 @@ import numpy as np
 
 from diffusion.dense import (
     Layout,
+    PMParameters,
     check_image,
     check_itk_parameters,
-    check_parameters,
-    check_spacing,
     itk_diffuse,
     pm_diffuse,
-    warn_if_unstable,
     warn_itk_unstable,
 )
 
@@ -45,7 +43,9 @@ __all__ = ["block_anisotropic_diffusion", "block_gradient_anisotropic_diffusion"
 class _Blocks(Layout):
     """The layout of the image over the ranks, and the halo exchange of its blocks."""
 
-    def __init__(self, machine: Any, block: Any, settings: tuple) -> None:
+    def __init__(self, machine: Any, block: Any, settings: Any) -> None:
+        """``settings``: the run's parameters (hashable), which must be the same on every
+        rank."""
         self.ranks = machine.ranks
         mine = (block.ndim, tuple(block.shape[1:]), int(block.shape[0]), settings)
         every = self.ranks.allgather(mine)
@@ -104,14 +104,13 @@ def block_anisotropic_diffusion(
     ranks = machine.ranks
     with ranks.collective_errors():
         xp, out = check_image(block, allow_empty=True)
-        niter = check_parameters(niter, kappa, gamma, option, epsilon)
-        spacing = check_spacing(voxelspacing, out.ndim, "voxelspacing")
-    settings = (niter, float(kappa), float(gamma), spacing, option, float(epsilon), freeze)
-    blocks = _Blocks(machine, out, settings)
+        p = PMParameters.check(
+            out.ndim, niter, kappa, gamma, voxelspacing, option, epsilon=epsilon, freeze=freeze
+        )
+    blocks = _Blocks(machine, out, p)
     if ranks.is_root:  # one warning, not one per rank
-        warn_if_unstable(float(gamma), spacing, option)
-    out, info = pm_diffuse(xp, out, blocks, niter, float(kappa), float(gamma), spacing,
-                           option, float(epsilon), bool(freeze), return_info)  # fmt: skip
+        p.warn_if_unstable()
+    out, info = pm_diffuse(xp, out, blocks, p, return_info)
     return (out, info) if return_info else out
 
 
