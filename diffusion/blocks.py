@@ -28,13 +28,12 @@ from typing import Any
 import numpy as np
 
 from diffusion.dense import (
+    ITKParameters,
     Layout,
     PMParameters,
     check_image,
-    check_itk_parameters,
     itk_diffuse,
     pm_diffuse,
-    warn_itk_unstable,
 )
 
 __all__ = ["block_anisotropic_diffusion", "block_gradient_anisotropic_diffusion"]
@@ -108,8 +107,8 @@ def block_anisotropic_diffusion(
             out.ndim, niter, kappa, gamma, voxelspacing, option, epsilon=epsilon, freeze=freeze
         )
     blocks = _Blocks(machine, out, p)
-    if ranks.is_root:  # one warning, not one per rank
-        p.warn_if_unstable()
+    if ranks.is_root:  # one warning, not one per rank, at the caller of anisotropic_diffusion
+        p.warn_if_unstable(stacklevel=3)
     out, info = pm_diffuse(xp, out, blocks, p, return_info)
     return (out, info) if return_info else out
 
@@ -129,17 +128,15 @@ def block_gradient_anisotropic_diffusion(
     ranks = machine.ranks
     with ranks.collective_errors():
         xp, out = check_image(block, allow_empty=True)
-        interval, niter, spacing = check_itk_parameters(
+        p = ITKParameters.check(
+            out.ndim,
             time_step,
             conductance,
             conductance_scaling_update_interval,
             number_of_iterations,
             spacing,
-            out.ndim,
         )
-    settings = (float(time_step), float(conductance), interval, niter, spacing)
-    blocks = _Blocks(machine, out, settings)
+    blocks = _Blocks(machine, out, p)
     if ranks.is_root:
-        warn_itk_unstable(time_step, spacing, stacklevel=3)
-    return itk_diffuse(xp, out, blocks, float(time_step), float(conductance), interval,
-                       niter, spacing)  # fmt: skip
+        p.warn_if_unstable(stacklevel=3)  # at the caller of gradient_anisotropic_diffusion
+    return itk_diffuse(xp, out, blocks, p)

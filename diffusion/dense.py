@@ -23,6 +23,7 @@ __all__ = [
     "Layout",
     "PMParameters",
     "DiffusionStabilityWarning",
+    "ITKParameters",
     "anisotropic_diffusion",
     "gradient_anisotropic_diffusion",
 ]
@@ -195,17 +196,17 @@ class PMParameters:
             freeze=bool(freeze),
         )
 
-    def warn_if_unstable(self) -> None:
+    def warn_if_unstable(self, stacklevel: int = 2) -> None:
         """:class:`DiffusionStabilityWarning` when ``gamma`` is past the stability limit
-        of the explicit scheme (:func:`diffusion.conduction.stable_gamma`), pointing at
-        the caller of the public function that calls this."""
+        of the explicit scheme (:func:`diffusion.conduction.stable_gamma`), pointing
+        ``stacklevel`` frames above the caller of this method."""
         limit = stable_gamma(self.spacing, self.option)
         if self.gamma > limit:
             warnings.warn(
                 f"gamma={self.gamma} is past the stability limit {limit:.4g} of the explicit "
                 f"scheme for spacing {self.spacing}: the result may oscillate",
                 DiffusionStabilityWarning,
-                stacklevel=3,
+                stacklevel=stacklevel + 1,
             )
 
 
@@ -624,40 +625,91 @@ def itk_delta(xp: Any, x: Any, p: Any, big_k: float, scale: tuple[float, ...]) -
     return delta
 
 
-def check_itk_parameters(
-    time_step: Any, conductance: Any, interval: Any, niter: Any, spacing: Any, k: int
-) -> tuple[int, int, tuple[float, ...]]:
-    """Validate ITK's parameters; returns ``(interval, niter, spacing)``."""
-    if not (
-        isinstance(time_step, int | float | np.number)
-        and time_step > 0
-        and math.isfinite(time_step)
-    ):
-        raise ValueError(f"time_step must be a positive finite number, got {time_step!r}")
-    if not (
-        isinstance(conductance, int | float | np.number)
-        and math.isfinite(conductance)
-        and conductance > 0
-    ):
-        raise ValueError(f"conductance must be a positive finite number, got {conductance!r}")
-    if isinstance(interval, bool) or not isinstance(interval, int | np.integer) or interval < 1:
-        raise ValueError(
-            f"conductance_scaling_update_interval must be a positive integer, got {interval!r}"
-        )
-    if isinstance(niter, bool) or not isinstance(niter, int | np.integer) or niter < 0:
-        raise ValueError(f"number_of_iterations must be a non-negative integer, got {niter!r}")
-    return int(interval), int(niter), check_spacing(spacing, k, "spacing")
+@dataclass(frozen=True, kw_only=True)
+class ITKParameters:
+    """The parameters of one ITK gradient anisotropic diffusion run, checked once where the
+    user's values enter (:meth:`check`); the iteration loop (:func:`itk_diffuse`), one rank
+    or many, takes the object and trusts its fields.
 
+    Attributes
+    ----------
+    spacing : tuple of float
+        Pixel spacing per axis.
+    time_step, conductance : float
+        Step of the explicit scheme and conductance parameter ``K``.
+    interval : int
+        Iterations between recomputations of the mean squared gradient.
+    niter : int
+        Iterations to run.
 
-def warn_itk_unstable(time_step: float, spacing: tuple[float, ...], stacklevel: int) -> None:
-    limit = min(spacing) / 2.0 ** (len(spacing) + 1)
-    if time_step > limit:
-        warnings.warn(
-            f"time_step={time_step} is past ITK's stability limit {limit:.4g} "
-            f"(min spacing / 2^(ndim+1)): the result may oscillate",
-            DiffusionStabilityWarning,
-            stacklevel=stacklevel + 1,
+    Examples
+    --------
+    >>> p = ITKParameters.check(2, time_step=0.1, number_of_iterations=3)
+    >>> p.spacing, p.time_step, p.conductance, p.interval, p.niter
+    ((1.0, 1.0), 0.1, 3.0, 1, 3)
+    >>> ITKParameters.check(2, conductance_scaling_update_interval=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: conductance_scaling_update_interval must be a positive integer, got 0
+    """
+
+    spacing: tuple[float, ...]
+    time_step: float = 0.125
+    conductance: float = 3.0
+    interval: int = 1
+    niter: int = 5
+
+    @classmethod
+    def check(
+        cls,
+        ndim: int,
+        time_step: Any = 0.125,
+        conductance: Any = 3.0,
+        conductance_scaling_update_interval: Any = 1,
+        number_of_iterations: Any = 5,
+        spacing: Any = None,
+    ) -> ITKParameters:
+        """The user's arguments (those of :func:`gradient_anisotropic_diffusion`) for an
+        ``ndim``-dimensional image, validated and normalised; ValueError naming the first
+        bad one."""
+        interval, niter = conductance_scaling_update_interval, number_of_iterations
+        if not (
+            isinstance(time_step, int | float | np.number)
+            and time_step > 0
+            and math.isfinite(time_step)
+        ):
+            raise ValueError(f"time_step must be a positive finite number, got {time_step!r}")
+        if not (
+            isinstance(conductance, int | float | np.number)
+            and math.isfinite(conductance)
+            and conductance > 0
+        ):
+            raise ValueError(f"conductance must be a positive finite number, got {conductance!r}")
+        if isinstance(interval, bool) or not isinstance(interval, int | np.integer) or interval < 1:
+            raise ValueError(
+                f"conductance_scaling_update_interval must be a positive integer, got {interval!r}"
+            )
+        if isinstance(niter, bool) or not isinstance(niter, int | np.integer) or niter < 0:
+            raise ValueError(f"number_of_iterations must be a non-negative integer, got {niter!r}")
+        return cls(
+            spacing=check_spacing(spacing, ndim, "spacing"),
+            time_step=float(time_step),
+            conductance=float(conductance),
+            interval=int(interval),
+            niter=int(niter),
         )
+
+    def warn_if_unstable(self, stacklevel: int = 2) -> None:
+        """:class:`DiffusionStabilityWarning` when ``time_step`` is past ITK's stability
+        limit, pointing ``stacklevel`` frames above the caller of this method."""
+        limit = min(self.spacing) / 2.0 ** (len(self.spacing) + 1)
+        if self.time_step > limit:
+            warnings.warn(
+                f"time_step={self.time_step} is past ITK's stability limit {limit:.4g} "
+                f"(min spacing / 2^(ndim+1)): the result may oscillate",
+                DiffusionStabilityWarning,
+                stacklevel=stacklevel + 1,
+            )
 
 
 def gradient_anisotropic_diffusion(
@@ -735,50 +787,40 @@ def gradient_anisotropic_diffusion(
             machine=machine,
         )
     xp, out = check_image(image)
-    k = out.ndim
-    interval, niter, spacing = check_itk_parameters(
+    p = ITKParameters.check(
+        out.ndim,
         time_step,
         conductance,
         conductance_scaling_update_interval,
         number_of_iterations,
         spacing,
-        k,
     )
-    warn_itk_unstable(time_step, spacing, stacklevel=2)
-    return itk_diffuse(xp, out, Layout(out.shape), float(time_step), float(conductance),
-                       interval, niter, spacing)  # fmt: skip
+    p.warn_if_unstable()
+    return itk_diffuse(xp, out, Layout(out.shape), p)
 
 
-def itk_diffuse(
-    xp: Any,
-    out: Any,
-    layout: Layout,
-    time_step: float,
-    conductance: float,
-    interval: int,
-    niter: int,
-    spacing: tuple[float, ...],
-) -> Any:
-    """The iteration loop of :func:`gradient_anisotropic_diffusion` on the validated
-    float32 block ``out`` of ``layout`` (the whole image on one process)."""
-    scale = tuple(1.0 / s for s in spacing)
+def itk_diffuse(xp: Any, out: Any, layout: Layout, p: ITKParameters) -> Any:
+    """The iteration loop of :func:`gradient_anisotropic_diffusion` with the parameters
+    ``p`` on the validated float32 block ``out`` of ``layout`` (the whole image on one
+    process)."""
+    scale = tuple(1.0 / s for s in p.spacing)
     big_k = 0.0
     empty = layout.local == 0
     ext, own = layout.buffer(xp, out)
     out = ext[own]  # a view: the block's updates land in the buffer
-    for it in range(niter):
+    for it in range(p.niter):
         layout.fill(ext, own)
         if not empty:
             x = ext.astype(np.float64)
             # At the image border the pad replicates; beside a ghost row it only feeds the
             # ghost row's own update, which is dropped.
-            p = xp.pad(x, 1, mode="edge")
-        if it % interval == 0:
-            sums = np.zeros((out.ndim, 0)) if empty else gradient_row_sums(xp, p, scale, own)
+            padded = xp.pad(x, 1, mode="edge")
+        if it % p.interval == 0:
+            sums = np.zeros((out.ndim, 0)) if empty else gradient_row_sums(xp, padded, scale, own)
             avg = mean_of_row_sums(layout.gather_rows(sums), layout.size)
-            big_k = itk_conductance(avg, conductance)
+            big_k = itk_conductance(avg, p.conductance)
         if empty:
             continue
-        update = itk_delta(xp, x, p, big_k, scale)[own].astype(np.float32)
-        out[...] = out + (update.astype(np.float64) * float(time_step)).astype(np.float32)
+        update = itk_delta(xp, x, padded, big_k, scale)[own].astype(np.float32)
+        out[...] = out + (update.astype(np.float64) * p.time_step).astype(np.float32)
     return out
