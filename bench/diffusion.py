@@ -22,7 +22,7 @@
    over the measured device copy bandwidth, timed with CUDA events (kernel alone, whole
    call, and the fused ``epsilon`` path; issue 10's goal is 70% of the floor speed).
 
-Run ``python bench/diffusion.py [--quick] [--out DIR | --save]``; the results go to
+Run ``python -m bench.diffusion [--quick] [--out DIR | --save]``; the results go to
 ``diffusion.json`` (``diffusion-quick.json`` with ``--quick``) with the PNG plots beside it,
 in the current folder, in ``--out DIR``, or with ``--save`` in this source tree's
 ``bench/results``.
@@ -39,17 +39,12 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-# This script is named like the package it benchmarks: take its own folder off the path.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.mp1.paper import compare_figure8, print_figure8  # noqa: E402
-from diffusion import anisotropic_diffusion, mesh_diffusion  # noqa: E402
-from diffusion.images import builtin_image  # noqa: E402
-from simd import Machine  # noqa: E402
-from simd.outputs import (  # noqa: E402
+from bench import ROOT
+from bench.mp1.paper import compare_figure8, print_figure8
+from diffusion import anisotropic_diffusion, mesh_diffusion
+from diffusion.images import builtin_image
+from simd import Machine
+from simd.outputs import (
     StagedOutputs,
     add_output_arguments,
     announce_replace,
@@ -328,6 +323,7 @@ def gpu_throughput(quick: bool) -> dict[str, Any] | None:
         import cupy
 
         from diffusion._cupy import pm_iterate
+        from diffusion.dense import PMParameters
     except Exception as exc:  # pragma: no cover - no CuPy at all
         print(f"dense GPU: skipped ({exc})")
         return {"skipped": str(exc)}
@@ -346,9 +342,10 @@ def gpu_throughput(quick: bool) -> dict[str, Any] | None:
     niter = 20
     work = img.copy()
     params = dict(kappa=20, gamma=0.2)
-    pm_iterate(cupy, work, 2, 20.0, 0.2, (1.0, 1.0), 1)  # compile
+    pm_iterate(cupy, work, PMParameters.check(2, 2, **params))  # compile
     anisotropic_diffusion(img, niter=2, epsilon=1e-3, **params)  # compile
-    kernel = _event_seconds(cupy, lambda: pm_iterate(cupy, work, niter, 20.0, 0.2, (1.0, 1.0), 1))
+    p = PMParameters.check(2, niter, **params)
+    kernel = _event_seconds(cupy, lambda: pm_iterate(cupy, work, p))
     call = _event_seconds(cupy, lambda: anisotropic_diffusion(img, niter=niter, **params))
     eps = _event_seconds(
         cupy, lambda: anisotropic_diffusion(img, niter=niter, epsilon=1e-3, **params)
@@ -379,7 +376,9 @@ def gpu_throughput(quick: bool) -> dict[str, Any] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench/diffusion.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.diffusion", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--quick", action="store_true", help="one image, large and small")
     parser.add_argument("--niter", type=int, default=None, help="iterations per run")
     parser.add_argument("--backend", default="numpy", help="machine backend")

@@ -12,7 +12,7 @@ form: a one-off frame from the mesh (uploads it), and a later frame of a
 ``renderer.Scene`` (the mesh already on the device; the least host time of ``--repeat``
 frames). The original form also runs on the unbalanced set, as in the paper's tables.
 
-Run ``python bench/gpu_budget.py [--quick] [--repeat N] [--no-pool] [--out DIR | --save]``;
+Run ``python -m bench.gpu_budget [--quick] [--repeat N] [--no-pool] [--out DIR | --save]``;
 ``--quick`` uses a small resolution of the same surface (``load_dataset("balanced", 48)``) and a
 128x128 image. The process keeps freed memory as CuPy's memory pool does
 (:func:`kernels.counting.pool_host_memory`), so that the host time does not include
@@ -31,20 +31,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import renderer  # noqa: E402
-from kernels import counting  # noqa: E402
-from simd import Machine  # noqa: E402
-from simd.info import environment  # noqa: E402
-from simd.outputs import (  # noqa: E402
+import renderer
+from bench import ROOT
+from kernels import counting
+from simd import Machine
+from simd.info import environment
+from simd.outputs import (
     add_output_arguments,
     announce_replace,
     output_folder_from_args,
@@ -113,7 +108,9 @@ def print_frame(title: str, row: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench/gpu_budget.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.gpu_budget", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--quick", action="store_true", help="small mesh and image")
     add_output_arguments(parser, save_dir=SAVE_DIR)
     parser.add_argument("--forms", default=",".join(FORMS), help="loop forms, comma-separated")

@@ -7,7 +7,7 @@ policies next to the cost-effective SIMD balancer on the same task sets (synthet
 tracer, and the renderer's real per-polygon scan-line workload), and the wall time of a
 4096-processor x 100,000-task simulation.
 
-Run ``python bench/mimd.py [--quick] [--only table1,figure1,...] [--backend numpy|cupy|auto]
+Run ``python -m bench.mimd [--quick] [--only table1,figure1,...] [--backend numpy|cupy|auto]
 [--out DIR | --save]`` (the backend is the SIMD machine's for the scale part). Results
 (``mimd.json``, ``mimd-quick.json`` with ``--quick``, and PNG plots) go to the current
 folder, to ``--out DIR``, or with ``--save`` to this source tree's ``bench/results``.
@@ -21,23 +21,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-# ``python bench/mimd.py`` puts bench/ first on the path, where this file would shadow the
-# ``mimd`` package: the source tree's root goes first instead
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-sys.path.insert(0, str(ROOT))
-
-from mimd.cli import DESCRIPTION, add_arguments, run_args  # noqa: E402
+from bench import ROOT
+from mimd.cli import DESCRIPTION, add_arguments, run_args
 
 #: Where ``--save`` writes: the results committed with the source tree.
 SAVE_DIR = ROOT / "bench" / "results"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench/mimd.py", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="python -m bench.mimd", description=DESCRIPTION)
     add_arguments(parser)
     parser.add_argument(
         "--save",
@@ -49,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out is not None:
             parser.error("--save and --out are exclusive")
         args.out = str(SAVE_DIR)
-    return run_args(args, prog="bench/mimd.py")
+    return run_args(args, prog="python -m bench.mimd")
 
 
 if __name__ == "__main__":

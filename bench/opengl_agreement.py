@@ -10,7 +10,7 @@ difference (all pixels covered by both; and where both show the same face).
 Needs a GL context: on Debian/Ubuntu ``apt-get install libegl1 libegl-mesa0
 libgl1-mesa-dri libgbm1`` (moderngl itself is a pip package).
 
-Run ``python bench/opengl_agreement.py [--quick] [--size N] [--out DIR | --save]``; the
+Run ``python -m bench.opengl_agreement [--quick] [--size N] [--out DIR | --save]``; the
 results go to ``opengl_agreement.json`` (``opengl_agreement-quick.json`` with ``--quick``)
 in the current folder, in ``--out DIR``, or with ``--save`` in this source tree's
 ``bench/results``.
@@ -22,18 +22,14 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import renderer  # noqa: E402
-from renderer import opengl  # noqa: E402
-from renderer.datasets import VIEWS, load_dataset  # noqa: E402
-from simd import Machine  # noqa: E402
-from simd.info import environment  # noqa: E402
-from simd.outputs import (  # noqa: E402
+import renderer
+from bench import ROOT
+from renderer import opengl
+from renderer.datasets import VIEWS, load_dataset
+from simd import Machine
+from simd.info import environment
+from simd.outputs import (
     add_output_arguments,
     announce_replace,
     output_folder_from_args,
@@ -46,7 +42,7 @@ SAVE_DIR = ROOT / "bench" / "results"
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="bench/opengl_agreement.py", description=__doc__.splitlines()[0]
+        prog="python -m bench.opengl_agreement", description=__doc__.splitlines()[0]
     )
     parser.add_argument(
         "--quick", action="store_true", help="the 250k surface in view (45, 45) only"

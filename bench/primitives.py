@@ -49,7 +49,7 @@ stand-in for CuPy (``Machine(backend="counting")``, :mod:`kernels.counting`), wh
 ``host_seconds`` is the caller's Python time without the (NumPy) device work. The goal
 (issue 10) is at most ``HOST_GOAL_US`` microseconds per call.
 
-Run ``python bench/primitives.py [--quick] [--backend numpy|cupy|counting|auto]
+Run ``python -m bench.primitives [--quick] [--backend numpy|cupy|counting|auto]
 [--host-overhead] [--out DIR | --save]``. Prints a table and writes
 ``primitives-<backend>-<host>.json`` (``primitives-host-overhead-<host>.json`` with
 ``--host-overhead``) to the current folder, to ``--out DIR``, or with ``--save`` to this
@@ -63,20 +63,15 @@ import contextlib
 import json
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from simd import Machine  # noqa: E402
-from simd.outputs import (  # noqa: E402
+from bench import ROOT
+from simd import Machine
+from simd.outputs import (
     add_output_arguments,
     announce_replace,
     output_folder_from_args,
@@ -385,7 +380,9 @@ def host_overhead(*, n: int = 1024, calls: int = 200, rounds: int = 5) -> dict[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="bench/primitives.py", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.primitives", description=__doc__.splitlines()[0]
+    )
     ap.add_argument("--quick", action="store_true", help="a few small sizes (CPU smoke run)")
     ap.add_argument("--backend", default="auto", help="numpy, cupy or auto (default)")
     ap.add_argument("--max-log2", type=int, default=None, help="largest size as a power of 2")

@@ -28,7 +28,7 @@ Every part runs under each model-clock preset asked for (``--preset``; both by d
 the paper's own timings (``bench/cm5/fit.py``); the record holds one entry per preset and
 the plot (``.png`` beside the JSON) ours against the paper per cell, one panel per preset.
 
-Run ``python bench/render.py [--quick] [--out DIR | --save]``; the results go to
+Run ``python -m bench.render [--quick] [--out DIR | --save]``; the results go to
 ``render.json`` (``render-quick.json`` with ``--quick``) in the current folder, in ``--out
 DIR``, or with ``--save`` in this source tree's ``bench/results``. It is one script for the
 five parts of one paper's evaluation, which share the data sets, machines and calibrations,
@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -48,20 +47,17 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.cm5.paper import print_reproduction, reproduce  # noqa: E402
-from simd import CostModel, Machine  # noqa: E402
-from simd.balance.cost_effective import (  # noqa: E402
+from bench import ROOT
+from bench.cm5.paper import print_reproduction, reproduce
+from simd import CostModel, Machine
+from simd.balance.cost_effective import (
     PHASE_INFORMATION,
     PHASE_REDISTRIBUTION,
     PHASE_SOLUTION,
     CostOverestimateWarning,
 )
-from simd.info import environment  # noqa: E402
-from simd.outputs import (  # noqa: E402
+from simd.info import environment
+from simd.outputs import (
     add_output_arguments,
     announce_replace,
     output_folder_from_args,
@@ -607,7 +603,7 @@ SAVE_DIR = ROOT / "bench" / "results"
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="bench/render.py", description=__doc__.splitlines()[0].replace("``", "")
+        prog="python -m bench.render", description=__doc__.splitlines()[0].replace("``", "")
     )
     ap.add_argument(
         "--quick", action="store_true", help="small data sets, two machine sizes, two views"

@@ -31,7 +31,7 @@ With ``mpiexec`` at hand (and not ``--quick``) the 16m set also runs on 4 ranks
 ranks, so the share's upload is in the frame time) with each rank's peak; the 16m set is
 built in slabs and only exists across ranks.
 
-Run ``python bench/render_scale.py [--quick] [--out DIR | --save]``; the JSON (machine and
+Run ``python -m bench.render_scale [--quick] [--out DIR | --save]``; the JSON (machine and
 versions) goes to ``render_scale.json`` (``render_scale-quick.json``) and the plot
 (log-log time and bytes per triangle against triangles, with the goal lines) beside it.
 """
@@ -42,7 +42,6 @@ import argparse
 import ctypes
 import gc
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -53,12 +52,8 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from simd.outputs import (  # noqa: E402
+from bench import ROOT, child_environment
+from simd.outputs import (
     StagedOutputs,
     add_output_arguments,
     announce_replace,
@@ -275,14 +270,6 @@ def rank_worker(args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------------- driver
 
 
-def _env() -> dict[str, str]:
-    from simd.launch import launch_environment
-
-    env = launch_environment()
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-    return env
-
-
 def _mpiexec() -> str | None:
     from simd.launch import find_mpiexec
 
@@ -298,13 +285,13 @@ def launch(args: argparse.Namespace, size: str, form: str, image: int, ranks: in
             "--backend", args.backend,
         ] + (["--dynamic-malloc"] if args.dynamic_malloc else [])  # fmt: skip
         if ranks == 1:
-            command = [sys.executable, __file__, "--child", str(out), *common]
+            command = [sys.executable, "-m", "bench.render_scale", "--child", str(out), *common]
         else:
             command = [
-                _mpiexec(), "--oversubscribe", "-n", str(ranks), sys.executable, __file__,
-                "--rank-worker", str(out), *common,
+                _mpiexec(), "--oversubscribe", "-n", str(ranks), sys.executable, "-m",
+                "bench.render_scale", "--rank-worker", str(out), *common,
             ]  # fmt: skip
-        subprocess.run(command, check=True, timeout=args.timeout, env=_env())
+        subprocess.run(command, check=True, timeout=args.timeout, env=child_environment())
         record = json.loads(out.read_text())
     record.setdefault("bytes_per_triangle", record["peak_bytes"] / max(record["triangles"], 1))
     record["ns_per_triangle"] = 1e9 * record["median_s"] / max(record["triangles"], 1)
@@ -544,7 +531,7 @@ def measure(args: argparse.Namespace, stage: StagedOutputs, picture: Path) -> di
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="bench/render_scale.py", description=__doc__.splitlines()[0]
+        prog="python -m bench.render_scale", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--quick", action="store_true", help="two small sets, 2 frames")
     parser.add_argument("--sets", nargs="+", default=None, help="data set sizes (250k 1m ...)")

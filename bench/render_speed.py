@@ -9,7 +9,7 @@ is what to compare across machines (absolute times only mean something on one ho
 
 Goals on the CPU (issue 9): expand within 2x of llvmpipe, cost-effective within 3x.
 
-Run ``python bench/render_speed.py [--quick] [--frames N] [--out DIR | --save]``; the JSON
+Run ``python -m bench.render_speed [--quick] [--frames N] [--out DIR | --save]``; the JSON
 goes to the current folder (or ``--out DIR``, or with ``--save`` this source tree's
 ``bench/results``) as ``render_speed[-quick].json``.
 """
@@ -21,17 +21,13 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import renderer  # noqa: E402
-from renderer import opengl  # noqa: E402
-from simd import Machine  # noqa: E402
-from simd.info import environment  # noqa: E402
-from simd.outputs import (  # noqa: E402
+import renderer
+from bench import ROOT
+from renderer import opengl
+from simd import Machine
+from simd.info import environment
+from simd.outputs import (
     add_output_arguments,
     announce_replace,
     output_folder_from_args,
@@ -52,7 +48,7 @@ def _timed(fn) -> tuple[float, object]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="bench/render_speed.py", description=__doc__.splitlines()[0]
+        prog="python -m bench.render_speed", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--quick", action="store_true", help="a small isosurface, 3 frames")
     parser.add_argument("--frames", type=int, default=None, help="timed frames (default 5)")

@@ -20,7 +20,7 @@ log2(P) rounds, two faces per diffusion iteration). On this 2-core machine more 
 ranks share cores, so measured times past two ranks show oversubscription, not the
 method; the counts of messages and bytes are exact everywhere.
 
-Run ``python bench/scaling.py [--quick] [--out DIR | --save]``; results go to
+Run ``python -m bench.scaling [--quick] [--out DIR | --save]``; results go to
 ``scaling.json`` (``scaling-quick.json``) and ``scaling.png`` beside it.
 """
 
@@ -37,12 +37,8 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from simd.outputs import (  # noqa: E402
+from bench import ROOT, child_environment
+from simd.outputs import (
     StagedOutputs,
     add_output_arguments,
     announce_replace,
@@ -194,7 +190,7 @@ def _mpiexec() -> str:
 
     found = find_mpiexec()
     if found is None:
-        print("bench/scaling.py: no mpiexec: pip install 'simd-emu[mpi]'", file=sys.stderr)
+        print("python -m bench.scaling: no mpiexec: pip install 'simd-emu[mpi]'", file=sys.stderr)
         raise SystemExit(2)
     return found
 
@@ -204,16 +200,14 @@ def launch(ranks: int, mode: str, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "record.json"
         command = [
-            _mpiexec(), "--oversubscribe", "-n", str(ranks), sys.executable, __file__,
+            _mpiexec(), "--oversubscribe", "-n", str(ranks), sys.executable, "-m", "bench.scaling",
             "--worker", str(out), "--mode", mode, "--parts", *args.parts,
             "--scan-size", str(args.scan_size), "--render-size", args.render_size,
             "--image", str(args.image), "--diffusion-rows", str(args.diffusion_rows),
             "--diffusion-cols", str(args.diffusion_cols), "--niter", str(args.niter),
             "--repeats", str(args.repeats), "--backend", args.backend,
         ]  # fmt: skip
-        from simd.launch import launch_environment
-
-        subprocess.run(command, check=True, timeout=args.timeout, env=launch_environment())
+        subprocess.run(command, check=True, timeout=args.timeout, env=child_environment())
         return json.loads(out.read_text())
 
 
@@ -383,7 +377,9 @@ def measure(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench/scaling.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.scaling", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes, 1 and 2 ranks")
     parser.add_argument("--ranks", type=int, nargs="+", default=None, help="rank counts")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))

@@ -8,7 +8,7 @@ span) beside the paper's, with the ratio ours/paper per cell, and each column's 
 factor (``max(r, 1/r)``). The paper's averages are whole numbers (rounded), so ratios of
 averages near 1 carry that rounding.
 
-Run ``python bench/table1.py [--quick] [--magnification M] [--out DIR | --save]``:
+Run ``python -m bench.table1 [--quick] [--magnification M] [--out DIR | --save]``:
 ``table1.json`` (``table1-quick.json``, at grid resolution 48, with ``--quick``;
 ``table1-M<M>.json`` for another magnification than the views' 2). The magnified views
 zoom the image by 2, so no magnified maximum exceeds twice the unmagnified one plus a
@@ -21,20 +21,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 # PAPER_TABLE1: Table 1 of seed 000, (scan max, scan avg, z-buffer max, z-buffer avg) per view.
-from bench.render import PAPER_TABLE1  # noqa: E402
-from simd import Machine  # noqa: E402
-from simd.info import environment  # noqa: E402
-from simd.outputs import (  # noqa: E402
+from bench import ROOT
+from bench.render import PAPER_TABLE1
+from simd import Machine
+from simd.info import environment
+from simd.outputs import (
     add_output_arguments,
     announce_replace,
     output_folder_from_args,
@@ -141,7 +136,7 @@ def measure(args: argparse.Namespace, size: str | int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="bench/table1.py", description=__doc__.splitlines()[0].replace("``", "")
+        prog="python -m bench.table1", description=__doc__.splitlines()[0].replace("``", "")
     )
     ap.add_argument("--quick", action="store_true", help="grid resolution 48")
     ap.add_argument("--size", default=None, help="data set size (default 250k)")

@@ -34,7 +34,7 @@ from diffusion.cuda_source import (
     step_launch,
     step_name,
 )
-from diffusion.dense import Layout
+from diffusion.dense import Layout, PMParameters
 
 __all__ = ["CHECK_EVERY", "pm_iterate", "pm_iterate_epsilon"]
 
@@ -70,14 +70,14 @@ def _device(xp: Any) -> int:
     return int(xp.cuda.Device().id)
 
 
-def _scalars(kappa: float, gamma: float, spacing: tuple[float, ...], option: int) -> tuple:
-    """``ik, kt, gamma, is0, is1, is2`` in float32: reciprocals of the float32 values
-    NumPy divides by (``kappa``, ``kappa sqrt 2`` for option 3, the spacings)."""
-    k = np.float32(kappa * (2**0.5) if option == 3 else kappa)
-    inv = [np.float32(1.0 / float(np.float32(s))) for s in spacing]
+def _scalars(p: PMParameters) -> tuple:
+    """``ik, kt, gamma, is0, is1, is2`` of ``p`` in float32: reciprocals of the float32
+    values NumPy divides by (``kappa``, ``kappa sqrt 2`` for option 3, the spacings)."""
+    k = np.float32(p.kappa * (2**0.5) if p.option == 3 else p.kappa)
+    inv = [np.float32(1.0 / float(np.float32(s))) for s in p.spacing]
     if len(inv) == 2:
         inv = [inv[0], np.float32(1.0), inv[1]]  # is1 (the middle axis) is 3-D only
-    return (np.float32(1.0 / float(k)), k, np.float32(gamma), *inv)
+    return (np.float32(1.0 / float(k)), k, np.float32(p.gamma), *inv)
 
 
 def _shape_args(shape: tuple[int, ...], index64: bool, lo: int = 0, hi: int | None = None) -> tuple:
@@ -107,29 +107,20 @@ def _buffers(xp: Any, out: Any, layout: Layout) -> tuple[Any, Any, int, int]:
     return src, xp.empty_like(src), own.start, own.stop
 
 
-def pm_iterate(
-    xp: Any,
-    out: Any,
-    niter: int,
-    kappa: float,
-    gamma: float,
-    spacing: tuple[float, ...],
-    option: int,
-    layout: Layout | None = None,
-) -> Any:
-    """``niter`` plain Perona-Malik steps of the float32 device array ``out`` (which it
-    may overwrite), this process's block of ``layout`` (:class:`diffusion.dense.Layout`;
-    the whole image by default); returns the result. One launch per iteration, no sync
-    (on ranks also the exchange of the ghost rows)."""
+def pm_iterate(xp: Any, out: Any, p: PMParameters, layout: Layout | None = None) -> Any:
+    """``p.niter`` plain Perona-Malik steps (``p.epsilon`` is not looked at) of the float32
+    device array ``out`` (which it may overwrite), this process's block of ``layout``
+    (:class:`diffusion.dense.Layout`; the whole image by default); returns the result. One
+    launch per iteration, no sync (on ranks also the exchange of the ghost rows)."""
     layout = layout or Layout(out.shape)
     src, dst, lo, hi = _buffers(xp, out, layout)
     if hi == lo:
         return out  # an empty block: nothing to compute, no neighbour waits for it
     grid, block, vec, index64 = step_launch(src.shape)
-    kernel = _step_kernel(xp, option, out.ndim, 0, vec, index64, _device(xp))
-    args = _shape_args(src.shape, index64, lo, hi) + _scalars(kappa, gamma, spacing, option)
+    kernel = _step_kernel(xp, p.option, out.ndim, 0, vec, index64, _device(xp))
+    args = _shape_args(src.shape, index64, lo, hi) + _scalars(p)
     own = slice(lo, hi)
-    for _ in range(niter):
+    for _ in range(p.niter):
         layout.fill(src, own)
         kernel(grid, block, (src, dst, *args))
         src, dst = dst, src
@@ -137,36 +128,27 @@ def pm_iterate(
 
 
 def pm_iterate_epsilon(
-    xp: Any,
-    out: Any,
-    niter: int,
-    kappa: float,
-    gamma: float,
-    spacing: tuple[float, ...],
-    option: int,
-    epsilon: float,
-    freeze: bool,
-    dilated: bool,
-    layout: Layout | None = None,
+    xp: Any, out: Any, p: PMParameters, dilated: bool, layout: Layout | None = None
 ) -> tuple[Any, np.ndarray, np.ndarray | None]:
-    """Steps with the fixed point ``epsilon`` (and ``freeze``) of ``out``, this process's
-    block of ``layout``, as the NumPy path of :func:`diffusion.anisotropic_diffusion`,
-    until an iteration changes no point of the whole image or after ``niter``. Returns
+    """Steps with the fixed point ``p.epsilon`` (and ``p.freeze``) of ``out``, this
+    process's block of ``layout``, as the NumPy path of :func:`diffusion.anisotropic_diffusion`,
+    until an iteration changes no point of the whole image or after ``p.niter``. Returns
     ``(image, changed, active)``: the points of the whole image changed by each iteration
     run (its length is the iteration count) and, with ``dilated``, the points active after
     each (the changed ones and their neighbours; None otherwise). On ranks the counts are
     summed over the ranks once every :data:`CHECK_EVERY` iterations, when they are read."""
+    niter, freeze = p.niter, p.freeze
     eps = 2 if freeze else 1
     layout = layout or Layout(out.shape)
     src, dst, lo, hi = _buffers(xp, out, layout)
     own, empty = slice(lo, hi), hi == lo
     grid, block, vec, index64 = step_launch(src.shape)
-    args = _shape_args(src.shape, index64, lo, hi) + _scalars(kappa, gamma, spacing, option)
+    args = _shape_args(src.shape, index64, lo, hi) + _scalars(p)
     frozen = xp.zeros(src.shape, dtype=np.uint8) if freeze else _NULL
     mask = xp.empty(src.shape, dtype=np.uint8) if (dilated and not freeze) else _NULL
     counts = xp.zeros((max(niter, 1), 2), dtype=np.uint64)  # changed, active
     if not empty:
-        kernel = _step_kernel(xp, option, out.ndim, eps, vec, index64, _device(xp))
+        kernel = _step_kernel(xp, p.option, out.ndim, eps, vec, index64, _device(xp))
     if mask is not _NULL and not empty:
         a_grid, a_block, a_index64 = active_launch(src.shape)
         active = _active_kernel(xp, a_index64, _device(xp))
@@ -175,7 +157,7 @@ def pm_iterate_epsilon(
     for it in range(niter):
         layout.fill(src, own)
         if not empty:
-            kernel(grid, block, (src, dst, *args, np.float32(epsilon), frozen, mask, counts[it]))
+            kernel(grid, block, (src, dst, *args, np.float32(p.epsilon), frozen, mask, counts[it]))
         if mask is not _NULL:
             layout.fill(mask, own)  # the neighbours' changed rows, for the dilation
             if not empty:

@@ -28,15 +28,12 @@ from typing import Any
 import numpy as np
 
 from diffusion.dense import (
+    ITKParameters,
     Layout,
+    PMParameters,
     check_image,
-    check_itk_parameters,
-    check_parameters,
-    check_spacing,
     itk_diffuse,
     pm_diffuse,
-    warn_if_unstable,
-    warn_itk_unstable,
 )
 
 __all__ = ["block_anisotropic_diffusion", "block_gradient_anisotropic_diffusion"]
@@ -45,7 +42,9 @@ __all__ = ["block_anisotropic_diffusion", "block_gradient_anisotropic_diffusion"
 class _Blocks(Layout):
     """The layout of the image over the ranks, and the halo exchange of its blocks."""
 
-    def __init__(self, machine: Any, block: Any, settings: tuple) -> None:
+    def __init__(self, machine: Any, block: Any, settings: Any) -> None:
+        """``settings``: the run's parameters (hashable), which must be the same on every
+        rank."""
         self.ranks = machine.ranks
         mine = (block.ndim, tuple(block.shape[1:]), int(block.shape[0]), settings)
         every = self.ranks.allgather(mine)
@@ -104,14 +103,13 @@ def block_anisotropic_diffusion(
     ranks = machine.ranks
     with ranks.collective_errors():
         xp, out = check_image(block, allow_empty=True)
-        niter = check_parameters(niter, kappa, gamma, option, epsilon)
-        spacing = check_spacing(voxelspacing, out.ndim, "voxelspacing")
-    settings = (niter, float(kappa), float(gamma), spacing, option, float(epsilon), freeze)
-    blocks = _Blocks(machine, out, settings)
-    if ranks.is_root:  # one warning, not one per rank
-        warn_if_unstable(float(gamma), spacing, option)
-    out, info = pm_diffuse(xp, out, blocks, niter, float(kappa), float(gamma), spacing,
-                           option, float(epsilon), bool(freeze), return_info)  # fmt: skip
+        p = PMParameters.check(
+            out.ndim, niter, kappa, gamma, voxelspacing, option, epsilon=epsilon, freeze=freeze
+        )
+    blocks = _Blocks(machine, out, p)
+    if ranks.is_root:  # one warning, not one per rank, at the caller of anisotropic_diffusion
+        p.warn_if_unstable(stacklevel=3)
+    out, info = pm_diffuse(xp, out, blocks, p, return_info)
     return (out, info) if return_info else out
 
 
@@ -130,17 +128,15 @@ def block_gradient_anisotropic_diffusion(
     ranks = machine.ranks
     with ranks.collective_errors():
         xp, out = check_image(block, allow_empty=True)
-        interval, niter, spacing = check_itk_parameters(
+        p = ITKParameters.check(
+            out.ndim,
             time_step,
             conductance,
             conductance_scaling_update_interval,
             number_of_iterations,
             spacing,
-            out.ndim,
         )
-    settings = (float(time_step), float(conductance), interval, niter, spacing)
-    blocks = _Blocks(machine, out, settings)
+    blocks = _Blocks(machine, out, p)
     if ranks.is_root:
-        warn_itk_unstable(time_step, spacing, stacklevel=3)
-    return itk_diffuse(xp, out, blocks, float(time_step), float(conductance), interval,
-                       niter, spacing)  # fmt: skip
+        p.warn_if_unstable(stacklevel=3)  # at the caller of gradient_anisotropic_diffusion
+    return itk_diffuse(xp, out, blocks, p)

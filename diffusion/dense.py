@@ -21,7 +21,9 @@ from kernels.registry import force_reference
 __all__ = [
     "DiffusionInfo",
     "Layout",
+    "PMParameters",
     "DiffusionStabilityWarning",
+    "ITKParameters",
     "anisotropic_diffusion",
     "gradient_anisotropic_diffusion",
 ]
@@ -113,41 +115,106 @@ def check_spacing(spacing: Any, ndim: int, name: str) -> tuple[float, ...]:
     return spacing
 
 
-def check_parameters(niter: Any, kappa: Any, gamma: Any, option: Any, epsilon: Any) -> int:
-    """Validate the Perona-Malik parameters; returns ``niter`` as an int."""
-    if isinstance(niter, bool) or not isinstance(niter, int | np.integer) or niter < 0:
-        raise ValueError(f"niter must be a non-negative integer, got {niter!r}")
-    if not (isinstance(kappa, int | float | np.number) and math.isfinite(kappa) and kappa > 0):
-        raise ValueError(f"kappa must be a positive finite number, got {kappa!r}")
-    if not (isinstance(gamma, int | float | np.number) and math.isfinite(gamma) and gamma > 0):
-        raise ValueError(f"gamma must be a positive finite number, got {gamma!r}")
-    if option not in (1, 2, 3):
-        raise ValueError(f"option must be 1, 2 or 3, got {option!r}")
-    if not (
-        isinstance(epsilon, int | float | np.number) and epsilon >= 0 and math.isfinite(epsilon)
-    ):
-        raise ValueError(f"epsilon must be a non-negative finite number, got {epsilon!r}")
-    return int(niter)
+@dataclass(frozen=True, kw_only=True)
+class PMParameters:
+    """The parameters of one Perona-Malik run, checked once where the user's values enter.
 
+    :meth:`check` makes one from the arguments of :func:`anisotropic_diffusion` (or
+    :func:`diffusion.mesh_diffusion`) and raises their one-line errors; every layer below
+    (the iteration loops, the fused device path, the MPI blocks) passes the object on and
+    trusts its fields. Made directly, the fields must already be valid.
 
-def warn_if_unstable(gamma: float, spacing: tuple[float, ...], option: int) -> None:
-    limit = stable_gamma(spacing, option)
-    if gamma > limit:
-        warnings.warn(
-            f"gamma={gamma} is past the stability limit {limit:.4g} of the explicit scheme "
-            f"for spacing {spacing}: the result may oscillate",
-            DiffusionStabilityWarning,
-            stacklevel=3,
+    Attributes
+    ----------
+    spacing : tuple of float
+        Distance between neighbours along every axis (one per axis of the image).
+    niter : int
+        Iterations (the most, with ``epsilon``).
+    kappa, gamma : float
+        Conduction coefficient and speed of diffusion.
+    option : {1, 2, 3}
+        Conduction function (:data:`diffusion.conduction.OPTIONS`).
+    epsilon : float
+        Fixed-point threshold (0: every point every iteration).
+    freeze : bool
+        With ``epsilon``, a point that once falls below it stays frozen.
+
+    Examples
+    --------
+    >>> p = PMParameters.check(2, niter=3, kappa=20, voxelspacing=(1, 2), option=2)
+    >>> p.spacing, p.niter, p.kappa, p.gamma, p.option, p.epsilon, p.freeze
+    ((1.0, 2.0), 3, 20.0, 0.1, 2, 0.0, False)
+    >>> PMParameters.check(2, kappa=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: kappa must be a positive finite number, got 0
+    """
+
+    spacing: tuple[float, ...]
+    niter: int = 1
+    kappa: float = 50.0
+    gamma: float = 0.1
+    option: int = 1
+    epsilon: float = 0.0
+    freeze: bool = False
+
+    @classmethod
+    def check(
+        cls,
+        ndim: int,
+        niter: Any = 1,
+        kappa: Any = 50,
+        gamma: Any = 0.1,
+        voxelspacing: Any = None,
+        option: Any = 1,
+        *,
+        epsilon: Any = 0.0,
+        freeze: Any = False,
+    ) -> PMParameters:
+        """The user's arguments (those of :func:`anisotropic_diffusion`) for an
+        ``ndim``-dimensional image, validated and normalised (Python ints and floats,
+        ``voxelspacing`` as a tuple, ones when None); ValueError naming the first bad one."""
+        if isinstance(niter, bool) or not isinstance(niter, int | np.integer) or niter < 0:
+            raise ValueError(f"niter must be a non-negative integer, got {niter!r}")
+        if not (isinstance(kappa, int | float | np.number) and math.isfinite(kappa) and kappa > 0):
+            raise ValueError(f"kappa must be a positive finite number, got {kappa!r}")
+        if not (isinstance(gamma, int | float | np.number) and math.isfinite(gamma) and gamma > 0):
+            raise ValueError(f"gamma must be a positive finite number, got {gamma!r}")
+        if option not in (1, 2, 3):
+            raise ValueError(f"option must be 1, 2 or 3, got {option!r}")
+        if not (
+            isinstance(epsilon, int | float | np.number) and epsilon >= 0 and math.isfinite(epsilon)
+        ):
+            raise ValueError(f"epsilon must be a non-negative finite number, got {epsilon!r}")
+        return cls(
+            spacing=check_spacing(voxelspacing, ndim, "voxelspacing"),
+            niter=int(niter),
+            kappa=float(kappa),
+            gamma=float(gamma),
+            option=int(option),
+            epsilon=float(epsilon),
+            freeze=bool(freeze),
         )
+
+    def warn_if_unstable(self, stacklevel: int = 2) -> None:
+        """:class:`DiffusionStabilityWarning` when ``gamma`` is past the stability limit
+        of the explicit scheme (:func:`diffusion.conduction.stable_gamma`), pointing
+        ``stacklevel`` frames above the caller of this method."""
+        limit = stable_gamma(self.spacing, self.option)
+        if self.gamma > limit:
+            warnings.warn(
+                f"gamma={self.gamma} is past the stability limit {limit:.4g} of the explicit "
+                f"scheme for spacing {self.spacing}: the result may oscillate",
+                DiffusionStabilityWarning,
+                stacklevel=stacklevel + 1,
+            )
 
 
 # ------------------------------------------------------------------------- Perona-Malik
 
 
-def pm_update(
-    xp: Any, out: Any, kappa: float, gamma: float, spacing: tuple[float, ...], option: int
-) -> Any:
-    """``gamma`` times the sum over axes of forward flux minus backward flux (float32).
+def pm_update(xp: Any, out: Any, p: PMParameters) -> Any:
+    """``p.gamma`` times the sum over axes of forward flux minus backward flux (float32).
 
     The same operations as medpy's loop body; zero flux through the border faces.
     """
@@ -160,12 +227,12 @@ def pm_update(
         hi[axis] = slice(1, None)
         lo[axis] = slice(None, -1)
         d[tuple(lo)] = out[tuple(hi)] - out[tuple(lo)]
-        m = flux(xp, d, kappa, spacing[axis], option)
+        m = flux(xp, d, p.kappa, p.spacing[axis], p.option)
         # Forward flux minus the backward one (the previous point's forward flux).
         u = m.copy()
         u[tuple(hi)] = m[tuple(hi)] - m[tuple(lo)]
         total = u if total is None else total + u
-    return gamma * total
+    return p.gamma * total
 
 
 class _Workspace:
@@ -207,14 +274,7 @@ def _flux_inplace(ws: _Workspace, kappa: float, spacing: float, option: int) -> 
     np.multiply(t, d, out=ws.m)
 
 
-def pm_update_inplace(
-    out: np.ndarray,
-    kappa: float,
-    gamma: float,
-    spacing: tuple[float, ...],
-    option: int,
-    ws: _Workspace,
-) -> np.ndarray:
+def pm_update_inplace(out: np.ndarray, p: PMParameters, ws: _Workspace) -> np.ndarray:
     """:func:`pm_update` for NumPy in preallocated buffers (returns ``ws.total``).
 
     Bit for bit the same values: the same float32 operations in the same order, only
@@ -227,13 +287,13 @@ def pm_update_inplace(
         last = tuple(slice(-1, None) if a == axis else slice(None) for a in range(k))
         np.subtract(out[hi], out[lo], out=ws.d[lo])
         ws.d[last] = 0
-        _flux_inplace(ws, kappa, spacing[axis], option)
+        _flux_inplace(ws, p.kappa, p.spacing[axis], p.option)
         target = ws.total if axis == 0 else ws.u
         target[...] = ws.m
         np.subtract(ws.m[hi], ws.m[lo], out=target[hi])
         if axis > 0:
             np.add(ws.total, ws.u, out=ws.total)
-    np.multiply(gamma, ws.total, out=ws.total)
+    np.multiply(p.gamma, ws.total, out=ws.total)
     return ws.total
 
 
@@ -309,43 +369,32 @@ class Layout:
 
 
 def pm_diffuse(
-    xp: Any,
-    out: Any,
-    layout: Layout,
-    niter: int,
-    kappa: float,
-    gamma: float,
-    spacing: tuple[float, ...],
-    option: int,
-    epsilon: float,
-    freeze: bool,
-    return_info: bool,
-) -> Any:
-    """The iteration loop of :func:`anisotropic_diffusion` on the validated float32 block
-    ``out`` of ``layout`` (the whole image on one process): returns the block's result and
-    the (global) :class:`DiffusionInfo`."""
+    xp: Any, out: Any, layout: Layout, p: PMParameters, return_info: bool
+) -> tuple[Any, DiffusionInfo]:
+    """The iteration loop of :func:`anisotropic_diffusion` with the parameters ``p`` on the
+    validated float32 block ``out`` of ``layout`` (the whole image on one process): returns
+    the block's result and the (global) :class:`DiffusionInfo`."""
     info = DiffusionInfo()
     if xp is not np and not force_reference():
-        out = _fused(xp, out, layout, niter, kappa, gamma, spacing, option, epsilon, freeze,
-                     info, return_info)  # fmt: skip
-        return out, info
+        return _fused(xp, out, layout, p, info, return_info), info
+    epsilon = p.epsilon
     n = layout.size
     ws = None
     active_count = None
-    frozen = xp.zeros(out.shape, dtype=bool) if (epsilon > 0 and freeze) else None
+    frozen = xp.zeros(out.shape, dtype=bool) if (epsilon > 0 and p.freeze) else None
     ext, own = layout.buffer(xp, out)
     out = ext[own]  # a view: the block's updates land in the buffer
     wide = None  # the changed points with ghost rows, for the dilation
-    for _ in range(niter):
+    for _ in range(p.niter):
         layout.fill(ext, own)
         if layout.local == 0:
             upd = xp.zeros_like(out)
         elif xp is np:
             if ws is None or ws.d.shape != ext.shape:
                 ws = _Workspace(ext.shape)
-            upd = pm_update_inplace(ext, kappa, gamma, spacing, option, ws)[own]
+            upd = pm_update_inplace(ext, p, ws)[own]
         else:
-            upd = pm_update(xp, ext, kappa, gamma, spacing, option)[own]
+            upd = pm_update(xp, ext, p)[own]
         info.iterations += 1
         if epsilon == 0:
             out += upd
@@ -474,46 +523,32 @@ def anisotropic_diffusion(
             machine=machine,
         )
     xp, out = check_image(image)
-    niter = check_parameters(niter, kappa, gamma, option, epsilon)
-    spacing = check_spacing(voxelspacing, out.ndim, "voxelspacing")
-    warn_if_unstable(float(gamma), spacing, option)
-    out, info = pm_diffuse(xp, out, Layout(out.shape), niter, float(kappa), float(gamma),
-                           spacing, option, float(epsilon), bool(freeze), return_info)  # fmt: skip
+    p = PMParameters.check(
+        out.ndim, niter, kappa, gamma, voxelspacing, option, epsilon=epsilon, freeze=freeze
+    )
+    p.warn_if_unstable()
+    out, info = pm_diffuse(xp, out, Layout(out.shape), p, return_info)
     return (out, info) if return_info else out
 
 
 def _fused(
-    xp: Any,
-    out: Any,
-    layout: Layout,
-    niter: int,
-    kappa: float,
-    gamma: float,
-    spacing: tuple[float, ...],
-    option: int,
-    epsilon: float,
-    freeze: bool,
-    info: DiffusionInfo,
-    dilated: bool,
+    xp: Any, out: Any, layout: Layout, p: PMParameters, info: DiffusionInfo, dilated: bool
 ) -> Any:
     """The device path: one fused kernel per iteration (:mod:`diffusion._cupy`) on the
     block of ``layout``; fills ``info`` as the array-code loop does (the active counts only
     with ``dilated``)."""
     from diffusion._cupy import pm_iterate, pm_iterate_epsilon
 
-    args = (float(kappa), float(gamma), spacing, option)
-    if epsilon == 0:
-        info.iterations = niter
-        info.active_fraction = [1.0] * niter
-        info.updated_fraction = [1.0] * niter
-        return pm_iterate(xp, out, niter, *args, layout)
-    out, changed, active = pm_iterate_epsilon(
-        xp, out, niter, *args, float(epsilon), bool(freeze), dilated, layout
-    )
+    if p.epsilon == 0:
+        info.iterations = p.niter
+        info.active_fraction = [1.0] * p.niter
+        info.updated_fraction = [1.0] * p.niter
+        return pm_iterate(xp, out, p, layout)
+    out, changed, active = pm_iterate_epsilon(xp, out, p, dilated, layout)
     n = layout.size
     # Active after an iteration: the changed points and their neighbours, or with freeze
     # the points not frozen, which are the changed ones.
-    after = changed if freeze else active
+    after = changed if p.freeze else active
     info.iterations = len(changed)
     info.updated_fraction = [int(c) / n for c in changed]
     if after is not None:
@@ -590,40 +625,91 @@ def itk_delta(xp: Any, x: Any, p: Any, big_k: float, scale: tuple[float, ...]) -
     return delta
 
 
-def check_itk_parameters(
-    time_step: Any, conductance: Any, interval: Any, niter: Any, spacing: Any, k: int
-) -> tuple[int, int, tuple[float, ...]]:
-    """Validate ITK's parameters; returns ``(interval, niter, spacing)``."""
-    if not (
-        isinstance(time_step, int | float | np.number)
-        and time_step > 0
-        and math.isfinite(time_step)
-    ):
-        raise ValueError(f"time_step must be a positive finite number, got {time_step!r}")
-    if not (
-        isinstance(conductance, int | float | np.number)
-        and math.isfinite(conductance)
-        and conductance > 0
-    ):
-        raise ValueError(f"conductance must be a positive finite number, got {conductance!r}")
-    if isinstance(interval, bool) or not isinstance(interval, int | np.integer) or interval < 1:
-        raise ValueError(
-            f"conductance_scaling_update_interval must be a positive integer, got {interval!r}"
-        )
-    if isinstance(niter, bool) or not isinstance(niter, int | np.integer) or niter < 0:
-        raise ValueError(f"number_of_iterations must be a non-negative integer, got {niter!r}")
-    return int(interval), int(niter), check_spacing(spacing, k, "spacing")
+@dataclass(frozen=True, kw_only=True)
+class ITKParameters:
+    """The parameters of one ITK gradient anisotropic diffusion run, checked once where the
+    user's values enter (:meth:`check`); the iteration loop (:func:`itk_diffuse`), one rank
+    or many, takes the object and trusts its fields.
 
+    Attributes
+    ----------
+    spacing : tuple of float
+        Pixel spacing per axis.
+    time_step, conductance : float
+        Step of the explicit scheme and conductance parameter ``K``.
+    interval : int
+        Iterations between recomputations of the mean squared gradient.
+    niter : int
+        Iterations to run.
 
-def warn_itk_unstable(time_step: float, spacing: tuple[float, ...], stacklevel: int) -> None:
-    limit = min(spacing) / 2.0 ** (len(spacing) + 1)
-    if time_step > limit:
-        warnings.warn(
-            f"time_step={time_step} is past ITK's stability limit {limit:.4g} "
-            f"(min spacing / 2^(ndim+1)): the result may oscillate",
-            DiffusionStabilityWarning,
-            stacklevel=stacklevel + 1,
+    Examples
+    --------
+    >>> p = ITKParameters.check(2, time_step=0.1, number_of_iterations=3)
+    >>> p.spacing, p.time_step, p.conductance, p.interval, p.niter
+    ((1.0, 1.0), 0.1, 3.0, 1, 3)
+    >>> ITKParameters.check(2, conductance_scaling_update_interval=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: conductance_scaling_update_interval must be a positive integer, got 0
+    """
+
+    spacing: tuple[float, ...]
+    time_step: float = 0.125
+    conductance: float = 3.0
+    interval: int = 1
+    niter: int = 5
+
+    @classmethod
+    def check(
+        cls,
+        ndim: int,
+        time_step: Any = 0.125,
+        conductance: Any = 3.0,
+        conductance_scaling_update_interval: Any = 1,
+        number_of_iterations: Any = 5,
+        spacing: Any = None,
+    ) -> ITKParameters:
+        """The user's arguments (those of :func:`gradient_anisotropic_diffusion`) for an
+        ``ndim``-dimensional image, validated and normalised; ValueError naming the first
+        bad one."""
+        interval, niter = conductance_scaling_update_interval, number_of_iterations
+        if not (
+            isinstance(time_step, int | float | np.number)
+            and time_step > 0
+            and math.isfinite(time_step)
+        ):
+            raise ValueError(f"time_step must be a positive finite number, got {time_step!r}")
+        if not (
+            isinstance(conductance, int | float | np.number)
+            and math.isfinite(conductance)
+            and conductance > 0
+        ):
+            raise ValueError(f"conductance must be a positive finite number, got {conductance!r}")
+        if isinstance(interval, bool) or not isinstance(interval, int | np.integer) or interval < 1:
+            raise ValueError(
+                f"conductance_scaling_update_interval must be a positive integer, got {interval!r}"
+            )
+        if isinstance(niter, bool) or not isinstance(niter, int | np.integer) or niter < 0:
+            raise ValueError(f"number_of_iterations must be a non-negative integer, got {niter!r}")
+        return cls(
+            spacing=check_spacing(spacing, ndim, "spacing"),
+            time_step=float(time_step),
+            conductance=float(conductance),
+            interval=int(interval),
+            niter=int(niter),
         )
+
+    def warn_if_unstable(self, stacklevel: int = 2) -> None:
+        """:class:`DiffusionStabilityWarning` when ``time_step`` is past ITK's stability
+        limit, pointing ``stacklevel`` frames above the caller of this method."""
+        limit = min(self.spacing) / 2.0 ** (len(self.spacing) + 1)
+        if self.time_step > limit:
+            warnings.warn(
+                f"time_step={self.time_step} is past ITK's stability limit {limit:.4g} "
+                f"(min spacing / 2^(ndim+1)): the result may oscillate",
+                DiffusionStabilityWarning,
+                stacklevel=stacklevel + 1,
+            )
 
 
 def gradient_anisotropic_diffusion(
@@ -701,50 +787,40 @@ def gradient_anisotropic_diffusion(
             machine=machine,
         )
     xp, out = check_image(image)
-    k = out.ndim
-    interval, niter, spacing = check_itk_parameters(
+    p = ITKParameters.check(
+        out.ndim,
         time_step,
         conductance,
         conductance_scaling_update_interval,
         number_of_iterations,
         spacing,
-        k,
     )
-    warn_itk_unstable(time_step, spacing, stacklevel=2)
-    return itk_diffuse(xp, out, Layout(out.shape), float(time_step), float(conductance),
-                       interval, niter, spacing)  # fmt: skip
+    p.warn_if_unstable()
+    return itk_diffuse(xp, out, Layout(out.shape), p)
 
 
-def itk_diffuse(
-    xp: Any,
-    out: Any,
-    layout: Layout,
-    time_step: float,
-    conductance: float,
-    interval: int,
-    niter: int,
-    spacing: tuple[float, ...],
-) -> Any:
-    """The iteration loop of :func:`gradient_anisotropic_diffusion` on the validated
-    float32 block ``out`` of ``layout`` (the whole image on one process)."""
-    scale = tuple(1.0 / s for s in spacing)
+def itk_diffuse(xp: Any, out: Any, layout: Layout, p: ITKParameters) -> Any:
+    """The iteration loop of :func:`gradient_anisotropic_diffusion` with the parameters
+    ``p`` on the validated float32 block ``out`` of ``layout`` (the whole image on one
+    process)."""
+    scale = tuple(1.0 / s for s in p.spacing)
     big_k = 0.0
     empty = layout.local == 0
     ext, own = layout.buffer(xp, out)
     out = ext[own]  # a view: the block's updates land in the buffer
-    for it in range(niter):
+    for it in range(p.niter):
         layout.fill(ext, own)
         if not empty:
             x = ext.astype(np.float64)
             # At the image border the pad replicates; beside a ghost row it only feeds the
             # ghost row's own update, which is dropped.
-            p = xp.pad(x, 1, mode="edge")
-        if it % interval == 0:
-            sums = np.zeros((out.ndim, 0)) if empty else gradient_row_sums(xp, p, scale, own)
+            padded = xp.pad(x, 1, mode="edge")
+        if it % p.interval == 0:
+            sums = np.zeros((out.ndim, 0)) if empty else gradient_row_sums(xp, padded, scale, own)
             avg = mean_of_row_sums(layout.gather_rows(sums), layout.size)
-            big_k = itk_conductance(avg, conductance)
+            big_k = itk_conductance(avg, p.conductance)
         if empty:
             continue
-        update = itk_delta(xp, x, p, big_k, scale)[own].astype(np.float32)
-        out[...] = out + (update.astype(np.float64) * float(time_step)).astype(np.float32)
+        update = itk_delta(xp, x, padded, big_k, scale)[own].astype(np.float32)
+        out[...] = out + (update.astype(np.float64) * p.time_step).astype(np.float32)
     return out

@@ -34,13 +34,7 @@ from typing import Any
 import numpy as np
 
 from diffusion.conduction import flux
-from diffusion.dense import (
-    check_image,
-    check_machine,
-    check_parameters,
-    check_spacing,
-    warn_if_unstable,
-)
+from diffusion.dense import PMParameters, check_image, check_machine
 from simd.balance.scan_directed import (
     AxisReport,
     LocalityError,
@@ -294,8 +288,9 @@ def mesh_diffusion(
         shape = host.shape
     # Across ranks a bad argument on one rank raises on every rank (none waits).
     with machine.ranks.collective_errors() if across else contextlib.nullcontext():
-        niter = check_parameters(niter, kappa, gamma, option, epsilon)
-        spacing = check_spacing(voxelspacing, 2, "voxelspacing")
+        p = PMParameters.check(
+            2, niter, kappa, gamma, voxelspacing, option, epsilon=epsilon, freeze=freeze
+        )
         if (
             isinstance(balance_every, bool)
             or not isinstance(balance_every, int | np.integer)
@@ -321,8 +316,7 @@ def mesh_diffusion(
         if len(m.pes) != 2:
             raise ValueError(f"mesh diffusion needs a 2-D machine, got pes={m.pes}")
     if across:
-        settings = (niter, kappa, gamma, spacing, option, epsilon, freeze, buffer)
-        settings += (balance_every, balance_axes, limited_buffers, check, track_static)
+        settings = (p, buffer, balance_every, balance_axes, limited_buffers, check, track_static)
         xp_in, host, shape = _image_on_root(m, image, settings)
     if m.pes[0] > shape[0] or m.pes[1] > shape[1]:
         raise ValueError(
@@ -330,7 +324,7 @@ def mesh_diffusion(
             "least one pixel"
         )
     if m.is_root:
-        warn_if_unstable(float(gamma), spacing, option)
+        p.warn_if_unstable()
     xp = m.xp
     R, C = m.pes
     rows0 = hierarchical_boundaries(shape[0], R)
@@ -357,12 +351,12 @@ def mesh_diffusion(
     if progress is True and m.is_root:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=niter, desc="diffuse", unit="it")
+        bar = tqdm(total=p.niter, desc="diffuse", unit="it")
     start = time.perf_counter()
     records: dict[str, list[PhaseRecord]] = {"diffusion": [], "balancing": []}
     valid = grid.valid()
     bookkeeping = 0.0
-    for it in range(niter):
+    for it in range(p.niter):
         if balance_every and it > 0 and it % balance_every == 0:
             with m.phase("balancing") as record:
                 reports = balance(
@@ -400,23 +394,24 @@ def mesh_diffusion(
         with m.phase("diffusion") as record:
             halo = m.halo_exchange(values, heights, widths, width=1, boundary="edge")
             # The busiest PE sets the pace: charge its active count.
-            m.charge("local", npes * busiest, ops=UPDATE_OPS[option])
+            m.charge("local", npes * busiest, ops=UPDATE_OPS[p.option])
             # Every buffer slot is computed and only the active ones are stored (a fixed-shape
             # masked update: no read back of the active positions).
             v = halo[:, :, 1:-1, 1:-1]
             # Same float32 operations as the dense path (diffusion.dense.pm_update).
-            u0 = flux(xp, halo[:, :, 2:, 1:-1] - v, kappa, spacing[0], option) - flux(
-                xp, v - halo[:, :, :-2, 1:-1], kappa, spacing[0], option
+            kappa, (s0, s1), option = p.kappa, p.spacing, p.option
+            u0 = flux(xp, halo[:, :, 2:, 1:-1] - v, kappa, s0, option) - flux(
+                xp, v - halo[:, :, :-2, 1:-1], kappa, s0, option
             )
-            u1 = flux(xp, halo[:, :, 1:-1, 2:] - v, kappa, spacing[1], option) - flux(
-                xp, v - halo[:, :, 1:-1, :-2], kappa, spacing[1], option
+            u1 = flux(xp, halo[:, :, 1:-1, 2:] - v, kappa, s1, option) - flux(
+                xp, v - halo[:, :, 1:-1, :-2], kappa, s1, option
             )
-            upd = gamma * (u0 + u1)
-            if epsilon > 0:
-                ch = act & (xp.abs(upd) >= epsilon)
+            upd = p.gamma * (u0 + u1)
+            if p.epsilon > 0:
+                ch = act & (xp.abs(upd) >= p.epsilon)
                 values[...] = xp.where(ch, v + upd, values)
                 m.charge("local", npes * B * B, ops=FLAG_OPS)
-                if freeze:
+                if p.freeze:
                     active &= ch | ~act
                 else:
                     # Flags travel as bytes (the halo kernels move numbers).
@@ -440,7 +435,7 @@ def mesh_diffusion(
             progress(it, res)
     else:
         still = _busiest_and_total(m, (grid.channels["active"] & valid).sum(axis=(2, 3)))[1]
-        res.converged = niter > 0 and epsilon > 0 and still == 0
+        res.converged = p.niter > 0 and p.epsilon > 0 and still == 0
     if bar is not None:
         bar.close()
     m.sync()

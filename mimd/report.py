@@ -1,6 +1,6 @@
 """The MIMD benchmark: seed 001 Table 1, seed 002 Figures 1-3, and MIMD vs SIMD balancing.
 
-Run by ``simd-emu bench mimd [--quick]`` and ``python bench/mimd.py [--quick]``. Parts:
+Run by ``simd-emu bench mimd [--quick]`` and ``python -m bench.mimd [--quick]``. Parts:
 
 ``table1``
     Seed 001 Table 1 in form: the height-field ray tracer (150x150 pixels, 64 sub-surfaces,

@@ -46,7 +46,7 @@ also about one wavelength of the ripple, so that there the bedding planes are sa
 smooth and their polygons are whole wide cells.
 
 At the default size ("250k": a 128 x 128 x 43 grid; 255,842 and 228,114 triangles),
-ours against the paper's Table 1 (``python bench/table1.py``; ratio ours/paper)::
+ours against the paper's Table 1 (``python -m bench.table1``; ratio ours/paper)::
 
     data set            view      scan max        scan avg      z max          z avg
     oilwell             (0,0)     9/8 (1.12)      4.2/5 (0.84)  9/7 (1.29)     1.4/1 (1.37)
@@ -83,7 +83,7 @@ centre). Reaching 119 with our zoom would take an unmagnified maximum of 59, twi
 paper's 30. A zoom of 4 does not fit the paper either: it gives 117 and 512 there, but
 the balanced set's magnified maxima 1.2 to 2.2 times the paper's (26 to 43 against 13 to
 21) and averages up to 3 times and more, so the views keep the factor 2 of
-:data:`renderer.datasets.VIEWS` (``python bench/table1.py --magnification 4`` prints
+:data:`renderer.datasets.VIEWS` (``python -m bench.table1 --magnification 4`` prints
 that table).
 
 The averages are over the polygons the clipping keeps (the loop's data); the paper's

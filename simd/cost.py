@@ -97,7 +97,7 @@ but 20 cells of 52 within 30%) and the nested z-buffer loops timed inside the sc
 conversion's solution phase (26 of 52). A third reading was refitted and left out: Table 4
 taken over the load-balanced frames of both data sets on 512 nodes (the paper does not
 name them; its section 4.1 measured cost values on all of them with the unbalanced set's
-overestimates), ``bench/cm5/paper.py``'s ``TABLE4_DATASETS``, ``python bench/cm5/fit.py
+overestimates), ``bench/cm5/paper.py``'s ``TABLE4_DATASETS``, ``python -m bench.cm5.fit
 --table4-datasets unbalanced,balanced``. The balanced frames' late iterations leave few
 live polygons on the busiest node, so the scan conversion's solution minimum drops, and
 the refit (elementwise 15.4, network_per_level 892, router_latency_per_level 10,900,

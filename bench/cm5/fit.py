@@ -22,7 +22,7 @@ in each constant (a 1 Hz clock), a finite difference per column. The script fits
 and re-measures ``A`` at the fitted constants until they settle (:func:`calibrate`).
 Seven constants for 52 cells. :func:`most_within` bounds what any fit can do: the most
 cells that any non-negative constants put within 30% at once (a mixed-integer program).
-``python bench/cm5/fit.py`` re-runs the fit (about two minutes) and prints the constants,
+``python -m bench.cm5.fit`` re-runs the fit (about two minutes) and prints the constants,
 the fitted cells under the shipped ones and that bound (``--table4-datasets
 unbalanced,balanced``: Table 4 over both data sets' frames, a reading tried and left out,
 see simd/cost.py); ``bench/render.py`` prints the
@@ -31,17 +31,11 @@ whole of Tables 2 to 4 (the LB columns and the maxima too) under both presets.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.cm5.paper import (  # noqa: E402
+from bench.cm5.paper import (
     LOOPS,
     NODES,
     PAPER_OVERESTIMATES,
@@ -53,7 +47,7 @@ from bench.cm5.paper import (  # noqa: E402
     run_frame,
     workloads,
 )
-from simd import CostModel  # noqa: E402
+from simd import CostModel
 
 #: The constants fitted (the rest of CostModel is fixed: 32 MHz, shifts unused by seed 000).
 PARAMS = (
@@ -251,7 +245,9 @@ def fitted_cells(pred: dict) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="bench/cm5/fit.py", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.cm5.fit", description=__doc__.splitlines()[0]
+    )
     ap.add_argument(
         "--table4-datasets",
         default=",".join(TABLE4_DATASETS),

@@ -35,7 +35,7 @@ such slivers lying in the sheet of the Marschner-Lobb signal, only 0.32 units ta
 side views stop at about 90 and 180 scan lines; seen from (45,45) its slivers do span
 hundreds of lines, as the paper's (169 and 468). The z-buffer maxima of 9 to 30 pixels per
 span (119 magnified) mean those slivers are at most a few pixels wide. The oil-well data
-sets (``renderer/oilwell.py``, ``python bench/table1.py``) are data of that shape: bore
+sets (``renderer/oilwell.py``, ``python -m bench.table1``) are data of that shape: bore
 walls made of slivers 1.5 units tall give 244 and 488 scan lines side on.
 
 :func:`reproduce` runs Tables 2 to 4 (and the overestimates, speedups and balanced-set
@@ -44,20 +44,14 @@ losses) under any CM-5 preset; ``bench/cm5/fit.py`` fits the calibrated preset o
 
 from __future__ import annotations
 
-import sys
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from simd import CostModel, Machine  # noqa: E402
-from simd.balance.cost_effective import (  # noqa: E402
+from simd import CostModel, Machine
+from simd.balance.cost_effective import (
     PHASE_INFORMATION,
     PHASE_REDISTRIBUTION,
     PHASE_SOLUTION,

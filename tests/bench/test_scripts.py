@@ -1,4 +1,7 @@
-"""The benchmark scripts ``bench/*.py``: where their results go.
+"""The benchmark scripts ``bench/*.py``: how they run, and where their results go.
+
+They are modules of the source tree's ``bench`` package, run as ``python -m bench.<name>``
+from the root (no ``sys.path`` preamble: see ``bench/__init__.py``) and imported so here.
 
 Each script writes to the current folder, to ``--out DIR`` or, with ``--save``, to the
 source tree's ``bench/results``; it checks the folder before any work and names a file it
@@ -9,14 +12,17 @@ script also runs its quickest real mode.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench"
 RESULTS = BENCH / "results"
 
 #: script -> (the function doing the work, the JSON it writes with --quick)
@@ -34,15 +40,7 @@ SCRIPTS = {
 
 
 def _load(name: str):
-    path = BENCH / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"bench_script_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    saved = list(sys.path)
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-    return module
+    return importlib.import_module(f"bench.{name}")
 
 
 def _snapshot() -> dict[str, float]:
@@ -67,8 +65,26 @@ def _expected_name(default: str | None) -> str:
 
 
 def test_every_script_is_covered():
-    scripts = {p.stem for p in BENCH.glob("*.py")} - {"mimd"}  # tests/mimd/test_cli.py
+    scripts = {p.stem for p in BENCH.glob("*.py")} - {"mimd", "__init__"}  # mimd: tests/mimd
     assert scripts == set(SCRIPTS)
+
+
+@pytest.mark.parametrize("name", [*sorted(SCRIPTS), "mimd", "cm5.fit"])
+def test_the_readme_command_runs_from_the_root_with_nothing_on_the_path(name):
+    """``python -m bench.<name>`` from the source tree's root, PYTHONPATH unset: the root is
+    first on the path, so ``bench/diffusion.py`` and ``bench/mimd.py`` do not shadow the
+    packages they are named after (they did as ``python bench/<name>.py``)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [sys.executable, "-m", f"bench.{name}", "--help"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"usage: python -m bench.{name} ")
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
@@ -127,7 +143,7 @@ def test_unwritable_out_fails_before_any_work(name, tmp_path, monkeypatch, capsy
     captured = capsys.readouterr()
     assert calls == [] and captured.out == ""
     assert captured.err.strip().splitlines() == [
-        f"bench/{name}.py: cannot write results to '{blocker / 'sub'}': Not a directory"
+        f"python -m bench.{name}: cannot write results to '{blocker / 'sub'}': Not a directory"
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
 
@@ -173,7 +189,7 @@ def test_scaling_without_mpiexec_fails_in_one_line_before_any_launch(tmp_path, m
     assert exc.value.code == 2
     captured = capsys.readouterr()
     assert calls == [] and captured.out == ""
-    assert captured.err == "bench/scaling.py: no mpiexec: pip install 'simd-emu[mpi]'\n"
+    assert captured.err == "python -m bench.scaling: no mpiexec: pip install 'simd-emu[mpi]'\n"
     assert list(tmp_path.iterdir()) == []
 
 

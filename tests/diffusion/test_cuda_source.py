@@ -41,7 +41,7 @@ from diffusion.cuda_source import (
     step_launch,
     step_name,
 )
-from diffusion.dense import DiffusionInfo, Layout, _fused, dilate
+from diffusion.dense import DiffusionInfo, Layout, PMParameters, _fused, dilate
 from tests import gpu_compile
 from tests.diffusion.cuda_on_cpu import cpu_cuda, unavailable
 from tests.nvrtc_support import compile_sm90, nvrtc_unavailable
@@ -213,8 +213,8 @@ def test_kernel_text_on_cpu_matches_numpy_path(case):
     )
     info = DiffusionInfo()
     sp = spacing or (1.0,) * len(shape)
-    args = (10, 30, 0.08, sp, option, epsilon, freeze, info, True)
-    out = _fused(cpu_cuda, img.copy(), Layout(shape), *args)
+    p = PMParameters.check(len(shape), 10, 30, 0.08, sp, option, epsilon=epsilon, freeze=freeze)
+    out = _fused(cpu_cuda, img.copy(), Layout(shape), p, info, True)
     np.testing.assert_allclose(out, ref, rtol=0, atol=ATOL)
     if epsilon == 0:  # and medpy's, which the NumPy path equals bit for bit
         medpy = pytest.importorskip("medpy.filter.smoothing")
@@ -236,8 +236,8 @@ def test_convergence_on_cpu_matches_numpy_path(freeze):
     ref, ref_info = anisotropic_diffusion(img, return_info=True, **kw)
     assert ref_info.converged and ref_info.iterations % 8 != 0
     info = DiffusionInfo()
-    args = (60, 20, 0.2, (1.0, 1.0), 1, 2.0, freeze, info, True)
-    out = _fused(cpu_cuda, img.copy(), Layout(img.shape), *args)
+    p = PMParameters.check(2, 60, 20, 0.2, option=1, epsilon=2.0, freeze=freeze)
+    out = _fused(cpu_cuda, img.copy(), Layout(img.shape), p, info, True)
     np.testing.assert_allclose(out, ref, rtol=0, atol=ATOL)
     assert (info.iterations, info.converged) == (ref_info.iterations, True)
     np.testing.assert_allclose(info.active_fraction, ref_info.active_fraction, atol=1e-3)
@@ -268,7 +268,8 @@ def test_tiny_tiles_on_cpu_match_the_model(shape, eps, vec, index64):
     grid, block, _, _ = step_launch(shape, TINY)
     kernel = cpu_cuda.RawKernel(pm_source(1, ndim, eps, vec, index64, TINY), "")
     kernel.name = step_name(1, ndim, eps, vec, index64)
-    args = _shape_args(shape, index64) + _scalars(25.0, 0.1, (1.0, 1.3, 0.9)[:ndim], 1)
+    p = PMParameters(spacing=(1.0, 1.3, 0.9)[:ndim], kappa=25.0, option=1)
+    args = _shape_args(shape, index64) + _scalars(p)
     outs = []
     for _ in range(2):  # the kernel, then the model
         out = np.zeros(shape, np.float32)
@@ -308,7 +309,7 @@ def test_ghost_rows_are_read_not_written(shape, eps, vec, lo, hi):
     grid, block, _, _ = step_launch(shape, TINY)
     kernel = cpu_cuda.RawKernel(pm_source(2, ndim, eps, vec, False, TINY), "")
     kernel.name = step_name(2, ndim, eps, vec, False)
-    scalars = _scalars(25.0, 0.1, (1.0, 1.3, 0.9)[:ndim], 2)
+    scalars = _scalars(PMParameters(spacing=(1.0, 1.3, 0.9)[:ndim], kappa=25.0, option=2))
     runs = []
     for rows in ((0, shape[0]), (lo, hi)):
         out = np.full(shape, -1.0, np.float32)
@@ -388,7 +389,9 @@ def test_ghost_rows_on_the_gpu_give_the_same_bits(option, eps):
         img = cupy.asarray(_image(shape, seed=option))
         grid, block, vec, index64 = step_launch(shape)
         kernel = _step_kernel(cupy, option, len(shape), eps, vec, index64, _device(cupy))
-        scalars = _scalars(25.0, 0.1, (1.0, 1.3, 0.9)[: len(shape)], option)
+        scalars = _scalars(
+            PMParameters(spacing=(1.0, 1.3, 0.9)[: len(shape)], kappa=25.0, option=option)
+        )
         runs = []
         for rows in ((0, shape[0]), (1, shape[0] - 1)):
             out = cupy.full(shape, -1.0, cupy.float32)

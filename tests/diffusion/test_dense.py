@@ -192,6 +192,23 @@ def test_stability_warnings(camera):
         )
 
 
+def test_stability_warnings_point_at_the_caller():
+    """The warning (``PMParameters``/``ITKParameters.warn_if_unstable``) names the file of
+    the public function's caller, not a line of the package."""
+    from diffusion import mesh_diffusion
+
+    image = np.zeros((8, 8), np.float32)
+    calls = [
+        lambda: anisotropic_diffusion(image, gamma=0.3),
+        lambda: gradient_anisotropic_diffusion(image, time_step=0.2, number_of_iterations=1),
+        lambda: mesh_diffusion(image, niter=1, gamma=0.3, mesh=(2, 2), backend="numpy"),
+    ]
+    for call in calls:
+        with pytest.warns(DiffusionStabilityWarning) as record:
+            call()
+        assert [w.filename for w in record] == [__file__]
+
+
 @pytest.mark.parametrize(
     "bad,match",
     [

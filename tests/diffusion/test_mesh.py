@@ -65,6 +65,18 @@ def test_mesh_equals_dense_bit_for_bit(image, mesh, kw, bal):
         assert 1 <= e.min() and e.max() <= res.grid.buffer
 
 
+def test_numpy_scalar_parameters_give_the_dense_result(image):
+    """The parameters are validated and made Python floats once (``PMParameters.check``),
+    for the mesh as for the dense path: a float64 ``gamma`` or ``epsilon`` used to promote
+    the mesh's update, or its test against ``epsilon``, to float64."""
+    kw = dict(kappa=np.float64(30.3), gamma=np.float64(0.13), epsilon=np.float64(0.37))
+    ref, _ = dense(image, niter=15, **kw)
+    res = mesh_diffusion(image, niter=15, mesh=(4, 4), backend="numpy", **kw)
+    assert np.array_equal(res.image, ref)
+    python = {k: v.item() for k, v in kw.items()}
+    assert np.array_equal(ref, dense(image, niter=15, **python)[0])
+
+
 def test_cost_is_the_busiest_pe(image):
     m = Machine(pes=(4, 4), backend="numpy")
     res = mesh_diffusion(image, niter=10, kappa=20, gamma=0.2, epsilon=0.5, machine=m)

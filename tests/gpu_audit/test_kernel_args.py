@@ -16,6 +16,7 @@ import pytest
 from diffusion import anisotropic_diffusion
 from diffusion import cuda_source as pm_src
 from diffusion._cupy import _active_args, _scalars, _shape_args
+from diffusion.dense import PMParameters
 from kernels import counting
 from kernels import cuda_router_source as router_src
 from kernels import cuda_scan_source as scan_src
@@ -167,7 +168,7 @@ def test_diffusion_argument_builders_match_the_step_kernel(index64, ndim, eps):
         k = kernel_params(src, pm_src.step_name(option, ndim, eps, 4, index64))
         img = xp.zeros(shape, dtype=np.float32)
         args = (img, img, *_shape_args(shape, index64, 1, 5))
-        args += _scalars(1.5, 0.1, (1.0,) * ndim, option)
+        args += _scalars(PMParameters(spacing=(1.0,) * ndim, kappa=1.5, option=option))
         if eps:
             args += (np.float32(1e-3), np.uint64(0), np.uint64(0), xp.zeros(2, np.uint64)[0:])
         grid, block, _, _ = pm_src.step_launch(shape)

@@ -141,4 +141,16 @@ if m.nranks > 1:
 fails_everywhere(
     lambda: anisotropic_diffusion(np.zeros((0, 3), np.float32), machine=m), "image is empty"
 )
+
+# One stability warning, on rank 0, naming the caller's file (not a line of the package).
+for call in (
+    lambda: anisotropic_diffusion(block, gamma=0.3, machine=m),
+    lambda: gradient_anisotropic_diffusion(block, time_step=0.2, number_of_iterations=1, machine=m),
+):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always", DiffusionStabilityWarning)
+        call()
+    where = [w.filename for w in record if issubclass(w.category, DiffusionStabilityWarning)]
+    assert where == ([__file__] if m.is_root else []), (m.rank, where)
+    checked += 1
 print("ok", m.rank, checked)

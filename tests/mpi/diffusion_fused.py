@@ -160,7 +160,7 @@ from tests.diffusion.cuda_on_cpu import cpu_cuda, unavailable  # noqa: E402
 
 if unavailable() is None:
     from diffusion.blocks import _Blocks
-    from diffusion.dense import Layout, pm_diffuse
+    from diffusion.dense import Layout, PMParameters, pm_diffuse
 
     host = Machine(pes=16, backend="numpy", comm=MPI.COMM_WORLD)
     for shape, kw in [
@@ -170,7 +170,7 @@ if unavailable() is None:
     ]:
         whole = (np.random.default_rng(9).random(shape) * 255).astype(np.float32)
         mine = host.scatter(whole if host.is_root else None)
-        args = (12, 30.0, 0.08, (1.0,) * len(shape), 1, kw["epsilon"], kw["freeze"], True)
+        args = (PMParameters.check(len(shape), 12, 30.0, 0.08, **kw), True)
         out, info = pm_diffuse(cpu_cuda, mine.copy(), _Blocks(host, mine, shape), *args)
         got = host.gather(out)
         if host.is_root:
