@@ -282,6 +282,7 @@ class _CostEffective:
             if self.remaining == 0:
                 break
             redistribution, event = self.decide_and_redistribute(info) if info else (None, None)
+            info = None  # a rejected gathering's arrays go now, not in the next gathering
             solution = self.solve()
             self.remaining -= 1
             info_t, redis_t, soln_t = map(self._time, (gathering, redistribution, solution))
