@@ -71,6 +71,26 @@ def _positive(text: str) -> float:
     return value
 
 
+def _pes(text: str) -> int:
+    """A number of processors, 1 to the machine's limit (``simd.operands.MAX_PES``),
+    refused when the arguments are read, before any work.
+
+    >>> _pes("512")
+    512
+    """
+    from simd.operands import MAX_PES
+
+    try:
+        value = int(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"must be a whole number of PEs, got {text!r}") from err
+    if not 1 <= value <= MAX_PES:
+        raise argparse.ArgumentTypeError(
+            f"must be 1 to {MAX_PES:,} PEs (2**24, the machine's limit), got {text}"
+        )
+    return value
+
+
 def _finite(text: str) -> float:
     """A finite number (a view angle)."""
     try:
@@ -144,7 +164,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         default="auto",
         help="machine backend (default: auto)",
     )
-    p.add_argument("--pes", type=int, default=512, help="number of processors (default: 512)")
+    p.add_argument(
+        "--pes", type=_pes, default=512, help="number of processors (default: 512, at most 2**24)"
+    )
     p.add_argument("--shading", choices=("gouraud", "flat"), default="gouraud")
     p.add_argument(
         "--clock",

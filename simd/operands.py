@@ -15,6 +15,7 @@ from kernels import reference
 from simd.cost import CostModel
 
 __all__ = [
+    "MAX_PES",
     "bool_boundary",
     "check_addresses",
     "check_axis",
@@ -49,11 +50,23 @@ def check_addresses(what: str, size: int, low: int, high: int) -> None:
         raise IndexError(f"{what} {bad} is out of range for {size} addresses")
 
 
+#: The most PEs an emulated machine may have: 2**24, 256 times a CM-2's 65,536
+#: processors and 1,024 times the largest CM-5 or MP-1 (16,384). The cost models with
+#: per-active terms count every PE's working elements in one int64 array (128 MiB at
+#: the limit); far beyond it a typo (``--pes 99999999999999``) would ask for terabytes,
+#: or run a machine no cost model was fitted for, instead of being refused.
+MAX_PES = 1 << 24
+
+
 def check_pes_shape(pes: Any) -> tuple[int, ...]:
-    """The PE array's shape: ``pes`` an int (a linear array) or a tuple of ints (a mesh).
+    """The PE array's shape: ``pes`` an int (a linear array) or a tuple of ints (a mesh),
+    at most :data:`MAX_PES` PEs in all.
 
     >>> check_pes_shape(512), check_pes_shape((64, 64))
     ((512,), (64, 64))
+    >>> check_pes_shape(2**40)
+    Traceback (most recent call last):
+    ValueError: pes must be at most 16,777,216 PEs (2**24) in all, got 1,099,511,627,776
     """
     if is_int(pes):
         shape: tuple[Any, ...] = (pes,)
@@ -66,6 +79,9 @@ def check_pes_shape(pes: Any) -> tuple[int, ...]:
             "pes must be a positive int (a linear array of PEs, e.g. 512) or a tuple of "
             f"positive ints (a mesh, e.g. (64, 64)), got {pes!r}"
         )
+    total = math.prod(int(s) for s in shape)
+    if total > MAX_PES:
+        raise ValueError(f"pes must be at most {MAX_PES:,} PEs (2**24) in all, got {total:,}")
     return tuple(int(s) for s in shape)
 
 

@@ -221,6 +221,34 @@ def test_bad_view_arguments_are_usage_errors(args, capsys):
     assert "must be a" in capsys.readouterr().err  # "must be a (finite ...) number"
 
 
+@pytest.mark.parametrize("pes", ["99999999999999", "16777217", "0", "-4"])
+def test_pes_beyond_the_machine_is_refused_before_any_work(pes, capsys, monkeypatch):
+    """--pes names the limit (2**24 PEs, simd.operands.MAX_PES) in one line, when the
+    arguments are read: no mesh is loaded, no machine made."""
+    import renderer.cli
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(renderer.cli, "_load", no_work)
+    with pytest.raises(SystemExit) as exc:
+        main(["render", "--pes", pes, "--dataset-size", "16", "--no-progress"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert (
+        f"argument --pes: must be 1 to 16,777,216 PEs (2**24, the machine's limit), got {pes}"
+        in err
+    )
+
+
+def test_pes_at_the_limit_is_accepted(tmp_path):
+    out = tmp_path / "f.png"
+    rc = main(["render", "--pes", str(2**24), "--dataset-size", "8", "--size", "16",
+               "--no-progress", "-o", str(out)])  # fmt: skip
+    assert rc == 0 and out.exists()
+
+
 def test_depth_buffer_output(tmp_path, capsys):
     from PIL import Image
 

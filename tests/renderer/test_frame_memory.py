@@ -24,19 +24,23 @@ from simd import Machine
 SETUP_BYTES = 2 * 12 + 4 * 4 + 5 * 8 + 3
 SHADING_BYTES = 2 * 12 + 3
 #: tracemalloc's peak of a whole frame's NumPy buffers per triangle (64-resolution set,
-#: 57,674 triangles, 128x128): the budget, with some room over today's 124 (expand), 126
-#: (original) and 181 (cost-effective). Before: 151, 145 and 214 (int64 setup scan-line
-#: ranges, span lengths, expand tasks and cost-effective loop state; 312 while the
-#: redistribution, and its dry run for the cost estimate, kept every intermediate array;
-#: 155 and 148 with int64 span fields and per-span copies of the depth slope and
-#: reference x).
-FRAME_PEAK = {"expand": 135, "original": 135, "cost-effective": 190}
+#: 57,674 triangles, 128x128): the budget, with some room over today's 124 (expand), 122
+#: (original) and 121 (cost-effective). Before: 124, 126 and 181 (int64 live lists, the
+#: cost-effective loop's state made before its first redistribution and, in that, an
+#: int64 message and the gathering's arrays held through the sends); 151, 145 and 214
+#: (int64 setup scan-line ranges, span lengths, expand tasks and cost-effective loop
+#: state; 312 while the redistribution, and its dry run for the cost estimate, kept every
+#: intermediate array; 155 and 148 with int64 span fields and per-span copies of the
+#: depth slope and reference x).
+FRAME_PEAK = {"expand": 135, "original": 130, "cost-effective": 130}
 #: The same set drawn at 512x512 (about as many pixels a triangle as the 250k set at
-#: 1024x1024, where issue 9's 250 bytes a triangle are hardest to meet): today 248, 245
-#: and 276; 340, 302 and 412 with the z-buffer kept through shading, every per-pixel array
-#: held at the read back, int64 expand tasks and span lengths, and the cost-effective
-#: loop's state in int64 and held through its redistribution.
-FRAME_PEAK_LARGE = {"expand": 260, "original": 255, "cost-effective": 290}
+#: 1024x1024, where issue 9's 250 bytes a triangle are hardest to meet): today 248, 229
+#: and 247; 248, 245 and 276 before the changes above; 340, 302 and 412 with the z-buffer
+#: kept through shading, every per-pixel array held at the read back, int64 expand tasks
+#: and span lengths, and the cost-effective loop's state in int64 and held through its
+#: redistribution. The 250k set at 1024x1024 (bench/render_scale.py): cost-effective
+#: 277.5 -> 242.6, one z-buffer redistribution of 623,632 spans.
+FRAME_PEAK_LARGE = {"expand": 260, "original": 240, "cost-effective": 255}
 #: Bytes a span: int32 triangle, scan line, first pixel and length (the z-buffer loop's
 #: workload, taken by the loops as it is), float64 depth on its row (the slope and
 #: reference x are setup's).

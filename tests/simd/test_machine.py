@@ -172,6 +172,17 @@ def test_pes_says_what_it_must_be(pes):
     assert message.endswith(f"got {pes!r}")
 
 
+@pytest.mark.parametrize("pes", [2**24 + 1, 99999999999999, (4097, 4096)])
+def test_pes_beyond_the_limit_are_refused(pes):
+    from simd.operands import MAX_PES
+
+    total = pes if isinstance(pes, int) else pes[0] * pes[1]
+    with pytest.raises(ValueError) as e:
+        Machine(pes=pes, backend="numpy")
+    assert str(e.value) == f"pes must be at most {MAX_PES:,} PEs (2**24) in all, got {total:,}"
+    assert Machine(pes=MAX_PES, backend="numpy").npes == MAX_PES == 2**24
+
+
 def test_send_with_more_values_than_destinations_says_so():
     m = Machine(pes=4, backend="numpy")
     with pytest.raises(ValueError) as e:

@@ -207,11 +207,12 @@ class _Loop:
             # sum (run_loop), so the machine's reduction is not read back again.
             m.reduce(w, "max")
         iterations = max_w
-        live = _LiveSet(m, w, max_w)
+        small = n + self.result.total_tasks < 2**31  # every datum and task number fits
+        live = _LiveSet(m, w, max_w, np.int32 if small else np.int64)
         for index in range(iterations):
             with m.phase(PHASE_SOLUTION) as record:
                 items, done = live.step()
-                tasks = xp.full(done, index, dtype=np.int64)
+                tasks = xp.full(done, index, dtype=items.dtype)
                 self.solve(items, tasks, n, ORIGINAL_OPS, live=items)
                 live.drop(w, index + 1)
             soln.records.append(record)
@@ -243,7 +244,9 @@ class _CostEffective:
 
     Until the first redistribution every processor works on the same task index, so the
     loop runs as Figure 1 with a front-end index: ``workload`` and ``parallel_index`` are
-    implicit (W - index, index + 1) and materialised at the first redistribution.
+    implicit (W - index, index + 1) and materialised at the first redistribution, and so
+    is ``problem_data`` (each processor's own number). Until then the loop holds nothing
+    per processor but the live list (and, through a gathering, the workload it reads).
     """
 
     def __init__(
@@ -258,12 +261,14 @@ class _CostEffective:
         # task indices, data numbers): half the bytes a processor at the redistribution's
         # peak; the gathering's sums and products are made in 64 bits either way.
         small = self.n + loop.result.total_tasks < 2**31
-        index = np.int32 if small else np.int64
-        self.w = w.astype(index)  # a copy: the loop counts it down
-        self.parallel_index = (w > 0).astype(index)  # 1-based, 0 on idle processors
-        self.problem_data = xp.arange(self.n, dtype=index)  # the datum of each processor
+        self.index = index = np.int32 if small else np.int64
+        self.xp = xp
+        self.W = w  # the workload as given: read, never written
+        # Materialised at the first redistribution (workload: also for each gathering
+        # before it, and dropped by the solution that follows).
+        self.w = self.parallel_index = self.problem_data = None
         self.max_w = max_w  # read by run_loop with the workload's sum
-        self.live = _LiveSet(self.m, w, max_w)
+        self.live = _LiveSet(self.m, w, max_w, index)
         self.remaining: int | None = None  # MAX(workload), known to the front end
         self.redistributed = False
         loop.result.overestimate_source = estimate.source
@@ -277,6 +282,7 @@ class _CostEffective:
             if self.remaining == 0:
                 break
             redistribution, event = self.decide_and_redistribute(info) if info else (None, None)
+            info = None  # a rejected gathering's arrays go now, not in the next gathering
             solution = self.solve()
             self.remaining -= 1
             info_t, redis_t, soln_t = map(self._time, (gathering, redistribution, solution))
@@ -307,18 +313,26 @@ class _CostEffective:
             if first:
                 # MAX(workload) alone (Figure 1's loop bound) tells whether any decision
                 # can be positive.
-                m.reduce(self.w, "max")  # read already, with the workload's sum
+                m.reduce(self.W, "max")  # read already, with the workload's sum
                 self.remaining = self.max_w
             if self.remaining != 0 and self.worth_gathering():
                 if not self.redistributed and self.loop.result.iterations:
                     m.charge("elementwise", self.n, ops=IMPLICIT_WORKLOAD_OPS)
                 threshold = self.estimate.value if self.prune else None
                 info = gather_information(
-                    self.w, machine=m, max_workload=self.remaining, threshold=threshold
+                    self.workload(), machine=m, max_workload=self.remaining, threshold=threshold
                 )
                 self.remaining = info.max_workload
         self.loop.timing(PHASE_INFORMATION).records.append(record)
         return record, info
+
+    def workload(self) -> Any:
+        """The workload left on every processor: until the first redistribution made from
+        the front-end index, ``MAX(W - index, 0)``, in the loop's integers."""
+        if self.w is None:
+            w = self.xp.subtract(self.W, self.loop.result.iterations, dtype=self.index)
+            self.w = self.xp.maximum(w, 0, out=w)
+        return self.w
 
     def decide_and_redistribute(self, info: Any):
         """The decision and, when balancing pays, the redistribution.
@@ -335,14 +349,16 @@ class _CostEffective:
         with m.phase(PHASE_REDISTRIBUTION) as record:
             if not self.redistributed:
                 m.charge("elementwise", self.n, ops=MATERIALISE_OPS)
+                self.materialise()
             self.redistributed = True
             # the state handed over: each old array goes once sent (not held to the end)
             state = [self.w, self.parallel_index, self.problem_data]
             self.w = self.parallel_index = self.problem_data = None
+            self.live = None  # the live list is made anew from the new workload
             red = redistribute_state(state, info, machine=m, steps=False)
             self.w, self.parallel_index = red.workload, red.parallel_index
             self.problem_data = red.problem_data
-            self.live = _LiveSet(m, self.w, info.max_new_workload)
+            self.live = _LiveSet(m, self.w, info.max_new_workload, self.w.dtype)
         loop.timing(PHASE_REDISTRIBUTION).records.append(record)
         result.decisions += 1
         event = BalanceEvent(
@@ -356,18 +372,41 @@ class _CostEffective:
         self.remaining = info.max_new_workload
         return record, event
 
+    def materialise(self) -> None:
+        """The state before the first redistribution, from the front-end index ``k``:
+        workload ``MAX(W - k, 0)``, 1-based task index ``k + 1`` where work is left (0
+        elsewhere: the processors that finished held a stale index no step reads, and
+        no larger one, so the redistribution's maximum of it is the same), and every
+        processor's own datum."""
+        xp, index = self.xp, self.index
+        w = self.workload()
+        k = self.loop.result.iterations
+        self.parallel_index = xp.where(w > 0, index(k + 1), index(0))
+        self.problem_data = xp.arange(self.n, dtype=index)
+
     def solve(self):
         """One iteration of the solution phase on every processor with work left."""
         m, loop = self.m, self.loop
         with m.phase(PHASE_SOLUTION) as record:
             live, done = self.live.step()
-            items = self.problem_data[live]
-            tasks = self.parallel_index[live] - 1
-            ops = BALANCED_OPS if self.redistributed else ORIGINAL_OPS
-            loop.solve(items, tasks, self.n, ops, live=live)
-            self.w[live] -= 1
-            self.parallel_index[live] += 1
-            self.live.drop(self.w, 0)
+            if self.redistributed:
+                items = self.problem_data[live]
+                tasks = self.parallel_index[live]
+                tasks -= 1
+                loop.solve(items, tasks, self.n, BALANCED_OPS, live=live)
+                del items, tasks
+                self.w[live] -= 1
+                self.parallel_index[live] += 1
+                self.live.drop(self.w, 0)
+            else:
+                # Figure 1 with the front-end index k: every live processor's own datum,
+                # task k; the gathering's workload goes before the body runs
+                self.w = None
+                k = loop.result.iterations
+                tasks = self.xp.full(done, k, dtype=live.dtype)
+                loop.solve(live, tasks, self.n, ORIGINAL_OPS, live=live)
+                del tasks
+                self.live.drop(self.W, k + 1)
         loop.timing(PHASE_SOLUTION).records.append(record)
         loop.result.iterations += 1
         loop.advance(done)
@@ -400,15 +439,21 @@ class _LiveSet:
     first ``count[k]`` of them, back in index order (a sort, no sync).
     """
 
-    def __init__(self, machine: Any, w: Any, max_w: int) -> None:
+    def __init__(self, machine: Any, w: Any, max_w: int, index: Any = np.int64) -> None:
         xp = self.xp = machine.xp
         self.k = 0
         self.on_device = machine.backend == "cupy"
-        if not self.on_device:
-            self.live = xp.nonzero(w > 0)[0]
-            return
         n = int(w.size)
-        self.order = xp.argsort(-w)
+        if not self.on_device:
+            # positions in ``index`` (the loop's int32 where every number fits): the list
+            # is held through every iteration
+            self.live = xp.nonzero(w > 0)[0].astype(index, copy=False)
+            return
+        # Heaviest first: the ascending order reversed (a view; iteration k's count[k]
+        # heaviest are the processors with work above k however ties fall), so no
+        # negated copy of the workload; kept in ``index`` (half of argsort's int64 where
+        # it fits), as is the sorted live list made from it every iteration.
+        self.order = xp.argsort(w)[::-1].astype(index)
         below = xp.searchsorted(xp.sort(w), xp.arange(max_w, dtype=np.int64), side="right")
         self.counts = machine.asnumpy(n - below).tolist() if max_w > 0 else []
 

@@ -31,8 +31,10 @@ HEAD_OPS = 3
 #: Step 4: renumbering, the exact share and the index of idle processors.
 RENUMBER_OPS = 5
 
-#: Workloads and task indices below this travel as one two-word message.
+#: Workloads and task indices below this travel as one two-word message (int64).
 PACK_LIMIT = 1 << 31
+#: Task indices below this, and workloads below half of it, travel packed in an int32.
+PACK_LIMIT_32 = 1 << 16
 
 
 @dataclass
@@ -261,12 +263,18 @@ def _assign(xp: Any, workload: Any, act_mask: Any, num_idle: Any, divisor: Any):
     have the workload's dtype (an int32 one: its sum and the number of processors
     together below 2**31, so no sum below overflows)."""
     # the product in 64 bits: an int32 workload times the idle count may not fit 32
-    share = xp.multiply(workload, num_idle, dtype=np.int64) // divisor
-    share = xp.add(share, 1, out=xp.empty(workload.shape, dtype=workload.dtype))
+    # (divided in place, and each temporary dropped once read: the gathering's peak is
+    # the loop's when it runs over a frame's spans)
+    wide = xp.multiply(workload, num_idle, dtype=np.int64)
+    wide //= divisor
+    share = xp.add(wide, 1, out=xp.empty(workload.shape, dtype=workload.dtype))
+    del wide
     assignment = xp.where(act_mask, share, workload > 0)
-    new_workload_values = xp.where(
-        assignment > 0, (workload + assignment - 1) // xp.maximum(assignment, 1), 0
-    )
+    del share
+    new_workload_values = workload + assignment
+    new_workload_values -= 1
+    new_workload_values //= xp.maximum(assignment, 1)
+    new_workload_values = xp.where(assignment > 0, new_workload_values, 0)
     return assignment, new_workload_values
 
 
@@ -344,7 +352,7 @@ def redistribute(
         Keep the intermediate arrays of the four steps in the result; False: they are
         None, each freed once read (the loops need only the new arrays), and so are
         ``info``'s arrays (``act_mask``, ``assignment``, ``new_workload_values``: set to
-        None once sent; its scalars stay).
+        None once read; its scalars stay).
 
     Returns
     -------
@@ -390,6 +398,30 @@ def redistribute_state(
         if steps:
             kept.update(arrays)
 
+    if not steps:  # never read here: it goes first
+        info.act_mask = None
+    # Step 2's message of workload and task index is made first, before the pointers, so
+    # that the two arrays it replaces are gone by then (its charge stays in the paper's
+    # order, after the first send, below).
+    if m.backend == "cupy" and n:  # both maxima in one read back (one host sync)
+        (highs,) = m.fetch(xp.stack([xp.max(workload), xp.max(parallel_index)]))
+        high_w, high_pi = highs.tolist()
+    else:
+        high_w = int(xp.max(workload)) if n else PACK_LIMIT
+        high_pi = int(xp.max(parallel_index)) if n else PACK_LIMIT
+    packable = max(high_w, high_pi) < PACK_LIMIT
+    w_dtype, pi_dtype = workload.dtype, parallel_index.dtype
+    if packable:
+        # One two-word message (as a CM program sends a struct): workload and index, in
+        # 32 bits where both fit in 16 (a span's pixels, a triangle's scan lines: what a
+        # frame balances), else in 64 bits; unpacked back into the state's integers after
+        # the last send (so that at most three of the five per-processor arrays handed
+        # in or sent out are held at each send).
+        small = high_w < PACK_LIMIT_32 // 2 and high_pi < PACK_LIMIT_32
+        limit, word = (PACK_LIMIT_32, np.int32) if small else (PACK_LIMIT, np.int64)
+        packed = xp.multiply(workload, limit, dtype=word)
+        packed += parallel_index
+        del workload, parallel_index
     active = info.assignment > 0
     # Step 1: scan pointers. The scan addition variant (exclusive, initial 0).
     scanned = m.scan(info.assignment, "add", exclusive=True, initial=0)
@@ -402,40 +434,30 @@ def redistribute_state(
     # device; nothing on the front end needs it).
     total_assigned = scanned[-1] + info.assignment[-1] if n else 0
     del scanned
+    if not steps:  # read
+        info.assignment = None
     if m.backend != "cupy" and n:
         total_assigned = int(total_assigned)
     m.charge("elementwise", n, ops=POINTER_OPS)
-    # Step 2: general send to the block heads (no collisions: assignments are >= 1).
+    # Step 2: general sends to the block heads (no collisions: assignments are >= 1).
     sent_nwv = m.send(info.new_workload_values, pointers_scan, n, mask=active, fill=0)
     if not steps:  # the gathering's arrays are read: they go before the sends' results
-        info.act_mask = info.assignment = info.new_workload_values = None
-    if m.backend == "cupy" and n:  # both maxima in one read back (one host sync)
-        (highs,) = m.fetch(xp.stack([xp.max(workload), xp.max(parallel_index)]))
-        packable = max(highs.tolist()) < PACK_LIMIT
-    else:
-        packable = bool(n) and (
-            int(xp.max(workload)) < PACK_LIMIT and int(xp.max(parallel_index)) < PACK_LIMIT
-        )
-    w_dtype, pi_dtype = workload.dtype, parallel_index.dtype
+        info.new_workload_values = None
     if packable:
-        # One two-word message (as a CM program sends a struct): workload and index.
-        # (in 64 bits, whatever the state's integers; unpacked back into them)
-        packed = xp.multiply(workload, PACK_LIMIT, dtype=np.int64)
-        packed += parallel_index
-        del workload, parallel_index
-        m.charge("elementwise", n, ops=PACK_OPS)
+        m.charge("elementwise", n, ops=PACK_OPS)  # the packing, above
         sent = m.send(packed, pointers_scan, n, mask=active, fill=0)
         del packed
-        sent_w = xp.floor_divide(sent, PACK_LIMIT, out=xp.empty(n, dtype=w_dtype))
-        sent_pi = xp.remainder(sent, PACK_LIMIT, out=xp.empty(n, dtype=pi_dtype))
-        del sent
-        m.charge("elementwise", n, ops=PACK_OPS)
+        m.charge("elementwise", n, ops=PACK_OPS)  # the unpacking, after the last send
     else:
         sent_w = m.send(workload, pointers_scan, n, mask=active, fill=0)
         sent_pi = m.send(parallel_index, pointers_scan, n, mask=active, fill=0)
         del workload, parallel_index
     sent_pd = m.send(problem_data, pointers_scan, n, mask=active, fill=0)
     del problem_data
+    if packable:
+        sent_w = xp.floor_divide(sent, limit, out=xp.empty(n, dtype=w_dtype))
+        sent_pi = xp.remainder(sent, limit, out=xp.empty(n, dtype=pi_dtype))
+        del sent
     keep(pointers_scan=pointers_scan)
     del pointers_scan, active
     # Segments: every block head, plus the first unassigned processor so that the
