@@ -463,3 +463,20 @@ def test_replay_of_other_work_raises():
         with pytest.raises(RuntimeError, match="already being recorded"):
             with counting.replaying(tape):
                 pass
+
+
+def test_calls_into_the_api_are_counted_once_however_nested():
+    """A measurement counts the calls its block makes into the stand-in (the wrapper
+    overhead per call taken off its host time, counting.call_overhead): a call made
+    inside another, as CuPy's own code calls itself, is not counted again."""
+    with measure() as c:
+        a = xp.arange(3)  # one call
+        total = a.sum()  # one (a method of a device array)
+        int(total)  # one (a read back)
+    assert c.calls == 3
+    with measure() as outer:
+        with measure() as inner:
+            xp.zeros(4, dtype=np.int64)
+        m = Machine(pes=4, backend="counting")
+        m.scan(m.asarray([1, 2, 3]))  # the machine's kernels call the API inside
+    assert inner.calls == 1 and outer.calls > inner.calls
