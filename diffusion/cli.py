@@ -262,6 +262,7 @@ def _read_input(args: argparse.Namespace) -> Any:
     """Check every option and output path, then read the input as a 2-D image (a
     SourceImage)."""
     from diffusion.images import builtin_path, check_dicom_output, check_output_path, read_image
+    from simd.operands import MAX_PES
     from simd.outputs import check_output_file
 
     # the counts here, before the input is read (the library checks the rest, in the
@@ -273,6 +274,11 @@ def _read_input(args: argparse.Namespace) -> Any:
     if min(args.pes) < 1:
         raise ValueError(
             f"--pes must be two positive numbers of PEs, got {args.pes[0]} {args.pes[1]}"
+        )
+    if args.pes[0] * args.pes[1] > MAX_PES:
+        raise ValueError(
+            f"--pes {args.pes[0]} {args.pes[1]} is {args.pes[0] * args.pes[1]:,} PEs; the "
+            f"machine's limit is {MAX_PES:,} (2**24)"
         )
     if args.buffer is not None and args.buffer < 1:
         raise ValueError(f"--buffer must be a positive number of points, got {args.buffer}")

@@ -385,6 +385,10 @@ def test_a_late_failure_leaves_no_output_behind(tmp_path, capsys, monkeypatch, p
         (["EMPTY.png", "-o", "OUT"], "cannot read EMPTY.png as an image: the file is empty"),
         (["IN", "--niter", "x"], "error: argument --niter: invalid int value: 'x' (see "),
         (["IN", "--pes", "0", "4"], "--pes must be two positive numbers of PEs, got 0 4"),
+        (
+            ["IN", "--pes", "8192", "4096"],
+            "--pes 8192 4096 is 33,554,432 PEs; the machine's limit is 16,777,216 (2**24)",
+        ),
         (["IN", "--niter", "-1"], "--niter must be 0 or more, got -1"),
         (["IN", "--buffer", "0"], "--buffer must be a positive number of points, got 0"),
     ],
