@@ -115,6 +115,22 @@ def check_spacing(spacing: Any, ndim: int, name: str) -> tuple[float, ...]:
     return spacing
 
 
+def check_positive(value: Any, name: str) -> float:
+    """``value`` as a float when it is a positive finite number, else ValueError naming it."""
+    if not (isinstance(value, int | float | np.number) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def check_count(value: Any, name: str, *, least: int = 0) -> int:
+    """``value`` as an int when it is an integer (not a bool) of at least ``least`` (0 or
+    1), else ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+        kind = "non-negative" if least == 0 else "positive"
+        raise ValueError(f"{name} must be a {kind} integer, got {value!r}")
+    return int(value)
+
+
 @dataclass(frozen=True, kw_only=True)
 class PMParameters:
     """The parameters of one Perona-Malik run, checked once where the user's values enter.
@@ -174,12 +190,9 @@ class PMParameters:
         """The user's arguments (those of :func:`anisotropic_diffusion`) for an
         ``ndim``-dimensional image, validated and normalised (Python ints and floats,
         ``voxelspacing`` as a tuple, ones when None); ValueError naming the first bad one."""
-        if isinstance(niter, bool) or not isinstance(niter, int | np.integer) or niter < 0:
-            raise ValueError(f"niter must be a non-negative integer, got {niter!r}")
-        if not (isinstance(kappa, int | float | np.number) and math.isfinite(kappa) and kappa > 0):
-            raise ValueError(f"kappa must be a positive finite number, got {kappa!r}")
-        if not (isinstance(gamma, int | float | np.number) and math.isfinite(gamma) and gamma > 0):
-            raise ValueError(f"gamma must be a positive finite number, got {gamma!r}")
+        niter = check_count(niter, "niter")
+        kappa = check_positive(kappa, "kappa")
+        gamma = check_positive(gamma, "gamma")
         if option not in (1, 2, 3):
             raise ValueError(f"option must be 1, 2 or 3, got {option!r}")
         if not (
@@ -188,9 +201,9 @@ class PMParameters:
             raise ValueError(f"epsilon must be a non-negative finite number, got {epsilon!r}")
         return cls(
             spacing=check_spacing(voxelspacing, ndim, "voxelspacing"),
-            niter=int(niter),
-            kappa=float(kappa),
-            gamma=float(gamma),
+            niter=niter,
+            kappa=kappa,
+            gamma=gamma,
             option=int(option),
             epsilon=float(epsilon),
             freeze=bool(freeze),
@@ -672,31 +685,14 @@ class ITKParameters:
         """The user's arguments (those of :func:`gradient_anisotropic_diffusion`) for an
         ``ndim``-dimensional image, validated and normalised; ValueError naming the first
         bad one."""
-        interval, niter = conductance_scaling_update_interval, number_of_iterations
-        if not (
-            isinstance(time_step, int | float | np.number)
-            and time_step > 0
-            and math.isfinite(time_step)
-        ):
-            raise ValueError(f"time_step must be a positive finite number, got {time_step!r}")
-        if not (
-            isinstance(conductance, int | float | np.number)
-            and math.isfinite(conductance)
-            and conductance > 0
-        ):
-            raise ValueError(f"conductance must be a positive finite number, got {conductance!r}")
-        if isinstance(interval, bool) or not isinstance(interval, int | np.integer) or interval < 1:
-            raise ValueError(
-                f"conductance_scaling_update_interval must be a positive integer, got {interval!r}"
-            )
-        if isinstance(niter, bool) or not isinstance(niter, int | np.integer) or niter < 0:
-            raise ValueError(f"number_of_iterations must be a non-negative integer, got {niter!r}")
         return cls(
+            time_step=check_positive(time_step, "time_step"),
+            conductance=check_positive(conductance, "conductance"),
+            interval=check_count(
+                conductance_scaling_update_interval, "conductance_scaling_update_interval", least=1
+            ),
+            niter=check_count(number_of_iterations, "number_of_iterations"),
             spacing=check_spacing(spacing, ndim, "spacing"),
-            time_step=float(time_step),
-            conductance=float(conductance),
-            interval=int(interval),
-            niter=int(niter),
         )
 
     def warn_if_unstable(self, stacklevel: int = 2) -> None:

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from diffusion.conduction import flux
-from diffusion.dense import PMParameters, check_image, check_machine
+from diffusion.dense import PMParameters, check_count, check_image, check_machine
 from simd.balance.scan_directed import (
     AxisReport,
     LocalityError,
@@ -291,12 +291,7 @@ def mesh_diffusion(
         p = PMParameters.check(
             2, niter, kappa, gamma, voxelspacing, option, epsilon=epsilon, freeze=freeze
         )
-        if (
-            isinstance(balance_every, bool)
-            or not isinstance(balance_every, int | np.integer)
-            or balance_every < 0
-        ):
-            raise ValueError(f"balance_every must be a non-negative integer, got {balance_every!r}")
+        check_count(balance_every, "balance_every")
         balance_axes = tuple(int(a) for a in balance_axes)
         if not balance_axes or any(a not in (0, 1) for a in balance_axes):
             raise ValueError(f"balance_axes must name axes 0 and/or 1, got {balance_axes!r}")
