@@ -82,13 +82,14 @@ class Camera:
         """A directional light fixed to the camera, as a unit world-space vector towards it."""
         if eye_space is EYE_LIGHT:  # the default light: made once per camera
             return self._default_light.copy()
-        d = np.asarray(eye_space, dtype=np.float64)
-        d = d / _norm(d)
-        return self._view[:3, :3].T @ d
+        return self._light(eye_space)
 
     @functools.cached_property
     def _default_light(self) -> np.ndarray:
-        d = np.asarray(EYE_LIGHT, dtype=np.float64)
+        return self._light(EYE_LIGHT)
+
+    def _light(self, eye_space: tuple[float, float, float]) -> np.ndarray:
+        d = np.asarray(eye_space, dtype=np.float64)
         return self._view[:3, :3].T @ (d / _norm(d))
 
     @functools.cached_property
