@@ -352,7 +352,7 @@ def gpu_throughput(quick: bool) -> dict[str, Any] | None:
     )
     row = {
         "shape": [n, n],
-        "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+        "device": detail,  # the device's name, from cupy_status
         "iterations": niter,
         "copy_bandwidth_GBps": bandwidth / 1e9,
         "floor_seconds_per_iteration": floor,

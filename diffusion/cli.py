@@ -25,7 +25,7 @@ import numpy as np
 __all__ = ["register", "run"]
 
 #: Packages the command imports, by the extra that installs them (checked by simd.cli).
-REQUIRES = {"data": ("skimage", "imageio", "PIL", "pydicom", "tqdm", "matplotlib")}
+REQUIRES = {"data": ("skimage", "imageio", "PIL", "tqdm", "matplotlib")}
 
 
 #: The options of the PE-mesh path and their defaults: one set otherwise selects the mesh.

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from simd.errors import one_line
+from simd.errors import one_line, require
 from simd.outputs import check_output_file
 
 __all__ = [
@@ -60,8 +60,7 @@ def builtin_path(name: str) -> Path:
         import skimage.data
 
         return Path(skimage.data.__file__).parent / filename
-    import pydicom
-
+    pydicom = require("pydicom", "data", f"the built-in image {name!r}")
     path = Path(pydicom.__file__).parent / "data" / "test_files" / filename
     if not path.exists():
         raise FileNotFoundError(f"pydicom's test file {filename} is not installed")
@@ -202,7 +201,7 @@ def _rescaled(ds: Any) -> bool:
 
 
 def _read_dicom(path: Path) -> tuple[np.ndarray, Any]:
-    import pydicom
+    pydicom = require("pydicom", "data", "reading a DICOM file")
     from pydicom.pixels import apply_color_lut, apply_modality_lut
 
     # force: files without the 128-byte preamble and "DICM" prefix are still DICOM.

@@ -1412,7 +1412,10 @@ _cuda = types.SimpleNamespace(
     Stream=_Stream,
     get_current_stream=lambda *a: _STREAM,
     get_elapsed_time=_elapsed_ms,
-    runtime=types.SimpleNamespace(getDeviceCount=lambda: 1),
+    runtime=types.SimpleNamespace(
+        getDeviceCount=lambda: 1,
+        getDeviceProperties=lambda device: {"name": b"counting stand-in"},
+    ),
     # Page-locked host memory is plain host memory here (the copies are counted).
     alloc_pinned_memory=bytearray,
 )

@@ -31,7 +31,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from numba import cuda
+from kernels.numba_cuda import cuda_module
+
+cuda = cuda_module()
 
 __all__ = ["KERNELS", "build_kernels", "halo", "shift3"]
 

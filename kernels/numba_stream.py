@@ -15,15 +15,17 @@ from typing import Any
 
 import numpy as np
 
+from kernels.numba_cuda import cuda_module
+
 __all__ = ["launch_on_stream"]
 
 
 def launch_on_stream(xp: Any, kernel: Any, grid: Any, block: Any, args: tuple) -> None:
     """Launch the Numba CUDA dispatcher ``kernel[grid, block]`` on ``xp``'s current stream
     (CuPy's, or Numba's default stream for NumPy ``xp``) with ``args``."""
-    from numba import cuda
     from numba.core.errors import NumbaPerformanceWarning
 
+    cuda = cuda_module()
     stream = cuda.default_stream()
     if xp is not np:
         ptr = xp.cuda.get_current_stream().ptr

@@ -39,7 +39,7 @@ DESCRIPTION = (
 DEPTH_SUFFIXES = (".png", ".npy", ".tif", ".tiff")
 
 #: Packages the command imports, by the extra that installs them (checked by simd.cli).
-REQUIRES = {"data": ("PIL", "skimage", "tqdm", "trimesh", "imageio", "matplotlib")}
+REQUIRES = {"data": ("PIL", "skimage", "tqdm", "imageio", "matplotlib")}
 
 
 def _size(text: str) -> tuple[int, int]:

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from kernels.numba_cuda import cuda_module
 from kernels.numba_stream import launch_on_stream
 from renderer.clip_kernels import classify_one
 from renderer.setup_kernels import OUTPUTS, bind, setup_one
@@ -220,7 +221,9 @@ def kernel_functions() -> dict[str, Any]:
     On the GPU ``fmul`` is libdevice's ``dmul_rn`` (never contracted into an ``fma``) and
     ``rint`` libdevice's; in the simulator, the Python functions run as they are.
     """
-    from numba import config, cuda
+    from numba import config
+
+    cuda = cuda_module()
 
     from renderer import setup_kernels
 
@@ -291,8 +294,7 @@ def _gpu_f32_of_bits(b):
 def build_kernels() -> dict[str, Any]:
     """The ``cuda.jit`` dispatchers of the kernels, built once per process (each compiles
     on its first launch, one specialisation per argument signature)."""
-    from numba import cuda
-
+    cuda = cuda_module()
     return {name: cuda.jit(fn) for name, fn in kernel_functions().items()}
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from simd.errors import one_line
+from simd.errors import one_line, require
 
 __all__ = [
     "MAX_COORDINATE",
@@ -305,12 +305,11 @@ def load_mesh(path: str | PathLike[str]) -> Mesh:
     >>> mesh.name, mesh.n_faces, len(mesh.vertices)           # 36 STL corners merged to 8
     ('box.stl', 12, 8)
     """
-    import trimesh
-
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: file not found")
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, not a mesh file")
+    trimesh = require("trimesh", "data", "reading a mesh file")
     try:
         loaded = trimesh.load(path, force="mesh", process=False)
     except NotImplementedError as err:  # trimesh's "file_type ... not supported"

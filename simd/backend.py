@@ -47,11 +47,6 @@ def cupy_status() -> tuple[bool, str]:
     return True, name
 
 
-#: numba-cuda releases that register ``numpy.row_stack`` (removed in NumPy 2.5) on import of
-#: the CUDA target: 0.30.4, the newest release checked, still does.
-_NUMBA_CUDA_ROW_STACK_UNTIL = (0, 30, 4)
-
-
 def _has_module(name: str) -> bool:
     import importlib.util
 
@@ -59,14 +54,6 @@ def _has_module(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
-
-
-def _version_tuple(version: str) -> tuple[int, ...]:
-    parts = []
-    for piece in version.split(".")[:3]:
-        digits = "".join(c for c in piece if c.isdigit())
-        parts.append(int(digits or 0))
-    return tuple(parts)
 
 
 def _load_cuda_lib(name: str, sonames: tuple[str, ...]) -> str | None:
@@ -117,8 +104,8 @@ def gpu_missing() -> list[str]:
     Empty when everything they need is installed (a GPU may still be absent or busy:
     ``cupy_status`` tries one). Checks the driver, the Python packages of the ``gpu``
     extra, the libraries CuPy and Numba load at run time (NVRTC, NVVM; through
-    ``cuda.pathfinder``, as they do), the CUDA headers CuPy's kernels include, and
-    numba-cuda's NumPy limit. Loads libraries but touches no GPU.
+    ``cuda.pathfinder``, as they do), the CUDA headers CuPy's kernels include.
+    Loads libraries but touches no GPU.
     """
     missing = []
     driver = _driver_missing()
@@ -155,21 +142,6 @@ def gpu_missing() -> list[str]:
             missing.append(
                 "NVVM, which Numba compiles CUDA kernels with "
                 f"(pip install 'numba-cuda[cu13]'): {nvvm}"
-            )
-        import importlib.metadata
-
-        try:
-            numba_cuda = importlib.metadata.version("numba-cuda")
-        except importlib.metadata.PackageNotFoundError:
-            numba_cuda = None
-        if (
-            numba_cuda is not None
-            and not hasattr(np, "row_stack")
-            and _version_tuple(numba_cuda) <= _NUMBA_CUDA_ROW_STACK_UNTIL
-        ):
-            missing.append(
-                f"a NumPy that numba-cuda {numba_cuda} works with: it uses numpy.row_stack, "
-                f"removed in NumPy {np.__version__} (pip install 'numpy<2.5')"
             )
     return missing
 

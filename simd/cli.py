@@ -89,10 +89,14 @@ def _source_tree_commands() -> dict[str, str]:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from simd.launch import launched_rank
+    from simd.launch import launched_rank, launched_ranks, mpi_status
 
-    if launched_rank() != 0:  # under mpiexec, one report (rank 0's)
-        return 0
+    if launched_ranks() > 1:
+        # Under mpiexec every rank joins MPI (a launcher fails the job when some ranks
+        # initialise MPI and others exit without it); rank 0 alone reports.
+        mpi_status()
+        if launched_rank() != 0:
+            return 0
     env = environment()
     if args.json:
         print(json.dumps(env, indent=2))
@@ -109,7 +113,7 @@ def _info(args: argparse.Namespace) -> int:
             f"{mpi['ranks']} rank(s) in this launch"
         )
     else:
-        print("mpi     : none (pip install 'simd-emu[mpi]' to run on several ranks)")
+        print(f"mpi     : none ({mpi['unavailable']})")
     for name, version in env["versions"].items():
         print(f"  {name:<14} {version or '-'}")
     from kernels.registry import registered

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-__all__ = ["BackendUnavailableError", "CollisionError", "SimdError", "one_line"]
+import importlib
+from types import ModuleType
+
+__all__ = [
+    "BackendUnavailableError",
+    "CollisionError",
+    "MissingPackageError",
+    "SimdError",
+    "one_line",
+    "require",
+]
 
 
 class SimdError(Exception):
@@ -15,6 +25,37 @@ class CollisionError(SimdError):
 
 class BackendUnavailableError(SimdError, RuntimeError):
     """The backend that was asked for cannot run here (no CuPy, no GPU, broken driver)."""
+
+
+class MissingPackageError(SimdError, ImportError):
+    """A package that one feature needs (reading a mesh file, a DICOM image) is not
+    installed; the message names the extra that installs it."""
+
+
+def require(module: str, extra: str, purpose: str) -> ModuleType:
+    """Import ``module`` for ``purpose``, or raise :class:`MissingPackageError` saying in one
+    line which extra installs it.
+
+    Examples
+    --------
+    >>> require("json", "data", "reading JSON").__name__
+    'json'
+    >>> try:
+    ...     require("no_such_x", "data", "a mesh file")
+    ... except MissingPackageError as err:
+    ...     print(err)
+    a mesh file needs the package 'no_such_x', which is not installed: pip install 'simd-emu[data]'
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if err.name is None or not (module == err.name or module.startswith(err.name + ".")):
+            raise  # the package is there but something it imports is not
+        raise MissingPackageError(
+            f"{purpose} needs the package {err.name!r}, which is not installed: "
+            f"pip install 'simd-emu[{extra}]'",
+            name=err.name,
+        ) from None
 
 
 def one_line(error: BaseException) -> str:

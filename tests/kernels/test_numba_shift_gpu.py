@@ -10,6 +10,8 @@ import itertools
 import numpy as np
 import pytest
 
+from tests.gpu_standin import needs_real_gpu
+
 pytestmark = pytest.mark.gpu
 
 BOUNDARIES = ("wrap", "zero", "edge", 3)
@@ -114,6 +116,7 @@ extern "C" __global__ void slow_double(const double *x, double *out, long long n
 
 
 def test_runs_on_cupys_current_stream(gpu_machine):
+    needs_real_gpu("a CUDA kernel source of the test's own, on a second stream")
     import cupy
 
     from kernels import numba_shift, reference

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import trimesh
 from PIL import Image
 
 import renderer
@@ -13,6 +12,8 @@ from renderer.mesh import face_normals, load_mesh
 from renderer.shading import vertex_scalars
 from simd import Machine
 from simd.cli import main
+
+trimesh = pytest.importorskip("trimesh")
 
 BASE = ["render", "--dataset-size", "16", "--size", "64", "--pes", "32", "--backend", "numpy"]
 BASE += ["--loop", "expand", "--no-progress"]

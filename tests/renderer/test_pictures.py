@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-import trimesh
 
 import renderer
 from kernels import counting
@@ -18,6 +17,8 @@ from renderer.mesh import as_mesh, face_normals
 from renderer.picture import resolve
 from renderer.shading import BASE_COLOUR, vertex_scalars
 from simd import Machine
+
+trimesh = pytest.importorskip("trimesh")
 
 
 def draw(mesh, **kw):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.mpi_support import run_ranks
+from tests.gpu_standin import needs_real_gpu
+from tests.mpi_support import mpiexec, run_ranks
 
 CASES = {1: 300, 2: 300, 3: 300, 4: 300}
 
@@ -42,6 +43,8 @@ def test_every_instruction_on_the_cupy_code_path_equals_one_rank():
 def test_every_instruction_on_a_gpu_equals_one_rank(path):
     # Two ranks on the CuPy backend (sharing one GPU when there is one): GPU arrays go to MPI
     # through the kept pinned host buffers, or directly where the MPI library is CUDA-aware.
+    needs_real_gpu("ranks in processes of their own, each reaching the device")
+    mpiexec()  # skips (or fails with REQUIRE_MPI=1) where MPI cannot run
     from simd.ranks import cuda_aware
 
     if path == "direct" and not cuda_aware():

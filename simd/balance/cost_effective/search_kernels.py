@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from kernels.numba_cuda import cuda_module
 from kernels.numba_stream import launch_on_stream
 from kernels.rebind import bind
 
@@ -158,7 +159,9 @@ def search_cpu(
 def kernel_function() -> Any:
     """The kernel's Python function for ``numba.cuda.jit``, its search bound (imports
     ``numba.cuda``: the simulator's under ``NUMBA_ENABLE_CUDASIM=1``)."""
-    from numba import config, cuda
+    from numba import config
+
+    cuda = cuda_module()
 
     one = search_one if config.ENABLE_CUDASIM else cuda.jit(device=True)(search_one)
     return bind(search_kernel, cuda=cuda, body=one)
@@ -166,9 +169,7 @@ def kernel_function() -> Any:
 
 @functools.cache
 def _build_kernel() -> Any:
-    from numba import cuda
-
-    return cuda.jit(kernel_function())
+    return cuda_module().jit(kernel_function())
 
 
 def search_device(
