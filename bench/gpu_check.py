@@ -219,6 +219,7 @@ def _warm(run: Lease) -> None:
     run.run(cli, "cli render", log, 150)
     for proc, name in procs:
         run.finish(proc, name, 150)
+    run.run(cli, "cli render again (kernels cached)", log, 60)
 
 
 def _tests(run: Lease) -> None:
@@ -226,7 +227,8 @@ def _tests(run: Lease) -> None:
     if limit < 30:
         run.note(f"step tests: skipped, {limit:.0f} s left")
         return
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "gpu", "-rfE"]
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark"]
+    argv += ["-m", "gpu", "-rfE"]
     argv += ["-q", "--durations=15", f"--junitxml={run.out / 'tests.xml'}"]
     workers = max(1, min(6, (os.cpu_count() or 2) - 2))
     argv += ["-n", str(workers), "--dist", "load"]
@@ -291,7 +293,7 @@ def _numba_probe(backend: str) -> dict[str, Any]:
         if backend == "cupy":
             import cupy
 
-            from kernels.numba_stream import launch_on_stream
+            from kernels.numba_launch import launch_on_stream
 
             x = cupy.arange(1000, dtype=cupy.int32)
             launch_on_stream(cupy, cuda.jit(bump), 4, 256, (x,))
@@ -409,9 +411,9 @@ class _LaunchTimer:
     imported ``launch_on_stream`` gets the timed one)."""
 
     def __init__(self) -> None:
-        from kernels import numba_stream
+        from kernels import numba_launch
 
-        self.original = numba_stream.launch_on_stream
+        self.original = numba_launch.launch_on_stream
         self.count, self.seconds = 0, 0.0
         for module in list(sys.modules.values()):
             if getattr(module, "launch_on_stream", None) is self.original:
@@ -470,16 +472,23 @@ def _smoke_form(mesh: Any, form: str, backend: str, reference: Any, timer: Any) 
     timer.reset()
     t = time.perf_counter()
     frame = renderer.render(mesh, size=512, loop=form, machine=m)
+    from kernels.numba_launch import compiled_count
+
     result: dict[str, Any] = {
         "first_frame_seconds": time.perf_counter() - t,
         "first_frame_numba_launches": timer.count,
         "first_frame_numba_launch_seconds": timer.seconds,
+        "kernels_compiled_so_far": compiled_count(),
     }
     if reference is not None:
         got = _frame_arrays(frame)
         result["vs_numpy"] = {k: _compare(got[k], reference[f"{form}-{k}"]) for k in got}
         same = {k: v["equal"] for k, v in result["vs_numpy"].items()}
-        _key(f"{form} on {backend} identical to numpy: {same}")
+        _key(
+            f"{form} on {backend} identical to numpy: {same}; first frame "
+            f"{result['first_frame_seconds']:.2f} s, {compiled_count()} kernels compiled "
+            "in this process so far"
+        )
     scene = renderer.Scene(mesh, machine=m)
     for what, source, kw in (("mesh", mesh, {"machine": m}), ("scene", scene, {})):
         renderer.render(source, size=512, loop=form, **kw)  # warm

@@ -3,8 +3,10 @@
 numba-cuda up to 0.30.4 (the newest release checked) registers ``numpy.row_stack`` when it
 first compiles a kernel; NumPy 2.5 removed that name (an alias of ``numpy.vstack`` since
 NumPy 1.x), so every compilation raises ``AttributeError`` there. :func:`cuda_module`
-puts the alias back, only where it is missing, before handing out ``numba.cuda``. Every
-module of this project that uses Numba's CUDA target gets it from here.
+puts the alias back, only where it is missing, before handing out ``numba.cuda``. It also
+turns off Numba's low-occupancy warning, once: small meshes and frames launch small grids
+legitimately, and a warning filter around every launch would cost host time. Every module
+of this project that uses Numba's CUDA target gets it from here.
 """
 
 from __future__ import annotations
@@ -39,4 +41,9 @@ def cuda_module() -> ModuleType:
     restore_row_stack()
     from numba import cuda
 
+    try:  # numba-cuda's own configuration (its warning class is not numba.core's)
+        from numba.cuda.core import config
+    except ImportError:  # older numba-cuda: Numba's
+        from numba.core import config
+    config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
     return cuda

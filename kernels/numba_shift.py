@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from kernels import registry
-from kernels.numba_stream import launch_on_stream
+from kernels.numba_launch import launch_on_stream
 
 __all__ = ["halo_exchange", "shift"]
 
@@ -105,7 +105,7 @@ def _grid(extents: tuple[int, int, int], threads: int) -> tuple[tuple, tuple]:
 
 def _launch(xp: Any, name: str, extents: tuple[int, int, int], *args: Any) -> None:
     """Launch kernel ``name`` over ``extents`` on ``xp``'s current stream
-    (:func:`kernels.numba_stream.launch_on_stream`)."""
+    (:func:`kernels.numba_launch.launch_on_stream`)."""
     emulated = getattr(xp, "launch_emulated", None)
     if emulated is not None:  # the counting stand-in for CuPy (kernels.counting) runs it
         emulated(f"numba_shift.{name}", args)

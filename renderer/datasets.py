@@ -52,7 +52,7 @@ whole-grid marching cubes (the same cells), though in another order, with the ve
 slab borders repeated and their normals taken from one-sided differences there.
 
 Meshes are cached on disk after the first run, in simd-emu's cache folder
-(:func:`simd.cache.cache_dir`: ``$SIMD_EMU_CACHE_DIR``, else
+(:func:`kernels.cache.cache_dir`: ``$SIMD_EMU_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/simd-emu``, else ``~/.cache/simd-emu``).
 """
 
@@ -63,9 +63,9 @@ from typing import Any
 
 import numpy as np
 
+from kernels.cache import cache_dir
 from renderer import oilwell
 from renderer.mesh import Mesh, as_mesh
-from simd.cache import cache_dir
 
 __all__ = [
     "DATASETS",

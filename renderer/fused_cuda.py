@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from kernels.numba_cuda import cuda_module
-from kernels.numba_stream import launch_on_stream
+from kernels.numba_launch import launch_on_stream
 from renderer.clip_kernels import classify_one
 from renderer.setup_kernels import OUTPUTS, bind, setup_one
 from renderer.shading_kernels import shade_one
@@ -412,7 +412,7 @@ def transform_device(xp: Any, vertices: Any, mvp: Any) -> Any:
 
 def _launch(xp: Any, name: str, n: int, args: tuple) -> None:
     """Launch kernel ``name`` over ``n`` items on ``xp``'s current stream
-    (:func:`kernels.numba_stream.launch_on_stream`)."""
+    (:func:`kernels.numba_launch.launch_on_stream`)."""
     emulated = getattr(xp, "launch_emulated", None)
     if emulated is not None:  # the counting stand-in for CuPy (kernels.counting)
         _register_emulations()

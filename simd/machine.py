@@ -44,7 +44,7 @@ from simd.operands import (
 )
 from simd.stats import DeviceInterval, HostInterval, PhaseRecord, PhaseStats, Stats
 
-__all__ = ["COMBINERS", "Machine", "XNET"]
+__all__ = ["COMBINERS", "Machine", "XNET", "min_into"]
 
 #: Combiners of ``send``.
 COMBINERS = ("overwrite", "add", "max", "min", "and", "or", "unique")
@@ -293,12 +293,12 @@ class Machine:
         >>> Machine(backend="numpy").asarray([1, 2]).tolist()
         [1, 2]
         """
-        out = self.xp.asarray(a, dtype=dtype)
-        if out.dtype == object:  # NumPy makes object arrays of anything; a device cannot
-            raise TypeError(
-                f"asarray needs numbers or bools, got {type(a).__name__} holding Python objects"
-            )
-        return out
+        given = type(a).__name__
+        if not hasattr(a, "dtype"):  # lists and scalars: read as NumPy reads them, ...
+            a = np.asarray(a, dtype=dtype)
+        if a.dtype == object:  # ... which makes object arrays of anything; no device can
+            raise TypeError(f"asarray needs numbers or bools, got {given} holding Python objects")
+        return self.xp.asarray(a, dtype=dtype)
 
     def asnumpy(self, a: Any) -> np.ndarray:
         """``a`` as a NumPy array (copied to the host if needed; runs the deferred checks
@@ -1113,14 +1113,31 @@ class Machine:
             views = self._bound_views[k] = (row[0:1].reshape(()), row[1:2].reshape(()))
         low, high_out = views
         if mask is None:
-            xp.min(index, out=low)
+            min_into(xp, index, low)
             xp.max(index, out=high_out)
         else:  # masked off: an address in range for the minimum, -1 for the maximum
-            xp.min(xp.where(mask, index, 0), out=low)
+            min_into(xp, xp.where(mask, index, 0), low)
             xp.max(xp.where(mask, index, -1) if high is None else high, out=high_out)
         self._pending.append((what, int(size), low, high_out))
         if len(self._pending) >= MAX_PENDING_CHECKS:
             self.check()
+
+
+def min_into(xp: Any, x: Any, out: Any) -> None:
+    """``xp.min(x)`` written into the 0-d array ``out``, on the device.
+
+    Not ``xp.min(x, out=out)``: CuPy 14.2's minimum with ``out=`` fails wherever its CUB
+    reduction is enabled (it compares ``out`` with a dtype, which NumPy 2.5 refuses), so
+    the minimum is reduced first and then copied in (one small extra launch).
+
+    Examples
+    --------
+    >>> out = np.empty((), dtype=np.int64)
+    >>> min_into(np, np.array([4, 2, 9]), out)
+    >>> int(out)
+    2
+    """
+    out[...] = xp.min(x)
 
 
 def _busiest(cost: CostModel, n_set: int, active: int, live: Any, xp: Any) -> int:

@@ -16,6 +16,7 @@ checked against the device limits for every size up to the grid caps.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -27,6 +28,7 @@ from tests.gpu_compile import ptx_from_child, require_installed
 
 _SCRIPT = """
 import json
+import re
 import types as pytypes
 from unittest import mock
 
@@ -56,7 +58,10 @@ out = {}
 for key, (name, sig) in json.loads(%r).items():
     with mock.patch("numba.cuda.dispatcher.get_current_device", return_value=sm90):
         ptx = cuda.compile_ptx(funcs[name], tuple(typ(d) for d in sig), cc=(9, 0))[0]
-    out[key] = "sm_90" if ".target sm_90" in ptx else ptx[:200]
+    out[key] = {
+        "target": "sm_90" if ".target sm_90" in ptx else ptx[:200],
+        "params": re.findall(r"\\.param \\.(\\w+)", ptx),
+    }
 print(json.dumps(out))
 """
 
@@ -109,11 +114,42 @@ def test_launches_take_device_arrays_only(launched):
     assert {"numba_shift.shift3", "numba_shift.halo", "renderer.setup_triangles"} <= names
 
 
-def test_every_launched_specialisation_compiles_for_sm90(launched):
+@pytest.fixture(scope="module")
+def compiled(launched) -> dict[str, dict]:
+    """The sm_90 PTX target and parameter list of every launched specialisation."""
     require_installed("numba_cuda", "numba-cuda (the CUDA target of Numba)")
-    got = ptx_from_child(_SCRIPT % json.dumps(launched))
-    bad = {k: v for k, v in got.items() if v != "sm_90"}
-    assert not bad and sorted(got) == sorted(launched), bad
+    return ptx_from_child(_SCRIPT % json.dumps(launched))
+
+
+def test_every_launched_specialisation_compiles_for_sm90(launched, compiled):
+    bad = {k: v["target"] for k, v in compiled.items() if v["target"] != "sm_90"}
+    assert not bad and sorted(compiled) == sorted(launched), bad
+
+
+def _kind(d):
+    """``kernels.numba_launch``'s kind of a counting-backend argument type."""
+    if d[0] == "array":
+        return (np.dtype(d[1]), d[2], d[3] == "C")
+    if d[0] == "scalar":
+        return np.dtype(d[1]).type
+    return tuple(_kind(x) for x in d[1])
+
+
+#: Bytes of a PTX parameter type (u64, f32, b8, ...) and of a parameter_format field.
+_PTX_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8}
+_FIELD_BYTES = {"q": 8, "Q": 8, "d": 8, "i": 4, "I": 4, "f": 4, "h": 2, "H": 2, "b": 1}
+_FIELD_BYTES.update({"B": 1, "?": 1})
+
+
+def test_parameter_layout_matches_the_ptx_of_every_launched_specialisation(launched, compiled):
+    """The launch path packs each argument as Numba's kernel ABI lays it out: the same
+    number of parameters, each of the PTX's width (the oracle is the compiled kernel)."""
+    from kernels.numba_launch import parameter_format
+
+    for key, (_, sig) in launched.items():
+        fields = re.findall(r"[qQdiIfhHbB?]", parameter_format(tuple(_kind(d) for d in sig)))
+        ptx = compiled[key]["params"]
+        assert [_FIELD_BYTES[f] for f in fields] == [_PTX_BYTES[t[1:]] for t in ptx], key
 
 
 # ------------------------------------------------------------- launch shapes vs limits
@@ -167,26 +203,3 @@ def test_one_dimensional_launch_shapes_are_within_the_limits(monkeypatch):
     assert len(shapes) > 100
     for grid, block in shapes:
         _within_limits(grid, block)
-
-
-_API_SCRIPT = """
-import inspect, json
-from numba import cuda
-from numba.core.errors import NumbaPerformanceWarning
-print(json.dumps({
-    "as_cuda_array": list(inspect.signature(cuda.as_cuda_array).parameters),
-    "external_stream": list(inspect.signature(cuda.external_stream).parameters),
-    "default_stream": list(inspect.signature(cuda.default_stream).parameters),
-    "warning": NumbaPerformanceWarning.__name__,
-}))
-"""
-
-
-def test_the_cupy_launch_path_calls_numba_cuda_as_it_is():
-    """``kernels.numba_stream.launch_on_stream``'s CuPy branch (the simulator has neither
-    ``as_cuda_array`` nor external streams, so no simulator test reaches it) against the
-    real ``numba.cuda``'s API."""
-    require_installed("numba_cuda", "numba-cuda (the CUDA target of Numba)")
-    api = ptx_from_child(_API_SCRIPT)
-    assert api["as_cuda_array"] == ["obj", "sync"]
-    assert api["external_stream"] == ["ptr"] and api["default_stream"] == []

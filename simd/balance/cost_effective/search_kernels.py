@@ -13,7 +13,7 @@ It is compiled twice from the same function:
   counts the data that have tasks in the range: the senders of the array form's send);
 - for the GPU with ``numba.cuda.jit`` (:func:`search_device`, one thread per task in a
   grid-stride loop, each searching from its block's first datum, launched on CuPy's stream by
-  :func:`kernels.numba_stream.launch_on_stream`). The tests also run it in Numba's CUDA
+  :func:`kernels.numba_launch.launch_on_stream`). The tests also run it in Numba's CUDA
   simulator and compile it to PTX for sm_90.
 
 On the counting stand-in for CuPy (:mod:`kernels.counting`) a launch counts one and its
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from kernels.numba_cuda import cuda_module
-from kernels.numba_stream import launch_on_stream
+from kernels.numba_launch import launch_on_stream
 from kernels.rebind import bind
 
 __all__ = [

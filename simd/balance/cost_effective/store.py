@@ -2,7 +2,7 @@
 
 A calibration is keyed by loop name, clock and machine preset (the cost model's name,
 e.g. ``CM-5/512``; for the wall clock also the backend and host). The user file
-(``overestimates.json`` in :func:`simd.cache.cache_dir`) is searched before the file
+(``overestimates.json`` in :func:`kernels.cache.cache_dir`) is searched before the file
 shipped with the package (``simd/balance/overestimates.json``). An entry records the
 smallest VP ratio it was calibrated at and is only used at that VP ratio or above.
 """
@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernels.cache import cache_dir
 from simd.balance.cost_effective.records import check_clock
-from simd.cache import cache_dir
 
 __all__ = ["load_overestimate", "overestimate_key", "store_overestimate", "user_store_path"]
 

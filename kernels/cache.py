@@ -1,4 +1,5 @@
-"""The user's simd-emu cache folder: calibrations and the renderer's data sets."""
+"""The user's simd-emu cache folder: compiled GPU kernels, calibrations and the renderer's data
+sets."""
 
 from __future__ import annotations
 
