@@ -25,6 +25,7 @@ COMMANDS = (
     ["--help"],
     ["--version"],
     ["info"],
+    ["warmup"],
     ["render"],
     ["render", "--table1"],
     ["diffuse"],

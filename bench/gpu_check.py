@@ -11,9 +11,10 @@ value, each in a process of its own with a time limit, all within ``--budget`` s
 
 1. ``env``: the device, ``simd-emu info`` (text and JSON), a Numba CUDA compile-and-launch
    probe, NVVM's version; the built-in 250k-triangle data set made (or read from the cache).
-2. ``warm``, three processes side by side: the CuPy scan and router kernels compiled by NVRTC
-   (CuPy keeps them on disk for every later process), the NumPy backend's reference frames
-   of every loop form, and ``simd-emu render`` on the GPU writing a PNG.
+2. ``warm``, three processes side by side: every CuPy scan kernel compiled by NVRTC (CuPy
+   keeps them on disk for every later process), the NumPy backend's reference frames of
+   every loop form, and ``simd-emu warmup`` (what the main jobs compile, timed); then
+   ``simd-emu render`` on the GPU, its kernels cached, writing a PNG.
 3. ``smoke``: one 250k-triangle frame per loop form on the GPU, compared pixel for pixel
    (image, depth, face) with the NumPy frames, the CLI's PNG too; then frame times, for a
    bare mesh and for a :class:`renderer.Scene`, with the host time spent inside the Numba
@@ -25,7 +26,8 @@ value, each in a process of its own with a time limit, all within ``--budget`` s
 
 It writes 8 files to ``--out``: ``summary.txt`` (one line a step and the key numbers),
 ``results.json`` (everything measured, with the machine's description), ``env.log``,
-``warm.log``, ``smoke.log``, ``tests.log``, ``tests.xml`` (JUnit) and ``timings.log``.
+``warm.log``, ``smoke.log``, ``tests.log``, ``tests.xml`` (JUnit) and ``timings.log``; and
+exits with status 1 if a step failed (a frame unlike NumPy's, a failed test, ...).
 
 ``--backend counting`` is the dry run without a GPU: the same steps on the counting stand-in
 for CuPy (smaller primitives, the ``gpu`` tests with ``--gpu-standin``), as CI runs it.
@@ -62,7 +64,6 @@ TESTS = (
     "tests/diffusion/test_cuda_source.py",
     "tests/diffusion/test_dense.py",
     "tests/simd/test_rules.py",
-    "tests/simd/test_machine.py",
     "tests/kernels/test_gpu_instructions.py",
     "tests/simd/test_distributed.py",
 )
@@ -79,6 +80,7 @@ class Lease:
     def __init__(self, out: Path, work: Path, backend: str, budget: float) -> None:
         self.out, self.work, self.backend, self.budget = out, work, backend, budget
         self.t0 = time.monotonic()
+        self.failed: list[str] = []
 
     def left(self, keep: float = 0.0) -> float:
         return self.budget - (time.monotonic() - self.t0) - keep
@@ -130,6 +132,8 @@ class Lease:
                 rc = proc.wait()
             rc = f"{rc} (stopped at its {limit:.0f} s limit)"
         proc.log_file.close()
+        if rc != 0:
+            self.failed.append(name)
         self.note(f"step {name}: rc={rc} in {time.monotonic() - proc.started:.0f} s")
         self.merge()
         return rc if isinstance(rc, int) else 124
@@ -158,7 +162,12 @@ def _environment(backend: str) -> dict[str, str]:
 
 
 def lease(out: Path, backend: str, budget: float) -> int:
-    out.mkdir(parents=True, exist_ok=True)
+    from simd.outputs import OutputError, check_output_folder
+
+    try:
+        check_output_folder(out)
+    except OutputError as err:
+        sys.exit(f"python -m bench.gpu_check: {err}")
     for name in ("summary.txt", "results.json", "tests.xml", *LOGS):
         (out / name).unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as folder:
@@ -171,7 +180,9 @@ def lease(out: Path, backend: str, budget: float) -> int:
         run.run(run.command("timings"), "timings", "timings.log", max(20, run.left(5)))
         _keys(run)
         run.note(f"total {time.monotonic() - run.t0:.0f} s")
-    return 0
+        if run.failed:
+            run.note(f"FAILED: {', '.join(run.failed)}")
+    return 1 if run.failed else 0
 
 
 def _env(run: Lease) -> None:
@@ -216,16 +227,18 @@ def _warm(run: Lease) -> None:
         "--json",
         str(run.work / "cli.json"),
     ]
-    run.run(cli, "cli render", log, 150)
+    warmup = [sys.executable, "-m", "simd.cli", "warmup"]
+    run.run(warmup, "simd-emu warmup (compiles)", log, 150)
     for proc, name in procs:
         run.finish(proc, name, 150)
-    run.run(cli, "cli render again (kernels cached)", log, 60)
+    run.run(cli, "simd-emu render (kernels cached)", log, 60)
 
 
 def _tests(run: Lease) -> None:
     limit = run.left(RESERVE)
     if limit < 30:
         run.note(f"step tests: skipped, {limit:.0f} s left")
+        run.failed.append("tests (no time left)")
         return
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark"]
     argv += ["-m", "gpu", "-rfE"]
@@ -275,6 +288,8 @@ def step_prepare(work: Path, backend: str) -> None:
     result: dict[str, Any] = {"dataset_seconds": made}
     result["numba_probe"] = _numba_probe(backend)
     _save(work, "prepare", result)
+    if not result["numba_probe"]["ok"]:
+        sys.exit("Numba's CUDA target failed its probe")
 
 
 def _numba_probe(backend: str) -> dict[str, Any]:
@@ -462,6 +477,14 @@ def step_smoke(work: Path, backend: str) -> None:
         _key(f"CLI PNG (expand) identical to numpy: {results['cli_png']['equal']}")
     results["per_call_us"] = _per_call(Machine(pes=512, backend=backend))
     _save(work, "smoke", results)
+    differ = [
+        form
+        for form in FORMS
+        if "error" in results[form]
+        or not all(c["equal"] for c in results[form].get("vs_numpy", {}).values())
+    ]
+    if differ or not results.get("cli_png", {"equal": True})["equal"]:
+        sys.exit(f"frames failed or differ from NumPy's: {differ or ['the CLI PNG']}")
 
 
 def _smoke_form(mesh: Any, form: str, backend: str, reference: Any, timer: Any) -> dict:

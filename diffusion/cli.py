@@ -352,6 +352,22 @@ def _balancing_hint(shape: tuple[int, ...], args: argparse.Namespace) -> str | N
     )
 
 
+def warm_up(backend: str) -> str:
+    """``simd-emu warmup``'s part for diffusion: a small run on a PE mesh with and without
+    balancing, and the dense path, on ``backend`` (compiling what a run launches)."""
+    from diffusion.dense import anisotropic_diffusion
+    from diffusion.mesh import mesh_diffusion
+    from simd import Machine
+
+    image = (np.random.default_rng(0).random((32, 32)) * 255).astype(np.float32)
+    for balance_every, epsilon in ((0, 0.0), (1, 0.0), (1, 1e-3)):
+        machine = Machine(pes=(4, 4), backend=backend)
+        mesh_diffusion(image, niter=2, machine=machine, balance_every=balance_every,
+                       epsilon=epsilon)  # fmt: skip
+    anisotropic_diffusion(Machine(backend=backend).asarray(image), niter=2)
+    return "the PE mesh's and the dense path's kernels"
+
+
 def _run(
     img: np.ndarray | None, args: argparse.Namespace, comm: Any = None
 ) -> tuple[dict[str, Any], Any]:

@@ -79,6 +79,7 @@ class _Format:
         self.emin = 1 - bias - fraction  # exponent of the least subnormal
         self.emax = bias  # exponent of the greatest finite value's leading bit
         self.all_ones = (1 << exponent) - 1  # biased exponent of inf and NaN
+        self.sign = 1 << (fraction + exponent)
         top_bit = self.all_ones - 2 + self.precision  # every value is below 2**top_bit units
         self.limbs = -(-(top_bit + 63) // 32)  # room for 2**63 values of the greatest size
         self.parts = 2 if self.precision + 31 <= 64 else 3  # limbs one value touches
@@ -146,10 +147,7 @@ def _scatter(xp, fmt: _Format, rows, base, acc) -> None:
     significand = xp.where(normal, fraction | (1 << fmt.fraction), fraction)
     position = biased - normal  # s: the value is significand << s units
     # +1 or -1, and 0 for inf and NaN (counted apart below).
-    # (The sign from signbit, not from comparing u with 2**63: a Python integer that large
-    # is not a uint64 for every array library.)
-    negative = xp.signbit(rows)
-    weight = xp.where(biased == fmt.all_ones, 0, xp.where(negative, -1, 1))
+    weight = xp.where(biased == fmt.all_ones, 0, xp.where(u >= fmt.sign, -1, 1))
     # significand << (s % 32) as products with 2**(s % 32), each within 64 bits (a table
     # look-up and a multiply: NumPy's shifts by an array of counts are slow).
     scale = xp.take(xp.asarray(_POW2), position & 31)
@@ -165,7 +163,7 @@ def _scatter(xp, fmt: _Format, rows, base, acc) -> None:
         signed = (part.view(np.int64) * weight).view(np.uint64).reshape(-1)
         xp.add.at(acc, index + j if j else index, signed)
     # NaN, +inf, -inf and -0.0, counted per row.
-    specials = [xp.isnan(rows), rows == np.inf, rows == -np.inf, (rows == 0) & negative]
+    specials = [xp.isnan(rows), rows == np.inf, rows == -np.inf, u == fmt.sign]
     counts = xp.stack(specials).sum(axis=2, dtype=np.int64).T.astype(np.uint64)
     acc.reshape(-1, fmt.width)[:, fmt.limbs :] += counts
 
@@ -254,5 +252,8 @@ def exact_sum(xp, x, axis: int | None = None):
     host = np.asarray(total) if xp is np else xp.asnumpy(total)
     out = finish(host, x.dtype, row_count(x, axis))
     shape = () if axis is None else tuple(s for i, s in enumerate(x.shape) if i != axis)
-    out = out.reshape(shape)
-    return out if xp is np else xp.asarray(out)
+    if xp is np:
+        return out.reshape(shape)
+    # Copied as a 1-D array: CuPy makes a 0-d array by filling it, and fills a zero with
+    # memset, which would turn a sum of -0.0 into +0.0.
+    return xp.asarray(out.reshape(-1)).reshape(shape)

@@ -50,6 +50,7 @@ from kernels.cache import cache_dir
 __all__ = [
     "CompiledKernel",
     "argument_kinds",
+    "probe",
     "compile_cubin",
     "compiled_count",
     "launch_on_stream",
@@ -66,7 +67,7 @@ _ROOT = Path(__file__).resolve().parents[1]
 _ARRAY_TYPES: set[type] = set()
 _SCALAR_TYPES: set[type] = {bool, int, float}
 
-#: The prepared kernels of this process, by dispatcher.
+#: The prepared kernels of this process, by the id of their dispatcher (which each holds).
 _PREPARED: dict[int, CompiledKernel] = {}
 
 _compiled = 0
@@ -95,6 +96,52 @@ def _simulator() -> bool:
     from numba import config
 
     return bool(config.ENABLE_CUDASIM)
+
+
+def _increment(a):
+    """The probe kernel: ``a[i] += 1`` (``cuda`` is bound by :func:`probe`)."""
+    i = cuda.grid(1)  # noqa: F821
+    if i < a.size:
+        a[i] += 1
+
+
+def probe(xp: Any) -> str:
+    """Compile (or load from the cache) and launch a tiny kernel on ``xp``'s GPU; what it
+    used, in words. Raises whatever stops Numba's CUDA target here.
+
+    A kernel computing a wrong result raises ``RuntimeError``.
+    """
+    import time
+
+    from kernels.numba_cuda import cuda_module
+    from kernels.rebind import bind
+
+    cuda = cuda_module()
+    before, t = _compiled, time.perf_counter()
+    x = xp.arange(1000, dtype=np.int32)
+    launch_on_stream(xp, cuda.jit(bind(_increment, cuda=cuda)), 4, 256, (x,))
+    if not bool((x == xp.arange(1, 1001, dtype=np.int32)).all()):
+        raise RuntimeError("the probe kernel computed a wrong result")
+    how = "compiled" if _compiled > before else "loaded from the cache"
+    return f"a probe kernel {how} and run in {time.perf_counter() - t:.2f} s ({_toolchain()})"
+
+
+def _toolchain() -> str:
+    """NVVM's and nvJitLink's versions, as far as they can be read."""
+    parts = []
+    try:
+        from numba.cuda.cudadrv import nvvm
+
+        parts.append("NVVM {}.{}".format(*nvvm.NVVM().get_version()))
+    except Exception:  # noqa: BLE001 - only a description
+        parts.append("NVVM version unknown")
+    try:
+        from cuda.bindings import nvjitlink
+
+        parts.append("nvJitLink {}.{}".format(*nvjitlink.version()))
+    except Exception:  # noqa: BLE001
+        parts.append("nvJitLink version unknown")
+    return ", ".join(parts)
 
 
 # --------------------------------------------------------------------------- signatures
@@ -316,6 +363,8 @@ class CompiledKernel:
     """
 
     def __init__(self, dispatcher: Any, launch_kernel: Any = None) -> None:
+        # Held, so that its id (the key of _PREPARED) is never another object's.
+        self.dispatcher = dispatcher
         self.py_func = dispatcher.py_func
         self.launch_kernel = launch_kernel
         #: Per (device, argument kinds): (CUfunction, packer, parameter buffer, address of

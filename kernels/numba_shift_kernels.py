@@ -225,19 +225,9 @@ KERNELS = {"shift3": shift3, "halo": halo}
 def build_kernels() -> dict[str, Any]:
     """``cuda.jit`` dispatchers of :data:`KERNELS`, built once per process.
 
-    Each dispatcher compiles one specialisation per argument signature on its first launch
-    (for the real GPU, or runs the Python function in the CUDA simulator); its ``py_func``
-    is the function in :data:`KERNELS`. Compiled kernels are cached on disk
-    (``cache=True``: ``__pycache__`` next to this file, or Numba's user cache folder when
-    that is read-only, or ``NUMBA_CACHE_DIR``), so a new process loads them instead of
-    running NVVM again; where no cache folder can be used, the kernels are only kept in
-    memory.
+    On CuPy arrays :func:`kernels.numba_launch.launch_on_stream` compiles each argument
+    signature once per machine (a cubin in the cache folder) and launches it itself; the
+    dispatchers' own compilation serves NumPy arrays and Numba's CUDA simulator. Each
+    dispatcher's ``py_func`` is the function in :data:`KERNELS`.
     """
-    return {name: _jit(fn) for name, fn in KERNELS.items()}
-
-
-def _jit(fn: Any) -> Any:
-    try:
-        return cuda.jit(fn, cache=True)
-    except RuntimeError:  # "cannot cache function ...: no locator available"
-        return cuda.jit(fn)
+    return {name: cuda.jit(fn) for name, fn in KERNELS.items()}

@@ -58,6 +58,7 @@ Meshes are cached on disk after the first run, in simd-emu's cache folder
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -66,6 +67,8 @@ import numpy as np
 from kernels.cache import cache_dir
 from renderer import oilwell
 from renderer.mesh import Mesh, as_mesh
+
+log = logging.getLogger("simd_emu.data")
 
 __all__ = [
     "DATASETS",
@@ -310,6 +313,8 @@ def load_dataset(kind: str = "balanced", size: str | int = "250k", *, cache: boo
                 return Mesh(d["vertices"], d["faces"], d["normals"], str(d["name"]))
         except (OSError, KeyError, ValueError):
             pass  # a broken cache file: rebuild it
+    if cache:
+        log.info("building the built-in data set %s (once: later runs read it from %s)", kind, path)
     mesh = _build(kind, n)
     if cache:
         try:

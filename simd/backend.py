@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from types import ModuleType
 
 import numpy as np
 
-from simd.errors import BackendUnavailableError
+from simd.errors import BackendUnavailableError, GPUUnavailableWarning
 
-__all__ = ["BACKENDS", "cupy_status", "gpu_missing", "resolve_backend"]
+__all__ = ["BACKENDS", "cupy_status", "gpu_missing", "numba_cuda_status", "resolve_backend"]
 
 BACKENDS = ("numpy", "cupy")
 #: Not a backend of its own: the CuPy code path run on NumPy, counting launches and syncs
@@ -20,9 +21,11 @@ COUNTING = "counting"
 
 @functools.cache
 def cupy_status() -> tuple[bool, str]:
-    """Whether CuPy can run kernels here, and why not (or the device's name).
+    """Whether the GPU path can run here, and why not (or the device's name).
 
-    CuPy is imported only here, and only when a caller asks.
+    The GPU path needs CuPy to reach a device and compute, and Numba's CUDA target to
+    compile and launch a kernel there (:func:`numba_cuda_status`). CuPy is imported only
+    here, and only when a caller asks.
     """
     try:
         import cupy
@@ -39,12 +42,32 @@ def cupy_status() -> tuple[bool, str]:
         name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
         name = name.decode() if isinstance(name, bytes) else str(name)
     except Exception as exc:  # CUDARuntimeError, driver and library load errors
-        reason = f"CuPy cannot use a GPU here: {type(exc).__name__}: {exc}"
-        missing = gpu_missing()
-        if missing:
-            reason += "; missing: " + "; ".join(missing)
-        return False, reason
+        return False, _with_missing(f"CuPy cannot use a GPU here: {type(exc).__name__}: {exc}")
+    ok, detail = numba_cuda_status()
+    if not ok:
+        return False, _with_missing(detail)
     return True, name
+
+
+def _with_missing(reason: str) -> str:
+    missing = gpu_missing()
+    return reason + ("; missing: " + "; ".join(missing) if missing else "")
+
+
+@functools.cache
+def numba_cuda_status() -> tuple[bool, str]:
+    """Whether Numba's CUDA target compiles and launches a kernel on the GPU here, with
+    what it used (or why not), in one line. Asked by :func:`cupy_status` once CuPy works:
+    the probe kernel is compiled once per machine, then loaded."""
+    try:
+        import cupy
+
+        from kernels.numba_launch import probe
+
+        return True, probe(cupy)
+    except Exception as exc:  # noqa: BLE001 - any failure means the GPU path cannot run
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        return False, f"Numba's CUDA target cannot compile or run a kernel here: {text}"
 
 
 def _has_module(name: str) -> bool:
@@ -146,11 +169,21 @@ def gpu_missing() -> list[str]:
     return missing
 
 
+@functools.cache
+def _say_why_not_gpu(reason: str) -> None:
+    """On a machine with CuPy and an NVIDIA driver whose GPU path fails, say once why the
+    automatic choice is NumPy (a laptop without a GPU hears nothing)."""
+    if _has_module("cupy") and _driver_missing() is None:
+        warnings.warn(f"using NumPy, not the GPU: {reason}", GPUUnavailableWarning, stacklevel=4)
+
+
 def resolve_backend(backend: str = "auto") -> tuple[str, ModuleType]:
     """The backend name and array module for ``backend``.
 
     ``"auto"`` takes the environment variable ``SIMD_BACKEND`` if it is set, else CuPy
-    when a GPU answers and NumPy otherwise. Asking for ``"cupy"`` without a usable GPU
+    when the GPU path works (:func:`cupy_status`) and NumPy otherwise; where CuPy and a
+    driver are installed but the GPU path fails, a :class:`~simd.errors.GPUUnavailableWarning`
+    says why, once. Asking for ``"cupy"`` without a usable GPU
     raises :class:`~simd.errors.BackendUnavailableError` with the reason. ``"counting"``
     gives ``"cupy"`` with the counting stand-in for CuPy (``kernels.counting.cupy``), which
     runs the CuPy code path on NumPy and counts its launches, syncs and transfers.
@@ -165,8 +198,10 @@ def resolve_backend(backend: str = "auto") -> tuple[str, ModuleType]:
             given, source = from_env, " (from the environment variable SIMD_BACKEND)"
         name = from_env.lower() or "auto"
     if name == "auto":
-        ok, _ = cupy_status()
+        ok, reason = cupy_status()
         name = "cupy" if ok else "numpy"
+        if not ok:
+            _say_why_not_gpu(reason)
     if name == COUNTING:
         from kernels.counting import cupy as counting
 

@@ -43,14 +43,23 @@ import importlib.metadata
 import importlib.util
 import io
 import json
+import logging
 import sys
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
 from simd.info import environment
 
-__all__ = ["GROUP", "build_parser", "command_entry_points", "main", "missing_requirements"]
+__all__ = [
+    "GROUP",
+    "build_parser",
+    "command_entry_points",
+    "entry_points",
+    "main",
+    "missing_requirements",
+]
 
 #: Entry-point group of the programs' subcommands.
 GROUP = "simd_emu.commands"
@@ -68,14 +77,20 @@ def command_entry_points() -> dict[str, str]:
     From the installed metadata; where it has none, from this source tree's
     ``pyproject.toml`` (see the module docstring); otherwise empty (``info`` only).
     """
+    return entry_points(GROUP)
+
+
+def entry_points(group: str) -> dict[str, str]:
+    """The entry points of ``group`` as ``{name: "module:function"}``, sorted by name: from
+    the installed metadata, else from this source tree's ``pyproject.toml``."""
     found: dict[str, str] = {}
-    for ep in importlib.metadata.entry_points(group=GROUP):
+    for ep in importlib.metadata.entry_points(group=group):
         found.setdefault(ep.name, ep.value)
-    return dict(sorted((found or _source_tree_commands()).items()))
+    return dict(sorted((found or _source_tree_entry_points(group)).items()))
 
 
-def _source_tree_commands() -> dict[str, str]:
-    """The group as declared in the ``pyproject.toml`` of the checkout ``simd`` runs from."""
+def _source_tree_entry_points(group: str) -> dict[str, str]:
+    """``group`` as declared in the ``pyproject.toml`` of the checkout ``simd`` runs from."""
     pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
     try:
         import tomllib
@@ -85,7 +100,7 @@ def _source_tree_commands() -> dict[str, str]:
         return {}
     if project.get("name") != "simd-emu":
         return {}
-    return {str(k): str(v) for k, v in project.get("entry-points", {}).get(GROUP, {}).items()}
+    return {str(k): str(v) for k, v in project.get("entry-points", {}).get(group, {}).items()}
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -103,6 +118,10 @@ def _info(args: argparse.Namespace) -> int:
         return 0
     print(f"backend : {env['backend']}")
     print(f"gpu     : {env['gpu'] or 'none (' + env['gpu_unavailable_reason'] + ')'}")
+    if env["nvrtc"]:
+        print(f"nvrtc   : {env['nvrtc']} (CuPy compiles its kernels with it)")
+    if env["numba_cuda"]:
+        print(f"numba   : {env['numba_cuda']}")
     print(f"cpu     : {env['cpu']} ({env['cpu_count']} cores)")
     print(f"python  : {env['python']} on {env['platform']}")
     mpi = env["mpi"]
@@ -224,6 +243,9 @@ def build_parser(commands: Mapping[str, str] | None = None) -> argparse.Argument
     info = sub.add_parser("info", help="backend, device and versions")
     info.add_argument("--json", action="store_true", help="print JSON")
     info.set_defaults(func=_info)
+    from simd import warmup
+
+    warmup.register(sub)
     if commands is None:
         commands = command_entry_points()
     for command, target in commands.items():
@@ -253,6 +275,9 @@ def main(argv: list[str] | None = None, *, commands: Mapping[str, str] | None = 
     """
     from simd.launch import launched_rank
 
+    warnings.showwarning = _show_warning
+    if launched_rank() == 0:
+        _say_one_time_work()
     parser = build_parser(commands)
     if launched_rank() == 0:
         args = parser.parse_args(argv)
@@ -269,6 +294,39 @@ def main(argv: list[str] | None = None, *, commands: Mapping[str, str] | None = 
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+class _OneTimeWork(logging.Handler):
+    """Says once, as it starts, that the command is doing work it does only once."""
+
+    def __init__(self, text: str | None) -> None:
+        super().__init__(logging.INFO)
+        self.text, self.said = text, False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.said:
+            self.said = True
+            print(f"simd-emu: {self.text or record.getMessage()}", file=sys.stderr, flush=True)
+
+
+def _say_one_time_work() -> None:
+    """Building a built-in data set (``simd_emu.data``) and compiling GPU kernels
+    (``simd_emu.compile``) take a while the first time only: each is said once."""
+    for name, text in (
+        ("simd_emu.data", None),
+        ("simd_emu.compile", "compiling the GPU kernels for this machine (once: later runs "
+         "load them from the cache)"),
+    ):  # fmt: skip
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, _OneTimeWork) for h in logger.handlers):
+            logger.addHandler(_OneTimeWork(text))
+            logger.setLevel(logging.INFO)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line: what a command's user needs, not where in our code."""
+    text = " ".join(str(message).split())
+    print(f"simd-emu: warning: {text}", file=file or sys.stderr)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from types import ModuleType
 __all__ = [
     "BackendUnavailableError",
     "CollisionError",
+    "GPUUnavailableWarning",
     "MissingPackageError",
     "SimdError",
     "one_line",
@@ -25,6 +26,11 @@ class CollisionError(SimdError):
 
 class BackendUnavailableError(SimdError, RuntimeError):
     """The backend that was asked for cannot run here (no CuPy, no GPU, broken driver)."""
+
+
+class GPUUnavailableWarning(UserWarning):
+    """The automatic backend choice is NumPy on a machine whose GPU path fails (the
+    message says why)."""
 
 
 class MissingPackageError(SimdError, ImportError):

@@ -8,7 +8,7 @@ import os
 import platform
 import sys
 
-from simd.backend import cupy_status, gpu_missing
+from simd.backend import cupy_status, gpu_missing, numba_cuda_status
 
 __all__ = ["environment"]
 
@@ -67,6 +67,7 @@ def environment() -> dict:
     True
     """
     gpu_ok, gpu_detail = cupy_status()
+    numba_cuda = numba_cuda_status() if gpu_ok or "Numba's CUDA" in gpu_detail else None
     from simd.backend import resolve_backend
 
     try:
@@ -81,6 +82,9 @@ def environment() -> dict:
         "gpu_unavailable_reason": None if gpu_ok else gpu_detail,
         # What the CuPy and Numba CUDA backends lack (empty when all is installed).
         "gpu_missing": gpu_missing(),
+        "nvrtc": _nvrtc(),
+        # Numba's CUDA target on this GPU: the probe's outcome (None: no GPU to try).
+        "numba_cuda": None if numba_cuda is None else numba_cuda[1],
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "versions": _versions(),
@@ -88,6 +92,17 @@ def environment() -> dict:
         "SIMD_BACKEND": os.environ.get("SIMD_BACKEND"),
         "mpi": _mpi(),
     }
+
+
+def _nvrtc() -> str | None:
+    """NVRTC's version, which CuPy compiles its kernels with (None: not loadable)."""
+    try:
+        from cupy.cuda import nvrtc
+
+        major, minor = nvrtc.getVersion()
+    except Exception:  # noqa: BLE001 - no CuPy, no NVRTC library
+        return None
+    return f"{major}.{minor}"
 
 
 def _mpi() -> dict:

@@ -65,11 +65,12 @@ def _expected_name(default: str | None) -> str:
 
 
 def test_every_script_is_covered():
-    scripts = {p.stem for p in BENCH.glob("*.py")} - {"mimd", "__init__"}  # mimd: tests/mimd
+    # mimd: tests/mimd; gpu_check (the GPU lease, a folder of logs): tests/bench/test_gpu_check.py
+    scripts = {p.stem for p in BENCH.glob("*.py")} - {"mimd", "gpu_check", "__init__"}
     assert scripts == set(SCRIPTS)
 
 
-@pytest.mark.parametrize("name", [*sorted(SCRIPTS), "mimd", "cm5.fit"])
+@pytest.mark.parametrize("name", [*sorted(SCRIPTS), "mimd", "cm5.fit", "gpu_check"])
 def test_the_readme_command_runs_from_the_root_with_nothing_on_the_path(name):
     """``python -m bench.<name>`` from the source tree's root, PYTHONPATH unset: the root is
     first on the path, so ``bench/diffusion.py`` and ``bench/mimd.py`` do not shadow the

@@ -93,7 +93,9 @@ def test_the_stored_table_is_the_installed_cupys(cupy_module):
         pytest.skip(f"CuPy {cupy_module.__version__} here, the table is of {stored['version']}")
     fresh = cupy_api.snapshot(cupy_module, np)
     assert set(fresh["names"]) == stored["names"], "run: python -m kernels.cupy_api"
-    assert fresh["functions"] == stored["functions"], "run: python -m kernels.cupy_api"
+    # The functions NumPy has too: those NumPy removed (row_stack in 2.5) drop out here.
+    here = {k: v for k, v in stored["functions"].items() if hasattr(np, k)}
+    assert fresh["functions"] == here, "run: python -m kernels.cupy_api"
     assert fresh["methods"] == stored["methods"], "run: python -m kernels.cupy_api"
     assert fresh["ufunc_methods"] == stored["ufunc_methods"]
 

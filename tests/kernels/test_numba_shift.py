@@ -52,9 +52,6 @@ def test_kernel_module_builds_without_a_gpu():
         "assert built is build_kernels(), 'not memoised'\n"
         "assert sorted(built) == ['halo', 'shift3'], sorted(built)\n"
         "assert all(built[k].py_func is KERNELS[k] for k in built)\n"
-        # On-disk cache of the compiled kernels (a new process skips NVVM).
-        "caches = {type(built[k]._cache).__name__ for k in built}\n"
-        "assert caches == {'CUDACache'}, caches\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_ENABLE_CUDASIM="0")
     proc = subprocess.run(
