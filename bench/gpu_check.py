@@ -47,6 +47,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bench import ROOT
 
 #: The loop forms drawn on the GPU and compared with NumPy.
@@ -293,44 +295,28 @@ def step_prepare(work: Path, backend: str) -> None:
 
 
 def _numba_probe(backend: str) -> dict[str, Any]:
-    from kernels.numba_cuda import cuda_module
-
-    cuda = cuda_module()
-    probe: dict[str, Any] = {}
-
-    def bump(a):
-        i = cuda.grid(1)
-        if i < a.size:
-            a[i] += 1
+    """The GPU path's Numba probe (compile or load, launch, check); without a device, a
+    cubin of the probe kernel for sm_90 instead."""
+    from kernels import numba_launch
 
     t = time.perf_counter()
     try:
         if backend == "cupy":
             import cupy
 
-            from kernels.numba_launch import launch_on_stream
+            probe = {"ok": True, "detail": numba_launch.probe(cupy)}
+        else:
+            kinds = ((np.dtype(np.int32), 1, True),)
+            from kernels.numba_cuda import cuda_module
+            from kernels.rebind import bind
 
-            x = cupy.arange(1000, dtype=cupy.int32)
-            launch_on_stream(cupy, cuda.jit(bump), 4, 256, (x,))
-            probe["ok"] = bool((x == cupy.arange(1, 1001, dtype=cupy.int32)).all())
-        else:  # no device: compile to PTX for the H100/H200 architecture only
-            from numba import types
-
-            ptx, _ = cuda.compile_ptx(bump, (types.int32[::1],), cc=(9, 0))
-            probe["ok"] = ".entry" in ptx
+            kernel = bind(numba_launch._increment, cuda=cuda_module())
+            cubin, _ = numba_launch.compile_cubin(kernel, kinds, (9, 0))
+            probe = {"ok": cubin[:4] == b"\x7fELF", "detail": numba_launch._toolchain()}
     except Exception as exc:  # noqa: BLE001 - reported, not raised
-        probe.update(ok=False, error=f"{type(exc).__name__}: {exc}")
+        probe = {"ok": False, "detail": f"{type(exc).__name__}: {exc}"}
     probe["seconds"] = time.perf_counter() - t
-    try:
-        from numba.cuda.cudadrv import nvvm
-
-        probe["nvvm"] = str(nvvm.NVVM().get_version())
-    except Exception as exc:  # noqa: BLE001
-        probe["nvvm"] = f"unknown ({type(exc).__name__}: {exc})"
-    _key(
-        f"numba cuda probe ok={probe['ok']} in {probe['seconds']:.1f} s, NVVM {probe['nvvm']}"
-        + (f": {probe['error']}" if "error" in probe else "")
-    )
+    _key(f"numba cuda probe ok={probe['ok']} in {probe['seconds']:.1f} s: {probe['detail']}")
     return probe
 
 
@@ -348,8 +334,6 @@ def step_nvrtc(work: Path, backend: str) -> None:
     """Every CuPy scan variant compiled, side by side (CuPy caches each on disk)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-
-    import numpy as np
 
     from kernels import cuda_scan_source
 
@@ -370,8 +354,6 @@ def step_nvrtc(work: Path, backend: str) -> None:
 
 
 def _frame_arrays(frame: Any) -> dict[str, Any]:
-    import numpy as np
-
     out = {}
     for name in ("image", "depth", "face"):
         a = getattr(frame, name)
@@ -381,8 +363,6 @@ def _frame_arrays(frame: Any) -> dict[str, Any]:
 
 def step_reference(work: Path, backend: str) -> None:
     """The NumPy backend's frames of every loop form, for the comparisons."""
-    import numpy as np
-
     import renderer
     from simd import Machine
 
@@ -405,8 +385,6 @@ def step_reference(work: Path, backend: str) -> None:
 
 
 def _compare(got: Any, expected: Any) -> dict[str, Any]:
-    import numpy as np
-
     if got.shape != expected.shape or got.dtype != expected.dtype:
         return {
             "equal": False,
@@ -446,8 +424,6 @@ class _LaunchTimer:
 
 def step_smoke(work: Path, backend: str) -> None:
     """Frames on the GPU against NumPy's; frame times; the host cost of instructions."""
-    import numpy as np
-
     import kernels.numba_shift  # noqa: F401 - imported for the launch timer
     import renderer
     import renderer.fused_cuda  # noqa: F401
@@ -539,8 +515,6 @@ def _smoke_form(mesh: Any, form: str, backend: str, reference: Any, timer: Any) 
 
 def _per_call(m: Any) -> dict[str, float]:
     """Host microseconds per call of single instructions, back to back."""
-    import numpy as np
-
     x = m.asarray(np.arange(4096, dtype=np.int32))
     calls = {
         "elementwise x + 1": lambda: x + 1,

@@ -1,4 +1,4 @@
-"""Numba CUDA kernels: compiled once per machine, launched on CuPy's stream for a few
+"""Numba CUDA kernels: compiled once per machine, launched on CuPy's stream for tens of
 microseconds of host time.
 
 The one launch path of every Numba CUDA kernel (the mesh shifts of
@@ -9,19 +9,21 @@ ctypes object per scalar), and Numba compiles every kernel again in every proces
 CuPy arrays this module uses Numba as a compiler only:
 
 - **Compile once per machine.** The first launch of a kernel with an argument signature
-  compiles it to PTX with Numba and links that to a cubin for the GPU's architecture
-  (nvJitLink, through ``cuda.core``), kept in the cache folder
+  compiles it to PTX with Numba (its default options) and links that to a cubin for the
+  GPU's architecture (nvJitLink, through ``cuda.core``), kept in the cache folder
   (:func:`kernels.cache.cache_dir`, ``cuda/``) under a key made of the kernel's name, its
-  argument types, the architecture, Numba's versions and the content of the source files
-  of the project packages the kernel's code comes from: an edited kernel or device
-  function never loads a stale binary. Later processes load the cubin and import no Numba
-  at all. Each compilation is logged (logger ``simd_emu.compile``, level INFO).
+  argument types, the architecture, the versions of Numba, NVVM and nvJitLink, and the
+  content of the project's source files: an edited kernel, device function or constant
+  never loads a stale binary. Later processes load the
+  cubin and compile nothing. Each compilation is logged (logger ``simd_emu.compile``,
+  level INFO). Where the cache folder cannot be written the cubin is kept in memory only.
 - **Launch cheaply.** Per signature, the kernel's parameters are laid out once as Numba's
   kernel ABI lays out arguments: an array is ``5 + 2 * ndim`` fields (meminfo, parent,
   size, itemsize, data pointer, shape, strides), a scalar one field, a tuple its items;
   every field in an 8-byte slot of a buffer whose slot addresses are the ``void**`` of
   ``cuLaunchKernel``. A launch fills the buffer with one ``struct.pack_into`` and calls
-  the driver on CuPy's current stream (ordered after the arrays' producers, no sync).
+  the driver on CuPy's current stream (ordered after the arrays' producers, no sync),
+  under a lock, as the driver copies the parameters before it returns.
 
 On NumPy arrays (Numba copies them to the device and back) and in Numba's CUDA simulator
 the launch goes through Numba's dispatcher as it is. Numba's low-occupancy warning is off
@@ -30,6 +32,7 @@ the launch goes through Numba's dispatcher as it is. Numba's low-occupancy warni
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -39,7 +42,8 @@ import logging
 import os
 import re
 import struct
-import types
+import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +85,7 @@ def compiled_count() -> int:
 def launch_on_stream(xp: Any, kernel: Any, grid: Any, block: Any, args: tuple) -> None:
     """Launch the Numba CUDA dispatcher ``kernel[grid, block]`` with ``args`` on ``xp``'s
     current stream (CuPy's; Numba's default stream for NumPy ``xp``)."""
-    prepared = _PREPARED.get(id(kernel))
+    prepared = None if xp is np else _PREPARED.get(id(kernel))
     if prepared is None:
         if xp is np or _simulator():
             from kernels.numba_cuda import cuda_module
@@ -126,9 +130,16 @@ def probe(xp: Any) -> str:
     return f"a probe kernel {how} and run in {time.perf_counter() - t:.2f} s ({_toolchain()})"
 
 
+@functools.cache
 def _toolchain() -> str:
-    """NVVM's and nvJitLink's versions, as far as they can be read."""
+    """The versions of Numba, numba-cuda, NVVM and nvJitLink, as far as they can be read:
+    what makes a cubin, so part of its cache key."""
     parts = []
+    for package in ("numba", "numba-cuda"):
+        try:
+            parts.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            parts.append(f"{package} version unknown")
     try:
         from numba.cuda.cudadrv import nvvm
 
@@ -258,32 +269,52 @@ def numba_types(kinds: tuple) -> tuple:
 # --------------------------------------------------------------------------- compiling
 
 
-def compile_cubin(py_func: Any, kinds: tuple, cc: tuple[int, int]) -> tuple[bytes, str]:
+def compile_cubin(
+    py_func: Any, kinds: tuple, cc: tuple[int, int], *, refresh: bool = False
+) -> tuple[bytes, str]:
     """The cubin of the kernel ``py_func`` for arguments of ``kinds`` on a GPU of compute
-    capability ``cc``, and its entry point's name: from the cache folder, else compiled
-    (Numba to PTX, nvJitLink to a cubin) and stored there. Needs no GPU."""
+    capability ``cc``, and its entry point's name: from the cache folder (unless
+    ``refresh``), else compiled (Numba to PTX, nvJitLink to a cubin) and stored there.
+    Needs no GPU."""
     name = f"{py_func.__module__}.{py_func.__qualname__}"
     signature = ",".join(map(str, numba_types(kinds)))
     key = hashlib.sha256(
         "\n".join(
-            [name, signature, f"sm_{cc[0]}{cc[1]}", _versions(), _source_digest(py_func)]
+            [name, signature, f"sm_{cc[0]}{cc[1]}", _toolchain(), _source_digest(py_func)]
         ).encode()
     ).hexdigest()[:32]
     folder = cache_dir() / "cuda"
     cubin_path = folder / f"{py_func.__qualname__}-{key}.cubin"
     entry_path = cubin_path.with_suffix(".json")
-    try:
-        entry = json.loads(entry_path.read_text(encoding="utf-8"))["entry"]
-        return cubin_path.read_bytes(), entry
-    except (OSError, ValueError, KeyError):
-        pass
+    if not refresh:
+        try:
+            entry = json.loads(entry_path.read_text(encoding="utf-8"))["entry"]
+            return cubin_path.read_bytes(), entry
+        except (OSError, ValueError, KeyError):
+            pass
     cubin, entry = _compile(py_func, kinds, cc, name, signature)
-    folder.mkdir(parents=True, exist_ok=True)
-    for path, data in ((cubin_path, cubin), (entry_path, json.dumps({"entry": entry}).encode())):
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)  # the .json last: a reader finds both or neither
+    _store(cubin_path, cubin, entry_path, json.dumps({"entry": entry}).encode())
     return cubin, entry
+
+
+def _store(cubin_path: Path, cubin: bytes, entry_path: Path, entry: bytes) -> None:
+    """Write both files under temporary names, then rename them, the entry last: a reader
+    finds both or neither. A folder that cannot be written keeps nothing (said at DEBUG)."""
+    written = []
+    try:
+        cubin_path.parent.mkdir(parents=True, exist_ok=True)
+        for path, data in ((cubin_path, cubin), (entry_path, entry)):
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+            written.append(tmp)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        for tmp, path in zip(written, (cubin_path, entry_path), strict=True):
+            os.replace(tmp, path)
+    except OSError as err:
+        log.debug("the compiled kernel is not cached (%s): %s", cubin_path.parent, err)
+        for tmp in written:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def _compile(py_func: Any, kinds: tuple, cc: tuple, name: str, signature: str) -> tuple:
@@ -305,48 +336,26 @@ def _compile(py_func: Any, kinds: tuple, cc: tuple, name: str, signature: str) -
     return cubin, entry
 
 
-@functools.cache
-def _versions() -> str:
-    found = []
-    for package in ("numba", "numba-cuda", "cuda-core"):
-        try:
-            found.append(f"{package} {importlib.metadata.version(package)}")
-        except importlib.metadata.PackageNotFoundError:
-            found.append(f"{package} -")
-    return ", ".join(found)
+#: The project's library packages: every cubin's key covers all their source, as a kernel
+#: may use any of their functions and constants (an edit anywhere compiles anew, once).
+_PACKAGES = frozenset({"kernels", "simd", "renderer", "diffusion", "mimd"})
 
 
 def _source_digest(py_func: Any) -> str:
-    """A digest of every source file of the project packages that ``py_func``'s code comes
-    from: its module's package and those of every function and Numba device function it
-    reaches through its globals and closure."""
-    return _package_digest(frozenset(_reached_packages(py_func)))
-
-
-def _reached_packages(py_func: Any) -> set[str]:
-    packages: set[str] = set()
-    seen: set[int] = set()
-    stack = [py_func]
-    while stack:
-        f = stack.pop()
-        f = getattr(f, "py_func", f)  # a Numba dispatcher: its Python function
-        if not isinstance(f, types.FunctionType) or id(f) in seen:
-            continue
-        seen.add(id(f))
-        path = Path(f.__code__.co_filename).resolve()
-        if _ROOT not in path.parents:
-            continue  # not the project's (NumPy's, Numba's)
+    """A digest of the source of the project's library packages and of the package the
+    kernel ``py_func`` is defined in (a script's or a test's, outside them)."""
+    packages = set(_PACKAGES)
+    path = Path(py_func.__code__.co_filename).resolve()
+    if _ROOT in path.parents:
         packages.add(path.relative_to(_ROOT).parts[0])
-        stack.extend(v for v in f.__globals__.values() if callable(v))
-        stack.extend(c.cell_contents for c in f.__closure__ or () if callable(c.cell_contents))
-    return packages
+    return _package_digest(frozenset(packages))
 
 
 @functools.cache
 def _package_digest(packages: frozenset[str]) -> str:
     digest = hashlib.sha256()
     for package in sorted(packages):
-        for path in sorted((_ROOT / package).rglob("*.py")):
+        for path in sorted((_ROOT / package).rglob("*.py")):  # none where it is not here
             digest.update(str(path.relative_to(_ROOT)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
@@ -367,6 +376,7 @@ class CompiledKernel:
         self.dispatcher = dispatcher
         self.py_func = dispatcher.py_func
         self.launch_kernel = launch_kernel
+        self.lock = threading.Lock()
         #: Per (device, argument kinds): (CUfunction, packer, parameter buffer, address of
         #: the void** array, the array itself).
         self.plans: dict[tuple, tuple] = {}
@@ -381,11 +391,12 @@ class CompiledKernel:
         function, packer, buffer, params, _ = plan
         values: list = []
         _flatten(args, values)
-        packer.pack_into(buffer, 0, *values)
-        gx, gy, gz = (grid, 1, 1) if type(grid) is int else (*grid, 1, 1)[:3]
-        bx, by, bz = (block, 1, 1) if type(block) is int else (*block, 1, 1)[:3]
+        gx, gy, gz = (*grid, 1, 1)[:3] if type(grid) is tuple else (grid, 1, 1)
+        bx, by, bz = (*block, 1, 1)[:3] if type(block) is tuple else (block, 1, 1)
         stream = xp.cuda.get_current_stream().ptr
-        self.launch_kernel(function, gx, gy, gz, bx, by, bz, 0, stream, params, 0)
+        with self.lock:  # one buffer per plan: filled and copied by the driver together
+            packer.pack_into(buffer, 0, *values)
+            self.launch_kernel(function, gx, gy, gz, bx, by, bz, 0, stream, params, 0)
 
     def prepare(self, xp: Any, device: int, kinds: tuple) -> tuple:
         """Load (or compile) the cubin for ``kinds`` on ``device`` and lay out its
@@ -395,7 +406,11 @@ class CompiledKernel:
             self.launch_kernel = driver.launchKernel
         major, minor = divmod(int(xp.cuda.Device(device).compute_capability), 10)
         cubin, entry = compile_cubin(self.py_func, kinds, (major, minor))
-        module = driver.moduleLoadData(cubin)
+        try:
+            module = driver.moduleLoadData(cubin)
+        except driver.CUDADriverError:  # a cached cubin this driver refuses: compile anew
+            cubin, entry = compile_cubin(self.py_func, kinds, (major, minor), refresh=True)
+            module = driver.moduleLoadData(cubin)
         function = driver.moduleGetFunction(module, entry)
         return (function, *parameter_buffer(kinds))
 

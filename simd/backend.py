@@ -11,7 +11,14 @@ import numpy as np
 
 from simd.errors import BackendUnavailableError, GPUUnavailableWarning
 
-__all__ = ["BACKENDS", "cupy_status", "gpu_missing", "numba_cuda_status", "resolve_backend"]
+__all__ = [
+    "BACKENDS",
+    "cupy_round_trip",
+    "cupy_status",
+    "gpu_missing",
+    "numba_cuda_status",
+    "resolve_backend",
+]
 
 BACKENDS = ("numpy", "cupy")
 #: Not a backend of its own: the CuPy code path run on NumPy, counting launches and syncs
@@ -23,10 +30,20 @@ COUNTING = "counting"
 def cupy_status() -> tuple[bool, str]:
     """Whether the GPU path can run here, and why not (or the device's name).
 
-    The GPU path needs CuPy to reach a device and compute, and Numba's CUDA target to
-    compile and launch a kernel there (:func:`numba_cuda_status`). CuPy is imported only
-    here, and only when a caller asks.
+    The GPU path needs CuPy to reach a device and compute (:func:`cupy_round_trip`), and
+    Numba's CUDA target to compile and launch a kernel there (:func:`numba_cuda_status`).
+    CuPy is imported only here, and only when a caller asks.
     """
+    ok, detail = cupy_round_trip()
+    if not ok:
+        return False, detail
+    numba_ok, why = numba_cuda_status()
+    return (True, detail) if numba_ok else (False, _with_missing(why))
+
+
+@functools.cache
+def cupy_round_trip() -> tuple[bool, str]:
+    """Whether CuPy reaches a device and computes there, and why not (or its name)."""
     try:
         import cupy
     except ImportError as exc:
@@ -43,9 +60,6 @@ def cupy_status() -> tuple[bool, str]:
         name = name.decode() if isinstance(name, bytes) else str(name)
     except Exception as exc:  # CUDARuntimeError, driver and library load errors
         return False, _with_missing(f"CuPy cannot use a GPU here: {type(exc).__name__}: {exc}")
-    ok, detail = numba_cuda_status()
-    if not ok:
-        return False, _with_missing(detail)
     return True, name
 
 
@@ -127,7 +141,7 @@ def gpu_missing() -> list[str]:
     Empty when everything they need is installed (a GPU may still be absent or busy:
     ``cupy_status`` tries one). Checks the driver, the Python packages of the ``gpu``
     extra, the libraries CuPy and Numba load at run time (NVRTC, NVVM; through
-    ``cuda.pathfinder``, as they do), the CUDA headers CuPy's kernels include.
+    ``cuda.pathfinder``, as they do; nvJitLink), the CUDA headers CuPy's kernels include.
     Loads libraries but touches no GPU.
     """
     missing = []
@@ -165,6 +179,12 @@ def gpu_missing() -> list[str]:
             missing.append(
                 "NVVM, which Numba compiles CUDA kernels with "
                 f"(pip install 'numba-cuda[cu13]'): {nvvm}"
+            )
+        nvjitlink = _load_cuda_lib("nvJitLink", ("libnvJitLink.so.13", "libnvJitLink.so"))
+        if nvjitlink:
+            missing.append(
+                "nvJitLink, which links the compiled CUDA kernels "
+                f"(pip install 'numba-cuda[cu13]'): {nvjitlink}"
             )
     return missing
 

@@ -1,7 +1,8 @@
 """The ``simd-emu`` command line.
 
-``simd-emu info`` reports the backend, the device and the versions. The programs built on
-the machine add their own subcommands; this module names none of them. Each program
+``simd-emu info`` reports the backend, the device and the versions, and ``simd-emu warmup``
+(:mod:`simd.warmup`) runs every program's warm-up. The programs built on the machine add
+their own subcommands; this module names none of them. Each program
 declares its command in the ``simd_emu.commands`` entry-point group of its distribution
 (``pyproject.toml``)::
 
@@ -125,7 +126,7 @@ def _info(args: argparse.Namespace) -> int:
     print(f"cpu     : {env['cpu']} ({env['cpu_count']} cores)")
     print(f"python  : {env['python']} on {env['platform']}")
     mpi = env["mpi"]
-    if mpi["installed"]:
+    if mpi["available"]:
         aware = "CUDA-aware" if mpi["cuda_aware"] else "not CUDA-aware"
         print(
             f"mpi     : {mpi['library']}, {aware} (GPU arrays to MPI: {mpi['gpu_arrays']}); "
@@ -227,7 +228,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(commands: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
-    """The parser with ``info`` and the programs' subcommands.
+    """The parser with ``info``, ``warmup`` and the programs' subcommands.
 
     ``commands``: ``{command: "module:function"}`` to register instead of
     :func:`command_entry_points` (for tests).
@@ -275,9 +276,6 @@ def main(argv: list[str] | None = None, *, commands: Mapping[str, str] | None = 
     """
     from simd.launch import launched_rank
 
-    warnings.showwarning = _show_warning
-    if launched_rank() == 0:
-        _say_one_time_work()
     parser = build_parser(commands)
     if launched_rank() == 0:
         args = parser.parse_args(argv)
@@ -290,10 +288,43 @@ def main(argv: list[str] | None = None, *, commands: Mapping[str, str] | None = 
         print(problem, file=sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        with _user_reporting(say_once=launched_rank() == 0):
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+@contextlib.contextmanager
+def _user_reporting(say_once: bool):
+    """While a command runs: warnings as one line each, and work done only once (building
+    a built-in data set, compiling GPU kernels) said once as it starts (``say_once``:
+    rank 0 under mpiexec). Restored afterwards."""
+    shown = warnings.showwarning
+    warnings.showwarning = _show_warning
+    handlers = []
+    if say_once:
+        for name, text in _ONE_TIME_WORK:
+            handler = _OneTimeWork(text)
+            logger = logging.getLogger(name)
+            handlers.append((logger, handler, logger.level))
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+        for logger, handler, level in handlers:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+
+
+#: Loggers of work done only once, and what to say (None: the first record's message).
+_ONE_TIME_WORK = (
+    ("simd_emu.data", None),
+    ("simd_emu.compile", "compiling the GPU kernels for this machine (once: later runs load "
+     "them from the cache)"),
+)  # fmt: skip
 
 
 class _OneTimeWork(logging.Handler):
@@ -307,20 +338,6 @@ class _OneTimeWork(logging.Handler):
         if not self.said:
             self.said = True
             print(f"simd-emu: {self.text or record.getMessage()}", file=sys.stderr, flush=True)
-
-
-def _say_one_time_work() -> None:
-    """Building a built-in data set (``simd_emu.data``) and compiling GPU kernels
-    (``simd_emu.compile``) take a while the first time only: each is said once."""
-    for name, text in (
-        ("simd_emu.data", None),
-        ("simd_emu.compile", "compiling the GPU kernels for this machine (once: later runs "
-         "load them from the cache)"),
-    ):  # fmt: skip
-        logger = logging.getLogger(name)
-        if not any(isinstance(h, _OneTimeWork) for h in logger.handlers):
-            logger.addHandler(_OneTimeWork(text))
-            logger.setLevel(logging.INFO)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -7,8 +7,10 @@ import importlib.metadata
 import os
 import platform
 import sys
+import warnings
 
-from simd.backend import cupy_status, gpu_missing, numba_cuda_status
+from simd.backend import gpu_missing
+from simd.errors import GPUUnavailableWarning
 
 __all__ = ["environment"]
 
@@ -66,12 +68,15 @@ def environment() -> dict:
     >>> "numpy" in env["versions"]
     True
     """
-    gpu_ok, gpu_detail = cupy_status()
-    numba_cuda = numba_cuda_status() if gpu_ok or "Numba's CUDA" in gpu_detail else None
-    from simd.backend import resolve_backend
+    from simd import backend as backends
 
+    gpu_ok, gpu_detail = backends.cupy_status()
+    # Numba's CUDA target is tried only where CuPy reaches a GPU.
+    numba_cuda = backends.numba_cuda_status() if backends.cupy_round_trip()[0] else None
     try:
-        backend = resolve_backend("auto")[0]
+        with warnings.catch_warnings():  # the reason is in the report already
+            warnings.simplefilter("ignore", GPUUnavailableWarning)
+            backend = backends.resolve_backend("auto")[0]
     except Exception as exc:  # a bad SIMD_BACKEND: report it rather than fail
         backend = f"error: {exc}"
     return {
@@ -108,26 +113,26 @@ def _nvrtc() -> str | None:
 def _mpi() -> dict:
     """The MPI layer: the MPI library, whether it takes GPU buffers directly (CUDA-aware,
     ``SIMD_MPI_CUDA_AWARE=0`` forces no), the path GPU arrays take to MPI (``direct``, or
-    pinned host staging) and the ranks of this launch; ``installed: False`` with the reason
+    pinned host staging) and the ranks of this launch; ``available: False`` with the reason
     (``unavailable``) when MPI cannot be used: no mpi4py, or mpi4py without an MPI library.
 
     Examples
     --------
     >>> mpi = _mpi()
-    >>> mpi["installed"] in (True, False) and mpi["ranks"] >= 1
+    >>> mpi["available"] in (True, False) and mpi["ranks"] >= 1
     True
     """
     from simd.launch import launched_ranks, mpi_status
 
     ok, detail = mpi_status()
     if not ok:
-        return {"installed": False, "unavailable": detail, "ranks": launched_ranks()}
+        return {"available": False, "unavailable": detail, "ranks": launched_ranks()}
     from simd.ranks import cuda_aware
     from simd.staging import DIRECT, STAGED
 
     aware = cuda_aware()
     return {
-        "installed": True,
+        "available": True,
         "library": detail,
         "cuda_aware": aware,
         "gpu_arrays": DIRECT if aware else STAGED,

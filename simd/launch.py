@@ -79,13 +79,13 @@ def mpi_status() -> tuple[bool, str]:
     if importlib.util.find_spec("mpi4py") is None:
         return False, "mpi4py is not installed: pip install 'simd-emu[mpi]'"
     try:
-        from mpi4py import MPI
+        from simd.ranks import mpi_library  # imports mpi4py's MPI, which loads the library
     except (ImportError, RuntimeError, OSError):
         return False, (
             "mpi4py is installed but cannot load an MPI library: "
             "pip install 'simd-emu[mpi]' brings Open MPI"
         )
-    return True, MPI.Get_library_version().strip().splitlines()[0].split(",")[0]
+    return True, mpi_library()
 
 
 def world() -> Any:

@@ -6,12 +6,11 @@ group of its distribution (``pyproject.toml``)::
     [project.entry-points."simd_emu.warmups"]
     render = "renderer.cli:warm_up"
 
-A warm-up is a function of the backend asked for (as ``Machine(backend=...)`` takes it) that
-runs a small
-job of its program as the real one runs (building its data, compiling its kernels: the
-GPU kernels are kept in the cache folder, the CPU ones in Numba's) and returns what it
-made ready, in a few words. :func:`run` calls them all, timing each, and says how many GPU
-kernels were compiled rather than loaded from the cache.
+A warm-up is a function of the backend asked for (as ``Machine(backend=...)`` takes it)
+that runs a small job of its program as the real one runs (building its data, compiling its
+kernels: the GPU kernels are kept in the cache folder, the CPU ones in Numba's) and returns
+what it made ready, in a few words. :func:`run` calls them all, timing each, and says how
+many GPU kernels were compiled rather than loaded from the cache.
 """
 
 from __future__ import annotations
@@ -34,12 +33,16 @@ def register(sub: Any) -> None:
         "warmup",
         help="build the data sets and compile the kernels the main jobs need, once",
         description=(
-            "Build the built-in data set and compile the kernels that rendering and "
-            "diffusion need, so that their first run does not wait for either (GPU "
-            "kernels are compiled once per machine and kept in the cache folder)."
+            "Run a small job of every program of the machine, as its first real run would: "
+            "build its built-in data and compile its kernels (GPU kernels are compiled once "
+            "per machine and kept in the cache folder), so that later runs wait for neither."
         ),
     )
-    p.add_argument("--backend", default="auto", help="numpy, cupy or auto (default)")
+    p.add_argument(
+        "--backend",
+        default="auto",
+        help="numpy, cupy, counting (the CuPy code path on NumPy) or auto (default)",
+    )
     p.set_defaults(func=run)
 
 
@@ -47,30 +50,46 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``simd-emu warmup``; returns the exit status."""
     from kernels import numba_launch
     from simd.backend import resolve_backend
-    from simd.cli import entry_points
+    from simd.cli import entry_points, missing_requirements
+    from simd.errors import MissingPackageError, SimdError, one_line
 
     try:
         backend = resolve_backend(args.backend)[0]
-    except (ValueError, TypeError, RuntimeError) as err:
+    except (ValueError, TypeError, SimdError) as err:
         print(f"simd-emu warmup: {err}", file=sys.stderr)
         return 2
     warm_ups = entry_points(GROUP)
     if not warm_ups:
         print("simd-emu warmup: no program of the machine is installed", file=sys.stderr)
         return 2
-    print(f"warming up on {backend}")
-    total = time.perf_counter()
+    stand_in = " (the counting stand-in)" if args.backend.lower() == "counting" else ""
+    print(f"warming up on {backend}{stand_in}")
+    total, failed, ran = time.perf_counter(), False, False
     for name, target in warm_ups.items():
         module, _, function = target.partition(":")
         before, t = numba_launch.compiled_count(), time.perf_counter()
         try:
             warm_up = getattr(importlib.import_module(module.strip()), function.strip())
-            made = warm_up(args.backend)
-        except ModuleNotFoundError as err:  # a package of the data extra
-            print(f"  {name:<8} skipped: needs {err.name!r} (pip install 'simd-emu[data]')")
+        except ImportError as err:
+            print(f"  {name:<8} skipped: needs the package {err.name!r}, which is not installed")
             continue
+        problem = missing_requirements(warm_up, f"simd-emu {name}")
+        if problem is not None:  # the packages its module declares (REQUIRES)
+            print(f"  {name:<8} skipped: {problem}")
+            continue
+        try:
+            made = warm_up(args.backend)
+        except MissingPackageError as err:
+            print(f"  {name:<8} skipped: {one_line(err)}")
+            continue
+        except (SimdError, OSError, RuntimeError, ValueError) as err:
+            print(f"  {name:<8} failed: {one_line(err)}")
+            failed = True
+            continue
+        ran = True
         compiled = numba_launch.compiled_count() - before
         kernels = f", {compiled} GPU kernels compiled" if compiled else ""
         print(f"  {name:<8} {made} in {time.perf_counter() - t:.1f} s{kernels}")
-    print(f"ready in {time.perf_counter() - total:.1f} s")
-    return 0
+    took = f"in {time.perf_counter() - total:.1f} s"
+    print("failed " + took if failed else "ready " + took if ran else "nothing warmed up")
+    return 1 if failed else 0

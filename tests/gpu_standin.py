@@ -26,6 +26,7 @@ def install() -> None:
     counting.cupy.__spec__ = importlib.machinery.ModuleSpec("cupy", None)  # for find_spec
     sys.modules["cupy"] = counting.cupy
     backend.cupy_status.cache_clear()
+    backend.cupy_round_trip.cache_clear()
     # The stand-in emulates the Numba kernels: there is no Numba CUDA to probe.
     backend.numba_cuda_status = lambda: (True, "the counting stand-in emulates the kernels")
 

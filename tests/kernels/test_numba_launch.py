@@ -43,21 +43,39 @@ def test_a_second_process_compiles_nothing(tmp_path, monkeypatch):
     assert len(files) == 2 and sorted(p.name for p in (tmp_path / "cuda").iterdir()) == files
 
 
-def test_the_cache_key_follows_the_kernels_source(tmp_path, monkeypatch):
-    """An edited kernel (another digest of its package's files) is another cubin."""
-    from tests.kernels import launch_kernels
+def test_a_cache_folder_that_cannot_be_written_keeps_the_cubin_in_memory(tmp_path, monkeypatch):
+    require_installed("numba_cuda", "numba-cuda (the CUDA target of Numba)")
+    require_installed("cuda.core", "cuda-core (nvJitLink)")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("SIMD_EMU_CACHE_DIR", str(blocker / "cache"))
+    got = ptx_from_child(_CHILD)
+    assert got["compiled"] == 1 and got["elf"]
+    assert [p.name for p in tmp_path.iterdir()] == ["a-file"]
 
-    digest = numba_launch._source_digest(launch_kernels.add_scalar)
-    assert numba_launch._reached_packages(launch_kernels.add_scalar) == {"tests", "kernels"}
+
+def test_the_cache_key_follows_the_projects_source(tmp_path, monkeypatch):
+    """The key covers the library packages and the kernel's own package: an edit to any
+    of their files is another cubin; other files are not read."""
     numba_launch._package_digest.cache_clear()
     monkeypatch.setattr(numba_launch, "_ROOT", tmp_path)
-    for package in ("tests", "kernels"):
+    for package in ("kernels", "renderer", "tests", "elsewhere"):
         (tmp_path / package).mkdir()
         (tmp_path / package / "a.py").write_text("x = 1\n")
-    one = numba_launch._package_digest(frozenset({"tests", "kernels"}))
-    numba_launch._package_digest.cache_clear()
-    (tmp_path / "kernels" / "a.py").write_text("x = 2\n")
-    assert numba_launch._package_digest(frozenset({"tests", "kernels"})) != one != digest
+    code = types.SimpleNamespace(co_filename=str(tmp_path / "tests" / "k.py"))
+    kernel = types.SimpleNamespace(__code__=code)
+
+    def digest():
+        numba_launch._package_digest.cache_clear()
+        return numba_launch._source_digest(kernel)
+
+    one = digest()
+    (tmp_path / "elsewhere" / "a.py").write_text("x = 2\n")
+    assert digest() == one
+    for package in ("kernels", "renderer", "tests"):
+        (tmp_path / package / "a.py").write_text(f"x = {package!r}\n")
+        assert digest() != one
+        one = digest()
     numba_launch._package_digest.cache_clear()
 
 

@@ -27,7 +27,7 @@ def test_warmup_runs_every_programs_warm_up(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("SIMD_EMU_CACHE_DIR", str(tmp_path))
     assert simd.cli.main(["warmup", "--backend", "counting"], commands={}) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "warming up on cupy"
+    assert out[0] == "warming up on cupy (the counting stand-in)"
     assert [line.split()[0] for line in out[1:-1]] == ["diffuse", "render"]
     assert "241802 triangles" in out[2] and out[-1].startswith("ready in ")
     assert any(p.name.startswith("ml-balanced-128") for p in tmp_path.iterdir())
@@ -53,14 +53,9 @@ def test_warmup_refuses_an_unknown_backend(capsys):
 
 @pytest.fixture
 def one_time_notes():
-    """The CLI's one-time notes installed; removed afterwards."""
-    simd.cli._say_one_time_work()
-    yield
-    for name in ("simd_emu.data", "simd_emu.compile"):
-        logger = logging.getLogger(name)
-        for h in [h for h in logger.handlers if isinstance(h, simd.cli._OneTimeWork)]:
-            logger.removeHandler(h)
-        logger.setLevel(logging.NOTSET)
+    """The CLI's reporting of one-time work, as while a command runs."""
+    with simd.cli._user_reporting(say_once=True):
+        yield
 
 
 def test_one_time_work_is_said_once(one_time_notes, capsys):
@@ -117,11 +112,12 @@ def stand_in_cupy(monkeypatch):
 
     monkeypatch.setattr(counting.cupy, "__spec__", importlib.machinery.ModuleSpec("cupy", None))
     monkeypatch.setitem(sys.modules, "cupy", counting.cupy)
-    status = backend.cupy_status
-    status.cache_clear()
+    caches = (backend.cupy_status, backend.cupy_round_trip, backend._say_why_not_gpu)
+    for cache in caches:
+        cache.cache_clear()
     yield
-    status.cache_clear()
-    backend._say_why_not_gpu.cache_clear()
+    for cache in caches:
+        cache.cache_clear()
 
 
 def test_the_gpu_path_needs_numba_cuda_too(stand_in_cupy, monkeypatch):
@@ -179,3 +175,12 @@ def test_file_readers_name_their_package_in_one_line(argv, says, monkeypatch, tm
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0] and err[0].endswith("pip install 'simd-emu[data]'")
     assert not (tmp_path / "out.png").exists()
+
+
+def test_a_command_leaves_the_warnings_and_loggers_as_they_were(monkeypatch, tmp_path):
+    shown = warnings.showwarning
+    monkeypatch.setenv("SIMD_EMU_CACHE_DIR", str(tmp_path))
+    assert simd.cli.main(["warmup", "--backend", "numpy"], commands={}) == 0
+    assert warnings.showwarning is shown
+    assert not logging.getLogger("simd_emu.compile").handlers
+    assert not logging.getLogger("simd_emu.data").handlers
