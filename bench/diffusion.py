@@ -10,7 +10,7 @@
    * Figure 9: small (256 x 256, 4 x 4 per PE), medium (400 x 448, 6-7 x 7 per PE) and
      large images compared.
    * Figure 10: balancing in only one dimension (rows) against both, large images.
-   Figure 8's averages are printed beside the paper's with what seed 003 states about
+   Figure 8's averages are printed beside the paper's with what Biagioni & Prins (1991) states about
    Figures 8-10 checked on ours, and the MP-1 constants with their sources
    (``bench/mp1/paper.py``; the paper's text gives the curves' shape, no values).
    Images ship inside packages: scikit-image's camera, moon and coffee, pydicom's CT test
@@ -20,7 +20,7 @@
    against medpy's on this machine, and on a GPU (CuPy, when one answers) at 8192 x 8192
    against the memory floor: 8 bytes per pixel per iteration (read and write a float32)
    over the measured device copy bandwidth, timed with CUDA events (kernel alone, whole
-   call, and the fused ``epsilon`` path; issue 10's goal is 70% of the floor speed).
+   call, and the fused ``epsilon`` path; the goal is 70% of the floor speed).
 
 Run ``python -m bench.diffusion [--quick] [--out DIR | --save]``; the results go to
 ``diffusion.json`` (``diffusion-quick.json`` with ``--quick``) with the PNG plots beside it,
@@ -309,7 +309,7 @@ def gpu_throughput(quick: bool) -> dict[str, Any] | None:
     Floor: 8 bytes a point and iteration (read and write a float32) over the device copy
     bandwidth measured here (``a[...] = b``, read plus write). Times are CUDA event
     intervals over back-to-back iterations: ``kernel`` runs the kernels alone
-    (:func:`diffusion._cupy.pm_iterate`, the goal of issue 10 is a ratio of at least 0.7),
+    (:func:`diffusion._cupy.pm_iterate`, the goal is a ratio of at least 0.7),
     ``call`` the whole ``anisotropic_diffusion`` (validation included), and
     ``epsilon`` the fused fixed-point path (one read back every 8 iterations).
     """
@@ -435,7 +435,7 @@ def measure(
         tab = table(rows)
         print(tab)
         record["table"] = tab
-        # Figure 8 beside seed 003's (its text states the curves' shape, not their values)
+        # Figure 8 beside Biagioni & Prins's (its text states the curves' shape, not their values)
         record["figure8_vs_paper"] = compare_figure8(rows)
         print_figure8(record["figure8_vs_paper"])
         record["plots"] = plots(rows, outdir, stem, stage)

@@ -47,7 +47,7 @@ floor ratio says how far the router is from streaming bandwidth.
 the CuPy code path with the device work stubbed: the instructions run on the counting
 stand-in for CuPy (``Machine(backend="counting")``, :mod:`kernels.counting`), whose
 ``host_seconds`` is the caller's Python time without the (NumPy) device work. The goal
-(issue 10) is at most ``HOST_GOAL_US`` microseconds per call.
+is at most ``HOST_GOAL_US`` microseconds per call.
 
 Run ``python -m bench.primitives [--quick] [--backend numpy|cupy|counting|auto]
 [--host-overhead] [--out DIR | --save]``. Prints a table and writes
@@ -250,7 +250,7 @@ def _format_row(row: dict[str, Any]) -> str:
     )
 
 
-#: Issue 10's goal for the host overhead of one instruction (device work stubbed), in us.
+#: The goal for the host overhead of one instruction (device work stubbed), in us.
 HOST_GOAL_US = 10.0
 
 

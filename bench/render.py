@@ -74,7 +74,7 @@ PAPER_SPEEDUP = "paper: LB 8x to 33x faster than OR on unbalanced data, at most 
 PAPER_SPEEDUP += "balanced data (Tables 2 and 3)"
 
 
-#: The model-clock presets this benchmark can run under (issue 15): the idealised CM-5 and
+#: The model-clock presets this benchmark can run under: the idealised CM-5 and
 #: the one fitted to the paper's own timings (``bench/cm5/fit.py``). Every table printed
 #: and every record written names its preset.
 PRESETS = {"cm5": CostModel.cm5, "cm5_calibrated": CostModel.cm5_calibrated}
@@ -395,7 +395,7 @@ def print_tables(t1, over, rows, t4, wall_rows, nodes) -> None:
 
 # ------------------------------------------------------------------ paper-like workloads
 
-#: Table 1 of seed 000: (scan max, scan avg, z-buffer max, z-buffer avg) per view.
+#: Table 1 of Ahrens & Hansen (1995): (scan max, scan avg, z-buffer max, z-buffer avg) per view.
 PAPER_TABLE1 = {
     "balanced": {
         "(0,0)": (8, 5, 7, 1),
@@ -663,7 +663,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         results[preset] = measure_preset(args)
     return {
         "benchmark": "render",
-        "seed": "000 (Ahrens & Hansen, cost-effective data-parallel load balancing)",
+        "paper": "Ahrens & Hansen (1995), Cost-Effective Data-Parallel Load Balancing",
         "environment": environment(),
         "presets": results,
         "seconds": time.perf_counter() - t_start,

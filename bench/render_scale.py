@@ -1,6 +1,6 @@
 """Memory and time of one frame against the triangle count, from 250k to 16M triangles.
 
-Issue 9's goal: at most 250 bytes per triangle at the peak of a frame (so that one 80 GB
+The goal: at most 250 bytes per triangle at the peak of a frame (so that one 80 GB
 GPU holds 300 million triangles) and a frame time linear in triangles and pixels. For the
 built-in balanced isosurface at 250k, 1m, 2m and 4m triangles (``--quick``: two small
 resolutions), in the expand and cost-effective loop forms, at 512x512 (and 1024x1024 for
@@ -62,7 +62,7 @@ from simd.outputs import (
 
 SAVE_DIR = ROOT / "bench" / "results"
 FORMS = ("expand", "cost-effective")
-#: Issue 9's goal: bytes per triangle at the peak of a frame.
+#: The goal: bytes per triangle at the peak of a frame.
 GOAL_BYTES_PER_TRIANGLE = 250
 SETS = ("250k", "1m", "2m", "4m")
 QUICK_SETS = ("32", "64")
@@ -363,7 +363,7 @@ def memory_fit(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     and a part per pixel, ``peak_bytes = per_triangle * triangles + per_pixel * pixels``,
     over every set and image size measured, with its largest relative miss.
 
-    ``per_triangle`` is the slope that decides issue 9's goal (at most 250 bytes a triangle,
+    ``per_triangle`` is the slope that decides the goal (at most 250 bytes a triangle,
     so that one 80 GB GPU holds 300 million triangles): on a small set drawn large the
     image's own buffers (depth keys, colours, read back) are a large share of the peak
     whatever the triangles cost. ``triangles_in_80GB`` is what 80 GB holds at 1024x1024 by

@@ -7,7 +7,7 @@ and size, alternating so that both see the same machine load. Each is warmed up 
 timed over several frames; the table gives the medians and the ratio ours / OpenGL, which
 is what to compare across machines (absolute times only mean something on one host).
 
-Goals on the CPU (issue 9): expand within 2x of llvmpipe, cost-effective within 3x.
+Goals on the CPU: expand within 2x of llvmpipe, cost-effective within 3x.
 
 Run ``python -m bench.render_speed [--quick] [--frames N] [--out DIR | --save]``; the JSON
 goes to the current folder (or ``--out DIR``, or with ``--save`` this source tree's

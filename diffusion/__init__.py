@@ -1,6 +1,6 @@
 """Edge-directed (Perona-Malik) anisotropic diffusion, dense and on the emulated PE mesh.
 
-* :func:`anisotropic_diffusion`: medpy-compatible, with seed 003's fixed point
+* :func:`anisotropic_diffusion`: medpy-compatible, with Biagioni & Prins's fixed point
   (``epsilon``) and the activity it leaves;
 * :func:`gradient_anisotropic_diffusion`: ITK's formulation (SimpleITK's
   ``GradientAnisotropicDiffusion``);

@@ -6,8 +6,8 @@ backward flux per axis, zero flux through the border faces, times ``gamma``), as
 :func:`diffusion.dense.pm_update`. This module only builds source text and launch shapes,
 so it compiles with NVRTC without a GPU; :mod:`diffusion._cupy` runs it.
 
-How the kernel reaches the floor (issue 10: the first version issued about 224
-instructions per point and ran at about 2.6x the floor):
+How the kernel reaches the floor (a plain version issues about 224 instructions per point
+and runs at about 2.6x the floor):
 
 - A 2-D or 3-D grid: a thread owns ``VEC`` consecutive points of a row (``VEC`` = 4 with
   ``float4`` loads and stores when the row length is a multiple of 4, else 1) and marches

@@ -1,8 +1,8 @@
 """The dense path: every point every iteration (the reference of the mesh path).
 
 :func:`anisotropic_diffusion` is a drop-in for medpy's function of that name, with the
-fixed point of seed 003 added (``epsilon``); :func:`gradient_anisotropic_diffusion` is
-ITK's ``GradientAnisotropicDiffusionImageFilter`` formulation. Both accept NumPy or CuPy
+fixed point of Biagioni & Prins (1991) added (``epsilon``); :func:`gradient_anisotropic_diffusion`
+is ITK's ``GradientAnisotropicDiffusionImageFilter`` formulation. Both accept NumPy or CuPy
 arrays and give back the same kind.
 """
 
@@ -468,7 +468,7 @@ def anisotropic_diffusion(
     option : {1, 2, 3}
         Conduction function: 1 exponential, 2 rational, 3 Tukey's biweight.
     epsilon : float
-        Fixed-point threshold (seed 003): a point whose update is smaller than
+        Fixed-point threshold (Biagioni & Prins 1991): a point whose update is smaller than
         ``epsilon`` in magnitude keeps its value, and is not computed again until a value
         in its neighbourhood changes. 0 (the default) updates every point every
         iteration, exactly as medpy.

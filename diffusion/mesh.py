@@ -1,12 +1,12 @@
 """Anisotropic diffusion on the emulated PE mesh, with scan-directed load balancing.
 
 The image is cut into an orthogonal decomposition over an ``R x C`` mesh of PEs (64 x 64
-by default, the MasPar MP-1 of seed 003); PE ``(r, c)`` keeps its tile at the top-left of
-a buffer of ``b x b`` points. Every iteration:
+by default, the MasPar MP-1 of Biagioni & Prins (1991)); PE ``(r, c)`` keeps its tile at the
+top-left of a buffer of ``b x b`` points. Every iteration:
 
 1. the PEs fetch their 8 neighbours' edge values by X-Net shifts
    (``Machine.halo_exchange``, zero-flux border);
-2. every PE updates only its *active* points (seed 003: a point whose update is below
+2. every PE updates only its *active* points (Biagioni & Prins (1991): a point whose update is below
    ``epsilon`` keeps its value and sleeps until a neighbour changes), so the mesh waits
    for the PE with the most active points: that count is charged to the model clock;
 3. the PEs exchange which points changed and wake their neighbours (or, with
@@ -55,7 +55,7 @@ __all__ = ["FLAG_OPS", "UPDATE_OPS", "MeshResult", "mesh_diffusion"]
 UPDATE_OPS = {1: 60.0, 2: 44.0, 3: 48.0}
 
 #: Operations per buffer slot and iteration to rebuild the active list (the OR of the
-#: neighbours' changed flags and the worklist of seed 003's MP-1 program).
+#: neighbours' changed flags and the worklist of Biagioni & Prins's MP-1 program).
 FLAG_OPS = 1.0
 
 

@@ -21,7 +21,7 @@ References
 .. [2] W. D. Hillis, "The Connection Machine", MIT Press, 1985: NEWS grid communication,
    shifts of a parallel variable along one axis of its VP set.
 .. [3] E. S. Biagioni and J. F. Prins, "Scan Directed Load Balancing for Highly-Parallel
-   Mesh-Connected Computers", UNC Chapel Hill, 1991 (seed 003), section 6: the image is
+   Mesh-Connected Computers", UNC Chapel Hill, 1991, section 6: the image is
    divided into tiles of an orthogonal decomposition and each PE copies the edge pixels of
    its 8 X-Net neighbours before every diffusion step.
 """
@@ -42,8 +42,8 @@ def shift3(src, dst, inner, d_c, mid, d_r, mode, fill):
     """Shift a C-contiguous ``(outer, rows, L)`` view along ``rows`` and along ``L``.
 
     Algorithm: the NEWS / X-Net mesh shift of the Connection Machine (Hillis 1985) and the
-    MasPar MP-1 (Blank 1990; seed 003 section 6), done as a gather: every output element
-    reads its source ``i - offset``, one thread per element, grid-stride loops.
+    MasPar MP-1 (Blank 1990; Biagioni & Prins (1991) section 6), done as a gather: every output
+    element reads its source ``i - offset``, one thread per element, grid-stride loops.
     ``L = n_c * inner`` is a shifted axis of extent ``n_c`` with everything after it
     flattened in (``inner`` elements per step), so a shift by ``d_c`` steps is a shift of
     the flattened row by ``d_c * inner`` elements: interior points need no division.
@@ -113,8 +113,8 @@ def halo(tiles, heights, widths, out, width, mode, fill):
     """One thread per output point of ``out[r, c, y, x]`` (grid z: PE, y: row, x: column).
 
     Algorithm: the tile-edge exchange of the MP-1 diffusion program of Biagioni and Prins
-    (seed 003, section 6: "copying the pixels from the edges of each of the 8 neighboring
-    processors" over the X-Net), as a gather from the neighbours' tile buffers.
+    (Biagioni & Prins 1991, section 6: "copying the pixels from the edges of each of the 8
+    neighboring processors" over the X-Net), as a gather from the neighbours' tile buffers.
     The point sits ``(y - width, x - width)`` from the tile's top-left. Along each axis it
     falls in the own tile, in the previous or next PE's tile (that PE's last or first
     ``width`` points; every tile has at least ``width`` of them), past the mesh border

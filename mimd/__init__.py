@@ -1,12 +1,15 @@
-"""MIMD load-balancing baselines (seeds 001 and 002): a program on the SIMD machine.
+"""MIMD load-balancing baselines (Muniz & Zaluska; Barker & Chrisochoides 2005): a program
+on the SIMD machine.
 
 * :mod:`.network` -- the message-passing machine: torus topology, linear message costs;
 * :mod:`.policies` -- farmer, Gradient Model, Extended Gradient, Diffusion, work stealing;
 * :mod:`.simulator` -- the time-stepped data-parallel simulation (:func:`simulate`), with
   the policies' protocol steps in :mod:`.protocols`;
-* :mod:`.workloads` -- seed 002's synthetic task sets and seed 001's height-field ray tracer
+* :mod:`.workloads` -- Barker & Chrisochoides's synthetic task sets and Muniz & Zaluska's
+height-field ray tracer
   (:mod:`.raytrace`);
-* :mod:`.model` -- seed 002's bi-modal approximation and runtime model (equations 1-6);
+* :mod:`.model` -- Barker & Chrisochoides's bi-modal approximation and runtime model (equations
+1-6);
 * :mod:`.experiments`, :mod:`.report`, :mod:`.plots` -- the parts, tables, JSON and plots
   of ``simd-emu bench mimd`` (:mod:`.cli`; ``bench/mimd.py`` in the source tree).
 """

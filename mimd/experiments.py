@@ -1,9 +1,9 @@
 """The experiments of ``simd-emu bench mimd``: each part's numbers, no printing.
 
-Seed 001 Table 1 (:func:`table1`), the farmer's scaling with links as resources
+Muniz & Zaluska Table 1 (:func:`table1`), the farmer's scaling with links as resources
 (:func:`farmer_scaling`) and the status-interval sensitivity (:func:`gradient_sensitivity`),
-seed 002 Figure 1 (:func:`figure1`) and Figures 2 and 3 (:func:`parametric`), MIMD policies
-next to the SIMD balancer (:func:`compare`, with the renderer's workload from
+Barker & Chrisochoides (2005) Figure 1 (:func:`figure1`) and Figures 2 and 3 (:func:`parametric`),
+MIMD policies next to the SIMD balancer (:func:`compare`, with the renderer's workload from
 :func:`render_workload`) and the scale run (:func:`scale`).
 :mod:`mimd.report` prints them and writes the JSON; :mod:`mimd.plots` draws them.
 """
@@ -41,9 +41,9 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------- seed 001
+# --------------------------------------------------------------------------- Muniz & Zaluska
 def table1(*, quick: bool = False, machine=None) -> dict:
-    """Seed 001 Table 1 in form on the measured ray-tracing workload.
+    """Muniz & Zaluska Table 1 in form on the measured ray-tracing workload.
 
     Every run twice: links as resources (``time``, ``utilisation``) and without contention
     (``time_free``, ``utilisation_free``), the model before links were modelled.
@@ -112,7 +112,7 @@ def farmer_scaling(*, quick: bool = False, tasks_per_proc: int = 4) -> dict:
     """The farmer on 4x4 to 32x32 transputer tori, fine and coarse tasks, links on and off.
 
     ``tasks_per_proc`` tasks per processor, uniform in 0.5..1.5 times the mean: fine (3 ms,
-    the grain where the issue's event-driven check found the old model 17-62 % optimistic)
+    the grain where an event-driven check found a coarser model 17-62 % optimistic)
     and coarse (1 s). By hand, the farmer can hand out at most ``1 / (serve + startup)``
     tasks a second (its CPU) and at most ``4 / hold`` (its four links, each holding a
     store-and-forward hand-out ``per_hop + task_bytes * per_byte`` per hop); dimension-order
@@ -186,7 +186,8 @@ def gradient_sensitivity(*, quick: bool = False) -> dict:
     return {"rows": rows}
 
 
-# --------------------------------------------------------------------------- seed 002
+# --------------------------------------------------------------------------- Barker & Chrisochoides
+# (2005)
 def _validate_point(name, p, k, *, quantum=0.01, seed=0):
     costs = workload(name, p, k)
     net = Network.cluster(p)
@@ -198,7 +199,7 @@ def _validate_point(name, p, k, *, quantum=0.01, seed=0):
 
 
 def figure1(*, quick: bool = False) -> dict:
-    """Seed 002 Figure 1 in form: model against simulation, Diffusion."""
+    """Barker & Chrisochoides (2005) Figure 1 in form: model against simulation, Diffusion."""
     rows = []
     ks = (2, 4, 8, 16)
     for name in ("linear-2", "linear-4", "step"):
@@ -247,7 +248,7 @@ def figure1(*, quick: bool = False) -> dict:
 
 
 def parametric(kind: str = "bimodal", *, quick: bool = False, simulate_upto: int = 64) -> dict:
-    """Seed 002 Figure 2 (``bimodal``) or Figure 3 (``linear``) in form.
+    """Barker & Chrisochoides (2005) Figure 2 (``bimodal``) or Figure 3 (``linear``) in form.
 
     Model predictions over tasks per processor, polling quantum and neighbourhood size for
     three processor counts; simulated points for machines up to ``simulate_upto``.
@@ -333,12 +334,12 @@ def render_workload(
     magnification: float = 2.0,
     size: int = 256,
 ) -> np.ndarray:
-    """The renderer's real per-polygon scan-line workloads (issue 3), in mesh order.
+    """The renderer's real per-polygon scan-line workloads, in mesh order.
 
     The scan-conversion loop's workload of a built-in isosurface
     (:func:`renderer.loop_workloads`, the renderer's public interface for this): one task
     per polygon that covers at least one scan line, its work the number of scan lines. The
-    default is seed 000's unbalanced set in view M(45, 45): a few long slivers among many
+    default is Ahrens & Hansen's unbalanced set in view M(45, 45): a few long slivers among many
     small polygons. The renderer is imported here, not at module level, so that the MIMD
     program loads without it until this task set is asked for.
     """
@@ -364,7 +365,7 @@ def _simd_loop(
     task_cost: float,
     workload: np.ndarray | None = None,
 ) -> dict:
-    """Run the task set as a balanced loop on the SIMD machine (seed 000).
+    """Run the task set as a balanced loop on the SIMD machine (Ahrens & Hansen 1995).
 
     ``workload``: the integer workload per datum when the task set has one (the renderer's
     scan lines); otherwise each cost in units of ``max cost / units``.
@@ -400,13 +401,14 @@ def compare(
 ) -> dict:
     """MIMD policies and the SIMD cost-effective balancer on the same task sets.
 
-    MIMD: simulated makespan on a cluster network (seed 002 costs), tasks placed in blocks
-    (the farmer holds them all); utilisation = work / (P * makespan). SIMD: each task is a
-    datum whose workload is its cost in units of ``max cost / units`` (at least one), run by
+    MIMD: simulated makespan on a cluster network (Barker & Chrisochoides (2005) costs), tasks
+    placed in blocks (the farmer holds them all); utilisation = work / (P * makespan). SIMD: each
+    task is a datum whose workload is its cost in units of ``max cost / units`` (at least one), run
+    by
     :func:`simd.balance.run_loop` with ``task_cost`` model cycles per unit; utilisation =
     useful cycles / (P * loop cycles). Speed-ups are over no balancing on the same machine
-    (MIMD static blocks; SIMD the original loop of seed 000 Figure 1). A unit is 1/32 of the
-    largest task, seconds of work on the papers' machines, so ``task_cost`` is large (10^4
+    (MIMD static blocks; SIMD the original loop of Ahrens & Hansen (1995) Figure 1). A unit is 1/32
+    of the largest task, seconds of work on the papers' machines, so ``task_cost`` is large (10^4
     cycles); with 10^2 the cost-effective loop's overhead in iterations exceeds any saving
     and it never redistributes. Note that a SIMD datum's units are separate tasks, while a
     MIMD task is indivisible: the SIMD loops balance at a finer grain.

@@ -3,12 +3,12 @@
 Every directed link carries one message at a time, first come first served: a message that
 finds its link busy waits at the node until the link is free (a FIFO queue per link). We
 chose exclusive FCFS links over a fair share of the bandwidth because that is what the
-machines of the seeds do: a transputer link (seed 001) is a DMA engine that moves one
-message, or one VCR packet, at a time, and an ethernet port (seed 002) one frame at a time;
-fair sharing is the fluid limit of packet interleaving, which gives a bottleneck link the
+machines of the papers do: a transputer link (Muniz & Zaluska) is a DMA engine that moves one
+message, or one VCR packet, at a time, and an ethernet port (Barker & Chrisochoides 2005) one frame
+at a time; fair sharing is the fluid limit of packet interleaving, which gives a bottleneck link the
 same throughput (both are work-conserving) but needs rates recomputed at every arrival and
 departure, an event-driven computation that does not fit a per-batch scan. Throughput, the
-point of seed 001's farmer bottleneck, is the same under both; individual latencies differ.
+point of Muniz & Zaluska's farmer bottleneck, is the same under both; individual latencies differ.
 
 State: ``free[l]``, the time at which link ``l`` ends its last reservation (one float per
 directed link, ``4 P`` of them) and ``busy[l]``, its total occupancy. A batch of messages

@@ -1,6 +1,7 @@
-"""Seed 002's analytic model: the bi-modal approximation and the runtime of equation 6.
+"""Barker & Chrisochoides' analytic model: the bi-modal approximation and the runtime of
+equation 6.
 
-Barker & Chrisochoides (seed 002) predict the run time of an over-decomposed application
+Barker & Chrisochoides (2005) predict the run time of an over-decomposed application
 balanced by Diffusion (or work stealing) in two steps:
 
 1. **Bi-modal approximation** (section 3, equations 1-5). Sort the task weights
@@ -35,8 +36,8 @@ given where the bi-modal averaging hides what decides the run time when weights 
 (linear imbalance): the dominating alpha processor is the one holding the heaviest block,
 running the head of its block while its tail is donated, and the last task a beta
 processor receives is the first one after that head. For a true two-class task set (step,
-bi-modal) both give the same prediction. Against our simulation (seed 002 Figure 1 in
-form, ``bench mimd``) the mean error of the average prediction is about 5 % for the
+bi-modal) both give the same prediction. Against our simulation (Barker & Chrisochoides (2005)
+Figure 1 in form, ``bench mimd``) the mean error of the average prediction is about 5 % for the
 paper's model and under 3 % refined.
 """
 
@@ -55,7 +56,7 @@ __all__ = ["BiModal", "bimodal_fit", "ModelParams", "Prediction", "predict"]
 
 @dataclass(frozen=True)
 class BiModal:
-    """Bi-modal approximation of a task set (seed 002 equations 1-5).
+    """Bi-modal approximation of a task set (Barker & Chrisochoides (2005) equations 1-5).
 
     Attributes
     ----------
@@ -82,7 +83,7 @@ class BiModal:
 
 
 def bimodal_fit(weights) -> BiModal:
-    """Choose ``Gamma`` by least squares (seed 002 equations 1-5).
+    """Choose ``Gamma`` by least squares (Barker & Chrisochoides (2005) equations 1-5).
 
     Parameters
     ----------
@@ -130,7 +131,8 @@ class ModelParams:
     """Inputs of equation 6 (seconds, bytes), normally read off a simulated set-up.
 
     ``hops`` is the mean hop count of a load-balancing message; ``app_messages`` and
-    ``app_bytes`` the application's own messages per task (0 for seed 002's benchmark).
+    ``app_bytes`` the application's own messages per task (0 for Barker & Chrisochoides's
+    benchmark).
     """
 
     processors: int
@@ -160,7 +162,10 @@ class ModelParams:
     ) -> ModelParams:
         """Parameters of the simulated machine ``network`` under ``policy``."""
         if not isinstance(policy, Diffusion):
-            raise TypeError("the model of seed 002 covers Diffusion and WorkStealing policies")
+            raise TypeError(
+                "the model of Barker & Chrisochoides (2005) covers the Diffusion and WorkStealing "
+                "policies"
+            )
         k = max(1, min(policy.neighbours, network.p - 1))
         offs = network.offsets()[:k]
         hops = float(np.mean(np.abs(offs).sum(axis=1))) if len(offs) else 0.0
@@ -187,7 +192,8 @@ class ModelParams:
         )
 
     def message(self, nbytes: float) -> float:
-        """Linear message cost: start-up plus per byte plus per hop (seed 002 4.3)."""
+        """Linear message cost: start-up plus per byte plus per hop (Barker & Chrisochoides
+        2005, section 4.3)."""
         return self.startup + nbytes * self.per_byte + self.hops * self.per_hop
 
 
@@ -211,7 +217,8 @@ class Prediction:
 
 
 def _turnaround(prm: ModelParams) -> tuple[float, float, float]:
-    """(query round, migration round, task transfer) times of one migration (seed 002 4.4).
+    """(query round, migration round, task transfer) times of one migration (Barker &
+    Chrisochoides 2005, section 4.4).
 
     A message costs its start-up once (:meth:`ModelParams.message` includes it, as
     :meth:`mimd.Network.message_time` does): the last of ``k`` queries sent one after the
@@ -241,7 +248,7 @@ def _turnaround(prm: ModelParams) -> tuple[float, float, float]:
 def predict(
     weights, prm: ModelParams, *, fit: BiModal | None = None, refine: bool = True
 ) -> Prediction:
-    """Predict the run time of ``weights`` under Diffusion with seed 002's model.
+    """Predict the run time of ``weights`` under Diffusion with Barker & Chrisochoides's model.
 
     Parameters
     ----------

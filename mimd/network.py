@@ -1,8 +1,8 @@
 """The simulated message-passing (MIMD) machine: topology and cost constants.
 
-The machine of seed 001 (Muniz & Zaluska) is a 4x4 torus of T800 transputers whose links run
+The machine of Muniz & Zaluska is a 4x4 torus of T800 transputers whose links run
 at 20 Mbit/s and whose messages are routed store-and-forward by the Virtual Channel Router;
-the machine of seed 002 (Barker & Chrisochoides) is a cluster of Sun workstations on fast
+the machine of Barker & Chrisochoides (2005) is a cluster of Sun workstations on fast
 ethernet with MPI, where a message costs a start-up plus a per-byte time. Both are described
 here by one linear cost model: a message of ``b`` bytes over ``h`` hops costs
 
@@ -79,7 +79,8 @@ class Network:
         Size of a migrated task (its data) and of a control message.
     pack, unpack : float
         CPU time to uninstall and pack a task on the sender, unpack and install it on the
-        receiver (seed 002 section 4.5; measured quantities there, constants here).
+        receiver (Barker & Chrisochoides (2005) section 4.5; measured quantities there, constants
+        here).
     tick : float or None
         Time step of the simulation; ``None`` takes 1/200 of the mean task time.
     contention : bool
@@ -118,7 +119,7 @@ class Network:
     # presets -------------------------------------------------------------------------------
     @classmethod
     def transputer(cls, shape: tuple[int, int] = (4, 4), **kw) -> Network:
-        """Seed 001's Parsys Supernode: T800 links at 20 Mbit/s, VCR store-and-forward.
+        """Muniz & Zaluska's Parsys Supernode: T800 links at 20 Mbit/s, VCR store-and-forward.
 
         A link moves about 1.7 MB/s (0.6 us per byte); a VCR message start-up is of the
         order of 100 us; a process (ray-tracing task with its sub-surface) is a few KB.
@@ -139,7 +140,7 @@ class Network:
 
     @classmethod
     def cluster(cls, p: int = 64, **kw) -> Network:
-        """Seed 002's cluster: 333 MHz Ultra 5 nodes, 100 Mbit ethernet, LAM MPI.
+        """Barker & Chrisochoides's cluster: 333 MHz Ultra 5 nodes, 100 Mbit ethernet, LAM MPI.
 
         About 100 us start-up and 12.5 MB/s (0.08 us per byte); a switched network, so hop
         count adds nothing; migration packs and unpacks a mobile object (1 ms each).
@@ -247,7 +248,8 @@ class Network:
 
         The ``j``-th neighbour of processor ``p`` is ``p`` moved by ``offsets()[j]``; the
         neighbourhood of size ``k`` is the first ``k``, the evolving neighbourhood of round
-        ``r`` the entries ``r*k .. r*k+k-1`` (wrapping), as in seed 002 section 4.4.
+        ``r`` the entries ``r*k .. r*k+k-1`` (wrapping), as in Barker & Chrisochoides (2005) section
+        4.4.
         """
         rows, cols = self.shape
         dr, dc = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")

@@ -1,5 +1,5 @@
-"""The PNG plots of ``simd-emu bench mimd``: seed 002 Figures 1, 2 and 3 in form, and the
-farmer's scaling with and without link contention."""
+"""The PNG plots of ``simd-emu bench mimd``: Barker & Chrisochoides (2005) Figures 1, 2 and 3
+in form, and the farmer's scaling with and without link contention."""
 
 from __future__ import annotations
 
@@ -81,7 +81,9 @@ def plots(results: dict, out: Path, tag: str) -> list[str]:
                 if j == 0:
                     ax.set_ylabel("run time (s)")
         axes[0, 0].legend()
-        fig.suptitle("Seed 002 Figure 1 in form: Diffusion, model vs simulation")
+        fig.suptitle(
+            "Barker & Chrisochoides (2005) Figure 1 in form: Diffusion, model vs simulation"
+        )
         fig.tight_layout()
         f = out / f"mimd{tag}-figure1.png"
         fig.savefig(f, dpi=90)
@@ -96,6 +98,7 @@ def plots(results: dict, out: Path, tag: str) -> list[str]:
         res = results[key]
         procs = res["processors"]
         fig, axes = plt.subplots(len(procs), 3, figsize=(13, 3.3 * len(procs)), squeeze=False)
+        simulated = False
         xlabels = {
             "tasks_per_proc": "tasks per processor",
             "quantum": "quantum (s)",
@@ -119,6 +122,7 @@ def plots(results: dict, out: Path, tag: str) -> list[str]:
                     ]
                     if sims:
                         ax.plot(*zip(*sims, strict=True), "o", color=c, mfc="none")
+                        simulated = True
                 ax.set_xscale("log", base=2 if param != "quantum" else 10)
                 if param != "quantum":
                     # whole numbers of tasks and neighbours: 2, 4, 8, not 2.0 or 2^1
@@ -128,15 +132,18 @@ def plots(results: dict, out: Path, tag: str) -> list[str]:
                 ax.set_xlabel(xlabels[param])
                 if j == 0:
                     ax.set_ylabel("run time (s)")
-        # level colours, plus what lines and circles mean
+        # level colours, plus what lines (and circles, where any are drawn) mean
         handles, labels = axes[0, 0].get_legend_handles_labels()
-        handles += [
-            matplotlib.lines.Line2D([], [], color="k", ls="-"),
-            matplotlib.lines.Line2D([], [], color="k", ls="", marker="o", mfc="none"),
-        ]
-        labels += ["model average", "simulated"]
+        handles.append(matplotlib.lines.Line2D([], [], color="k", ls="-"))
+        labels.append("model average")
+        if simulated:
+            handles.append(
+                matplotlib.lines.Line2D([], [], color="k", ls="", marker="o", mfc="none")
+            )
+            labels.append("simulated")
         axes[0, 0].legend(handles, labels, fontsize=8)
-        fig.suptitle(f"Seed 002 parametric study, {title}: model (lines), simulation (circles)")
+        drawn = "model (lines), simulation (circles)" if simulated else "model predictions"
+        fig.suptitle(f"Barker & Chrisochoides (2005) parametric study, {title}: {drawn}")
         fig.tight_layout()
         f = out / f"mimd{tag}-{key}.png"
         fig.savefig(f, dpi=80)

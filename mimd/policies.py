@@ -1,4 +1,5 @@
-"""Load-balancing policies of seeds 001 and 002, as parameter records.
+"""Load-balancing policies of Muniz & Zaluska and Barker & Chrisochoides (2005), as parameter
+records.
 
 The simulator (:mod:`mimd.simulator`) reads these records; each docstring says
 which mechanism of which paper the policy follows and what its parameters mean.
@@ -44,28 +45,28 @@ class Policy:
 
 @dataclass(frozen=True)
 class NoBalancing(Policy):
-    """Static assignment, no migration (the baseline of seed 002 Figure 4)."""
+    """Static assignment, no migration (the baseline of Barker & Chrisochoides (2005) Figure 4)."""
 
     name = "none"
 
 
 @dataclass(frozen=True)
 class Farmer(Policy):
-    """Master/worker farm (seed 001 section 4.3, Pritchard et al. 1987).
+    """Master/worker farm (Muniz & Zaluska section 4.3, Pritchard et al. 1987).
 
     Processor ``farmer`` holds every task and hands one out per request, in task order; a
     worker asks when it runs dry. The farmer serves requests one at a time (``serve`` seconds
     of its CPU each), which is the centralised bottleneck that grows with P. With
     ``farmer_works`` the farmer's processor also runs tasks between requests (the control
-    run of seed 001 section 4.4 is this policy on a single processor).
+    run of Muniz & Zaluska section 4.4 is this policy on a single processor).
     ``routing_factor`` multiplies the wire time of its messages (per hop and per byte, so
     also how long they hold each link): 1 for "farmer + VCR", above 1 for the "farmer
     original" whose messages were forwarded by user-level processes.
 
     Each hand-out costs the farmer ``serve`` and the message start-up on its CPU; not the
     network's ``pack`` / ``unpack`` (uninstalling and installing a process or mobile object,
-    seed 002 4.5): the farmer sends batches of data to worker processes placed at compile
-    time (seed 001 4.3), whose preparation ``serve`` stands for.
+    Barker & Chrisochoides (2005) 4.5): the farmer sends batches of data to worker processes placed
+    at compile time (Muniz & Zaluska 4.3), whose preparation ``serve`` stands for.
     """
 
     serve: float = 2e-4
@@ -83,10 +84,10 @@ class Farmer(Policy):
 
 @dataclass(frozen=True)
 class GradientModel(Policy):
-    """Gradient Model of Lin & Keller (1986) as described in seed 001 section 4.1.
+    """Gradient Model of Lin & Keller (1986) as described in Muniz & Zaluska section 4.1.
 
     Each processor measures its busyness as the fraction of time spent on tasks, averaged
-    over ``window`` seconds (seed 001 section 5: the idle count, averaged over a period of
+    over ``window`` seconds (Muniz & Zaluska section 5: the idle count, averaged over a period of
     the order of a migration, after Barak & Shiloh). Every ``interval`` seconds it
     classifies itself with two thresholds: lightly loaded when busyness ``< low`` and its
     queue is empty, over-loaded when busyness ``> high`` and it has queued work. Its
@@ -99,11 +100,11 @@ class GradientModel(Policy):
     rate-limited: a busy processor holding a spawn bundle places half of it at once
     (``spawn`` seconds of its CPU per placement), down its current gradient.
 
-    Seed 001 gives neither the interval nor the averaging window; the defaults (status every
+    Muniz & Zaluska gives neither the interval nor the averaging window; the defaults (status every
     1 s, busyness averaged over 2 s, against tasks of 0.3-10 s) are our choice for its
     transputer machine, and ``simd-emu bench mimd`` reports how GM and EG move with them.
 
-    A unit of work is a task, or half of a spawn bundle (seed 001 section 6.1: processes are
+    A unit of work is a task, or half of a spawn bundle (Muniz & Zaluska section 6.1: processes are
     spawned recursively by splitting the descriptor array).
     """
 
@@ -127,7 +128,7 @@ class GradientModel(Policy):
 
 @dataclass(frozen=True)
 class ExtendedGradient(GradientModel):
-    """Extended Gradient of Muniz (1994), seed 001 section 4.2.
+    """Extended Gradient of Muniz (1994), Muniz & Zaluska section 4.2.
 
     The gradient also carries the id of the nearest light processor. A heavily loaded
     processor asks that processor directly (routed, any distance) to confirm it is still
@@ -146,7 +147,7 @@ class ExtendedGradient(GradientModel):
 
 @dataclass(frozen=True)
 class Diffusion(Policy):
-    """Diffusion as in PREMA, seed 002 sections 2 and 4.
+    """Diffusion as in PREMA, Barker & Chrisochoides (2005) sections 2 and 4.
 
     A processor whose work pool is empty sends a query to every processor of its current
     neighbourhood (the ``neighbours`` nearest on the torus; an evolving set: when all say
@@ -180,13 +181,14 @@ class Diffusion(Policy):
 
     @property
     def poll_overhead(self) -> float:
-        """CPU time of one polling-thread invocation, ``2 T_ctx + T_poll`` (seed 002 4.2)."""
+        """CPU time of one polling-thread invocation, ``2 T_ctx + T_poll`` (Barker &
+        Chrisochoides 2005, section 4.2)."""
         return 2 * self.ctx + self.poll
 
 
 @dataclass(frozen=True)
 class WorkStealing(Diffusion):
-    """Work stealing (Barker 2004), the variant of seed 002 section 4.
+    """Work stealing (Barker 2004), the variant of Barker & Chrisochoides (2005) section 4.
 
     An idle processor asks one victim drawn at random from its ``neighbours`` nearest
     processors (``neighbours >= P - 1``: anyone) for a task; the victim answers at its next

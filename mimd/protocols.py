@@ -4,11 +4,11 @@
 program (progress, deliveries, protocol, status, dispatch); the policy-specific steps of
 that program live here, each family's state arrays made by its ``init_*`` method:
 
-* :class:`FarmerProtocol` -- requests to the farmer and its serial service (seed 001 4.3);
+* :class:`FarmerProtocol` -- requests to the farmer and its serial service (Muniz & Zaluska 4.3);
 * :class:`GradientProtocol` -- the Gradient Model's pressure surface and spawn tree, and the
-  Extended Gradient's check-and-reserve handshakes (seed 001 sections 5 and 6.1);
+  Extended Gradient's check-and-reserve handshakes (Muniz & Zaluska sections 5 and 6.1);
 * :class:`DiffusionProtocol` -- Diffusion's neighbourhood queries and migration requests,
-  and work stealing's random victims (seed 002 section 2).
+  and work stealing's random victims (Barker & Chrisochoides (2005) section 2).
 
 The methods use the simulator's state and helpers (``self.m``, ``self.net``, ``give``,
 ``charge``, ``rank``, ``next_poll``, ...); they are not meant to be used on their own.
@@ -52,7 +52,7 @@ class FarmerProtocol:
         self.start_tasks(self.xp.asarray([f]), h)
 
     def farmer_requests(self):
-        """Workers that ran dry ask the farmer for a task (seed 001 section 4.3)."""
+        """Workers that ran dry ask the farmer for a task (Muniz & Zaluska section 4.3)."""
         xp = self.xp
         f = self.pol.farmer
         want = (
@@ -84,8 +84,9 @@ class FarmerProtocol:
         recurrence ``c_i = max(a_i, c_{i-1}) + s_i`` from the exact arrivals ``a_i``
         (an add-scan and a max-scan). The hand-out then crosses the links. Not charged:
         ``pack`` (and the worker's ``unpack``), the cost of uninstalling and packing a
-        *process* (seed 002 4.5): the farmer of seed 001 4.3 sends batches of data to worker
-        processes placed at compile time, whose preparation is its ``serve``.
+        *process* (Barker & Chrisochoides (2005) 4.5): the farmer of Muniz & Zaluska 4.3 sends
+        batches of data to worker processes placed at compile time, whose preparation is its
+        ``serve``.
         """
         xp, m = self.xp, self.m
         now = self.now() + 1e-12
@@ -161,7 +162,7 @@ class GradientProtocol:
         self.next_status = self.t + max(1, int(round(pol.interval / self.dt)))
         xp, m = self.xp, self.m
         rows, cols = self.net.shape
-        # two-threshold classification of the smoothed busyness (seed 001 section 5)
+        # two-threshold classification of the smoothed busyness (Muniz & Zaluska section 5)
         light = (self.busyness < pol.low) & ~self.reserved & (self.qcount == 0)
         heavy = (self.busyness > pol.high) & (self.qcount > 0)
         # pressure = distance to the nearest light processor, one hop per update, by NEWS
@@ -214,7 +215,7 @@ class GradientProtocol:
         self.give(donors, dests, depart, xp.ones(donors.size, dtype=np.int64), "tail")
 
     def gradient_spawn(self):
-        """Spawn-tree placement, every tick (seed 001 section 6.1).
+        """Spawn-tree placement, every tick (Muniz & Zaluska section 6.1).
 
         A busy processor holding a spawn bundle splits it and places the upper half at once:
         GM sends it to the downhill neighbour of its (possibly stale) gradient, with no
@@ -323,7 +324,8 @@ class DiffusionProtocol:
             self.q_target = xp.zeros((self.P, k), dtype=np.int64)
 
     def start_requests(self):
-        """Processors with an empty pool start asking for work (seed 002 section 2)."""
+        """Processors with an empty pool start asking for work (Barker & Chrisochoides 2005,
+        section 2)."""
         xp = self.xp
         if self.P == 1:
             return

@@ -1,6 +1,6 @@
-"""Seed 001's application: a height-field ray tracer whose sub-surfaces are the tasks.
+"""Muniz & Zaluska's application: a height-field ray tracer whose sub-surfaces are the tasks.
 
-Muniz & Zaluska (seed 001, section 6) ray-trace a surface given as an array of heights
+Muniz & Zaluska (section 6) ray-trace a surface given as an array of heights
 (``z`` of each grid point) on a 150x150 pixel screen divided into 64 sub-surfaces, one
 process each. This module is such a ray tracer, written data-parallel for our SIMD machine:
 one virtual processor per pixel marches its primary ray through the height field (fixed
@@ -59,7 +59,9 @@ class TraceResult:
 def _tiles(pixels: int, tiles: int) -> tuple[int, np.ndarray]:
     side = int(round(np.sqrt(tiles)))
     if side * side != tiles or side < 1:
-        raise ValueError(f"tiles must be a perfect square (8x8 = 64 in seed 001), got {tiles!r}")
+        raise ValueError(
+            f"tiles must be a perfect square (8x8 = 64 in Muniz & Zaluska), got {tiles!r}"
+        )
     if side > pixels:
         raise ValueError(f"{tiles} sub-surfaces do not fit in {pixels}x{pixels} pixels")
     edge = (np.arange(pixels) * side) // pixels  # block index of each pixel row/column
@@ -79,9 +81,9 @@ def trace(
     Parameters
     ----------
     pixels : int
-        Screen side (150 in seed 001).
+        Screen side (150 in Muniz & Zaluska).
     tiles : int
-        Number of sub-surfaces, a perfect square (64 in seed 001); sub-surface
+        Number of sub-surfaces, a perfect square (64 in Muniz & Zaluska); sub-surface
         ``r * side + c`` holds pixel block ``(r, c)``.
     machine : simd.Machine, optional
         The SIMD machine (default a NumPy machine of 512 PEs).
@@ -229,10 +231,10 @@ def trace(
 def raytrace_costs(
     pixels: int = 150, tiles: int = 64, *, total: float | None = 328.0, machine=None, seed: int = 1
 ) -> np.ndarray:
-    """Per-sub-surface task costs (seconds) of seed 001's ray-tracing workload.
+    """Per-sub-surface task costs (seconds) of Muniz & Zaluska's ray-tracing workload.
 
     The costs are the measured march steps of each sub-surface, scaled so the whole
-    surface takes ``total`` seconds on one processor (328 s: the control run of seed 001
+    surface takes ``total`` seconds on one processor (328 s: the control run of Muniz & Zaluska
     Table 1); ``total=None`` returns the raw step counts. Tasks are in spawn order (the
     sub-surfaces in row-major order, as the descriptor array is split).
     """

@@ -1,9 +1,10 @@
-"""The MIMD benchmark: seed 001 Table 1, seed 002 Figures 1-3, and MIMD vs SIMD balancing.
+"""The MIMD benchmark: Muniz & Zaluska's Table 1, Barker & Chrisochoides (2005) Figures 1-3,
+and MIMD against SIMD balancing.
 
 Run by ``simd-emu bench mimd [--quick]`` and ``python -m bench.mimd [--quick]``. Parts:
 
 ``table1``
-    Seed 001 Table 1 in form: the height-field ray tracer (150x150 pixels, 64 sub-surfaces,
+    Muniz & Zaluska Table 1 in form: the height-field ray tracer (150x150 pixels, 64 sub-surfaces,
     per-sub-surface cost measured by tracing, scaled to the paper's 328 s control run) on a
     4x4 transputer torus under farmer (original and + VCR), Gradient Model, Extended
     Gradient and the single-processor farmer control run: time, processor-seconds and
@@ -14,20 +15,20 @@ Run by ``simd-emu bench mimd [--quick]`` and ``python -m bench.mimd [--quick]``.
     tasks, with and without link contention: hand-outs a second against the hand-computed
     bounds of the farmer's CPU and of its four links, and the busiest link's occupancy.
 ``gradient``
-    Sensitivity of GM and EG to the status interval (the one parameter seed 001 leaves open).
+    Sensitivity of GM and EG to the status interval (the one parameter Muniz & Zaluska leaves open).
 ``figure1``
-    Seed 002 Figure 1 in form: Diffusion on linear-2, linear-4 and step, 32 and 64
-    processors, 2 to 16 tasks per processor; simulated time against the model's lower,
+    Barker & Chrisochoides (2005) Figure 1 in form: Diffusion on linear-2, linear-4 and step, 32 and
+    64 processors, 2 to 16 tasks per processor; simulated time against the model's lower,
     upper and average predictions, with the error of the average.
 ``figure2`` / ``figure3``
-    Seed 002 Figures 2 and 3 in form (model predictions, simulated points beside them):
-    over-decomposition, polling quantum and neighbourhood size, bi-modal imbalance
+    Barker & Chrisochoides (2005) Figures 2 and 3 in form (model predictions, simulated points
+    beside them): over-decomposition, polling quantum and neighbourhood size, bi-modal imbalance
     (heavy tasks 50 %, variance 0.5 / 1 / 3) and linear imbalance (mild 1.2x, moderate 2x,
     severe 4x, four application messages per task).
 ``compare``
-    One table with the MIMD policies and the cost-effective SIMD balancer (seed 000,
-    :func:`simd.balance.run_loop`) on the same task sets (seed 002's synthetic sets, the
-    ray tracer, and the renderer's real per-polygon scan-line workload): utilisation and
+    One table with the MIMD policies and the cost-effective SIMD balancer (Ahrens & Hansen (1995),
+    :func:`simd.balance.run_loop`) on the same task sets (Barker & Chrisochoides's synthetic sets,
+    the ray tracer, and the renderer's real per-polygon scan-line workload): utilisation and
     speed-up over no balancing on each machine.
 ``scale``
     4096 processors x 100,000 tasks: wall time of the simulation on this host.
@@ -155,7 +156,9 @@ def run(
         echo(f"\n[{part}] running ...")
         if part == "table1":
             r = table1(quick=quick)
-            echo("\nSeed 001 Table 1 in form: ray tracer 150x150, 64 sub-surfaces, 4x4 torus")
+            echo(
+                "\nMuniz & Zaluska Table 1 in form: ray tracer 150x150, 64 sub-surfaces, 4x4 torus"
+            )
             echo(
                 f"(task costs measured by tracing, {r['min_task']:.2f}..{r['max_task']:.2f} s;"
                 " utilisation = 100 x control time / processor-seconds)"
@@ -228,7 +231,8 @@ def run(
         elif part == "figure1":
             r = figure1(quick=quick)
             echo(
-                "\nSeed 002 Figure 1 in form: Diffusion (quantum 10 ms, 4 neighbours), "
+                "\nBarker & Chrisochoides (2005) Figure 1 in form: Diffusion (quantum 10 ms, "
+                "4 neighbours), "
                 "10 s of work per processor"
             )
             echo(
@@ -268,7 +272,8 @@ def run(
             e = r.get("model_vs_sim_mean_abs_error_pct")
             npts = sum(len(s["points"]) for s in r["series"])
             echo(
-                f"\nSeed 002 {part} in form ({r['kind']} imbalance): {npts} model points"
+                f"\nBarker & Chrisochoides (2005) {part} in form ({r['kind']} imbalance): "
+                f"{npts} model points"
                 + (
                     f"; mean |model - sim| {e:.1f} % over the simulated ones"
                     if e is not None

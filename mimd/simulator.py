@@ -1,10 +1,10 @@
 """Time-stepped, data-parallel simulation of a message-passing machine on the SIMD machine.
 
-The MIMD machine of seeds 001 and 002 is simulated *data-parallel*: all processor state
-lives in arrays of length P (one virtual processor of our SIMD machine per simulated
-processor) and all task state in arrays of length N (one VP per task). Time advances in
-ticks of ``Network.tick`` seconds; ticks in which nothing can happen (no task finishes, no
-message arrives, no status update is due) are skipped, so the cost is proportional to the
+The MIMD machines of Muniz & Zaluska and of Barker & Chrisochoides (2005) are simulated
+*data-parallel*: all processor state lives in arrays of length P (one virtual processor of our SIMD
+machine per simulated processor) and all task state in arrays of length N (one VP per task). Time
+advances in ticks of ``Network.tick`` seconds; ticks in which nothing can happen (no task finishes,
+no message arrives, no status update is due) are skipped, so the cost is proportional to the
 number of *event ticks*, not to the simulated time. Every tick runs the same SIMD program:
 
 1. progress: each processor pays its CPU debt (message start-ups, packing, polling-thread
@@ -32,8 +32,8 @@ donor) resumes its task up to a tick late; decisions on state (GM/EG status, a r
 requester asking again, a polling thread's view of its queue) see the state at the tick;
 and more than :attr:`_Sim.INNER` chained messages in one step wait for the next tick. The
 hand-computed tests (``tests/mimd/test_links.py``) are exact to rounding with a tick 25
-times the messages; the issue's check found 1.2 % from the tick on coarse tasks before
-these changes.
+times the messages; without them an event-driven check found 1.2 % from the tick on
+coarse tasks.
 
 Random choices (work-stealing victims, poll phases) come from one seeded generator, so a
 run is deterministic for a given seed. Processor and task ids decide every tie.
@@ -90,7 +90,7 @@ class SimResult:
     processors : int
     tasks : int
     makespan : float
-        Time at which the last task finished (seed 001 Table 1 line 1).
+        Time at which the last task finished (Muniz & Zaluska Table 1 line 1).
     work : float
         Sum of task costs (the single-processor time without overheads).
     processor_seconds : float
@@ -162,9 +162,9 @@ def initial_placement(n: int, p: int, how: str = "block") -> np.ndarray:
     n, p : int
         Tasks and processors.
     how : {"block", "cyclic", "root"}
-        ``block``: equal contiguous shares in task order (seed 002 section 4.1, "each of P
-        processors is initially assigned an equal fraction of the N tasks"); ``cyclic``:
-        task ``i`` on processor ``i % p``; ``root``: all on processor 0 (seed 001: the
+        ``block``: equal contiguous shares in task order (Barker & Chrisochoides (2005) section 4.1,
+        "each of P processors is initially assigned an equal fraction of the N tasks"); ``cyclic``:
+        task ``i`` on processor ``i % p``; ``root``: all on processor 0 (Muniz & Zaluska: the
         root process spawns every task).
 
     Examples
@@ -212,16 +212,17 @@ def simulate(
         The SIMD machine that runs the simulation; default a NumPy ``Machine`` shaped like
         the torus.
     placement : {"block", "cyclic", "root"}, optional
-        Initial placement of the tasks; default the policy's (root for seed 001's policies).
+        Initial placement of the tasks; default the policy's (root for Muniz & Zaluska's policies).
     bundle : bool, optional
         With root placement, start from one spawn bundle of all tasks that the gradient
-        policies split in halves as they place it (seed 001's multiple-spawning tree);
+        policies split in halves as they place it (Muniz & Zaluska's multiple-spawning tree);
         default True for the gradient policies, False otherwise.
     seed : int
         Seed of the random choices (work-stealing victims, polling phases).
     app_messages, app_bytes : float, int
-        Messages of ``app_bytes`` bytes each task sends while it runs (seed 002 section 6.2:
-        four neighbours); each costs the sender ``startup + app_bytes * per_byte`` of CPU.
+        Messages of ``app_bytes`` bytes each task sends while it runs (Barker & Chrisochoides (2005)
+        section 6.2: four neighbours); each costs the sender ``startup + app_bytes * per_byte`` of
+        CPU.
     max_ticks : int
         Safety limit on simulated event ticks.
 
@@ -503,7 +504,8 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         t1 = self.t * self.dt
         span = t1 - t0
         if isinstance(self.pol, Diffusion):
-            # polling-thread wake-ups in (t0, t1]: fixed overhead per quantum (seed 002 4.2)
+            # polling-thread wake-ups in (t0, t1]: fixed overhead per quantum (Barker &
+            # Chrisochoides (2005) 4.2)
             q = self.pol.quantum
             n = xp.floor((t1 - self.phase_off) / q) - xp.floor((t0 - self.phase_off) / q)
             self.charge(self.pid, n * self.pol.poll_overhead)
@@ -633,7 +635,7 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         CPU went free, if later), not at the tick that processes the delivery: what is left
         of the tick after the unpack is credit for the task it starts now. A busy receiver
         is charged the unpack as debt. The farmer's hand-outs carry data to worker processes
-        placed at compile time (seed 001 4.3): nothing to unpack or install.
+        placed at compile time (Muniz & Zaluska 4.3): nothing to unpack or install.
         """
         xp, m = self.xp, self.m
         cost = 0.0 if self.is_farmer else self.net.unpack

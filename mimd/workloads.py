@@ -1,7 +1,8 @@
-"""Task sets: seed 002's synthetic benchmarks and seed 001's ray-tracing workload.
+"""Task sets: Barker & Chrisochoides' synthetic benchmarks and Muniz & Zaluska's ray-tracing
+workload.
 
-Synthetic task sets of seed 002 section 5 and 6 (task weight as a function of task id, tasks
-in id order, so a block placement gives the processors a linear or step imbalance):
+Synthetic task sets of Barker & Chrisochoides (2005) section 5 and 6 (task weight as a function of
+task id, tasks in id order, so a block placement gives the processors a linear or step imbalance):
 
 * ``linear-2`` / ``linear-4``: weights grow linearly from ``w`` to 2w / 4w;
 * ``step``: the last 25 % of the tasks weigh twice the others;
@@ -32,7 +33,8 @@ def _scale(w: np.ndarray, total: float) -> np.ndarray:
 
 
 def linear(n: int, ratio: float = 2.0, *, total: float | None = None) -> np.ndarray:
-    """Weights growing linearly with the task id from 1 to ``ratio`` (seed 002 linear-2/4).
+    """Weights growing linearly with the task id from 1 to ``ratio`` (the linear-2 and linear-4
+    sets of Barker & Chrisochoides 2005).
 
     Examples
     --------
@@ -73,7 +75,8 @@ def step(
 def bimodal(
     n: int, heavy_fraction: float = 0.5, variance: float = 1.0, *, total: float | None = None
 ) -> np.ndarray:
-    """Two task types (seed 002 section 6.1): heavy ones weigh ``1 + variance``.
+    """Two task types (Barker & Chrisochoides 2005, section 6.1): heavy ones weigh
+    ``1 + variance``.
 
     Examples
     --------
@@ -107,7 +110,7 @@ def workload(
     Parameters
     ----------
     name : {"linear-2", "linear-4", "step", "bimodal", "raytrace", "uniform"}
-        ``raytrace`` traces seed 001's height field (150x150 pixels, 64 sub-surfaces unless
+        ``raytrace`` traces Muniz & Zaluska's height field (150x150 pixels, 64 sub-surfaces unless
         ``pixels`` and ``tiles`` say otherwise) and ignores ``tasks_per_processor``;
         ``uniform`` draws costs uniformly in [0.5, 1.5] with ``seed``.
     processors, tasks_per_processor : int

@@ -1,7 +1,7 @@
 """Data-parallel polygon renderer on the emulated SIMD machine.
 
 The renderer of Ortega, Hansen & Ahrens (Supercomputing '93) with the cost-effective load
-balancing of Ahrens & Hansen (seed 000): transform, clip, scan conversion (one task per scan
+balancing of Ahrens & Hansen (1995): transform, clip, scan conversion (one task per scan
 line of a polygon), z-buffer (one task per pixel of a span) and shading, following OpenGL's
 rasterisation rules so images compare pixel for pixel with Mesa.
 

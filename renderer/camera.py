@@ -1,6 +1,6 @@
 """Camera, views and the model-view-projection matrix (OpenGL conventions).
 
-Views are given as in Table 1 of Ahrens & Hansen (seed 000): azimuth and elevation in
+Views are given as in Table 1 of Ahrens & Hansen (1995): azimuth and elevation in
 degrees, ``(0, 0)`` or ``(45, 45)``, and a magnification factor ``M`` that narrows the field
 of view (``M(45, 45)`` in the paper). Matrices follow OpenGL: column vectors
 (``clip = mvp @ [x, y, z, 1]``), a right-handed eye space looking down -z, and the clip

@@ -6,7 +6,7 @@ or far plane are clipped in clip space (Sutherland-Hodgman, vectorised over poly
 a clipped triangle becomes a convex polygon of up to 9 vertices and is triangulated as a
 fan, as OpenGL implementations do. x and y are *not* clipped to the view volume here:
 scan conversion clips spans to the viewport (Ortega, Hansen & Ahrens, SC'93; Ahrens &
-Hansen, seed 000, section 3). Only vertices beyond a wide guard band (``GUARD_BAND``
+Hansen 1995, section 3). Only vertices beyond a wide guard band (``GUARD_BAND``
 pixels outside the viewport) are clipped in x and y, so that the fixed-point edge
 functions of scan conversion stay far inside int64.
 

@@ -1,6 +1,6 @@
 """Built-in data sets: isosurfaces of the Marschner-Lobb test signal, balanced and unbalanced.
 
-Ahrens & Hansen (seed 000, section 4, Table 1) render a balanced and an unbalanced
+Ahrens & Hansen (1995, section 4, Table 1) render a balanced and an unbalanced
 isosurface of the same simulation output, made by two isosurface algorithms. Here:
 
 - ``balanced``: the marching-cubes isosurface (scikit-image, Lewiner) of the Marschner-Lobb
@@ -11,7 +11,7 @@ isosurface of the same simulation output, made by two isosurface algorithms. Her
   covers a few scan lines.
 - ``unbalanced``: the same signal polygonised by marching cubes on a multi-block
   rectilinear grid, as simulation codes write their output, instead of one uniform grid
-  (seed 000's unbalanced set likewise comes from another isosurface algorithm on the same
+  (Ahrens & Hansen's unbalanced set likewise comes from another isosurface algorithm on the same
   output). Three blocks share their boundary planes:
 
   * ``x <= 0``: the full-resolution grid, i.e. exactly the balanced surface's half
@@ -90,9 +90,9 @@ MAX_RESOLUTION = 1024
 MAX_SLAB_RESOLUTION = 8192
 MAX_SLAB_SAMPLES = MAX_RESOLUTION**3
 DATASETS = ("balanced", "unbalanced", "oilwell", "oilwell-unbalanced")
-#: The oil-well kinds (:mod:`renderer.oilwell`): Table 1 of seed 000 in shape.
+#: The oil-well kinds (:mod:`renderer.oilwell`): Table 1 of Ahrens & Hansen (1995) in shape.
 OILWELL = ("oilwell", "oilwell-unbalanced")
-#: The views of Table 1 of seed 000: (azimuth, elevation, magnification).
+#: The views of Table 1 of Ahrens & Hansen (1995): (azimuth, elevation, magnification).
 VIEWS = {
     "(0,0)": ((0.0, 0.0), 1.0),
     "(45,45)": ((45.0, 45.0), 1.0),
@@ -395,7 +395,7 @@ def workload_table(
     machine: Any = None,
 ) -> list[dict]:
     """Maximum and average workload of the scan conversion and z-buffer loops for each
-    view, like Table 1 of seed 000.
+    view, like Table 1 of Ahrens & Hansen (1995).
 
     Parameters
     ----------

@@ -41,7 +41,7 @@ class FrameStats:
         The two loop stages are the records of their loops (``loops[name].record``).
     loops : dict of str to simd.balance.LoopResult
         The scan-conversion and z-buffer loops: workloads, iterations, decisions and the
-        per-execution records of their balancing phases (Tables 1 and 4 of seed 000).
+        per-execution records of their balancing phases (Tables 1 and 4 of Ahrens & Hansen (1995)).
     counts : FrameCounts
     machine : simd.Stats
         The machine's phase table after the frame (cumulative over the machine's life).
@@ -127,7 +127,7 @@ class Frame:
 
 @dataclass(frozen=True)
 class LoopWorkloads:
-    """The workloads of the renderer's two balanced loops for one frame (seed 000).
+    """The workloads of the renderer's two balanced loops for one frame (Ahrens & Hansen 1995).
 
     Attributes
     ----------
@@ -145,7 +145,7 @@ class LoopWorkloads:
 
     def summary(self) -> dict:
         """Maximum and mean of each loop's workload (mean over all data, zeros included,
-        as in Table 1 of seed 000 and :class:`simd.balance.LoopResult`)."""
+        as in Table 1 of Ahrens & Hansen (1995) and :class:`simd.balance.LoopResult`)."""
 
         def mx(w: np.ndarray) -> int:
             return int(w.max()) if w.size else 0

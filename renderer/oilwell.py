@@ -1,6 +1,6 @@
 """The oil-well data sets: a perforated rock formation, polygonised two ways.
 
-Ahrens & Hansen (seed 000, section 4) render "a balanced and unbalanced version of the same
+Ahrens & Hansen (1995, section 4) render "a balanced and unbalanced version of the same
 scientific output, a hydro-dynamics simulation of an oil well perforator", made by two
 isosurface algorithms. This module builds a scalar field of that shape and the grids its
 two surfaces are made on (:mod:`renderer.datasets` runs marching cubes on them):
@@ -26,7 +26,7 @@ two surfaces are made on (:mod:`renderer.datasets` runs marching cubes on them):
   (1.5 units) tall, standing across the surface's height: the few huge polygons of the
   paper's unbalanced set.
 
-Why this shape gives seed 000's Table 1: the paper's unbalanced scan-conversion maxima,
+Why this shape gives Ahrens & Hansen's Table 1: the paper's unbalanced scan-conversion maxima,
 231 and 512 scan lines in the side views (0,0) and M(0,0) against averages of 6 and 8,
 need a few polygons about half the image tall among small ones, and its z-buffer maxima
 of 9 to 30 pixels per span (unmagnified) need them to stay a few pixels wide: thin vertical

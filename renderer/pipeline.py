@@ -1,7 +1,7 @@
 """``render``: the data-parallel polygon renderer on the SIMD machine.
 
 The pipeline of Ortega, Hansen & Ahrens (SC'93) with the load-balanced loops of Ahrens &
-Hansen (seed 000): transform (one VP per vertex), clip (one VP per polygon), scan conversion
+Hansen (1995): transform (one VP per vertex), clip (one VP per polygon), scan conversion
 (loop over polygons, one task per scan line), z-buffer (loop over spans, one task per pixel),
 shading (one VP per pixel). Both loops run through :func:`simd.balance.run_loop` in one of
 three forms: ``"original"`` (Figure 1), ``"cost-effective"`` (Figure 2) or ``"expand"``
@@ -125,7 +125,8 @@ def render(
         uploads none of it again, and renders on the scene's machine. A mesh is validated
         and uploaded for this frame only. The frame is the same either way.
     view : (azimuth, elevation)
-        Viewing direction in degrees, as in Table 1 of seed 000: ``(0, 0)``, ``(45, 45)``.
+        Viewing direction in degrees, as in Table 1 of Ahrens & Hansen (1995): ``(0, 0)``, ``(45,
+        45)``.
     magnification : float
         Zoom factor ``M`` (narrows the field of view).
     size : int or (width, height)
@@ -579,7 +580,7 @@ def loop_workloads(
 
     Runs the renderer's own stages (:func:`render` with the ``"expand"`` loops, which
     take no balancing decisions) and returns the workload arrays its scan-conversion and
-    z-buffer loops received: the task sets that seed 000 balances, usable by any other
+    z-buffer loops received: the task sets that Ahrens & Hansen (1995) balances, usable by any other
     balancer (for example the MIMD policies of ``simd-emu bench mimd``).
 
     Parameters

@@ -1,6 +1,6 @@
 """Balancing the clipped triangles across MPI ranks before the loops (sort-last rendering).
 
-The cost-effective algorithm of Ahrens & Hansen (seed 000, Figure 2) at rank level, once
+The cost-effective algorithm of Ahrens & Hansen (1995, Figure 2) at rank level, once
 per frame, in its three phases (machine phases inside the frame's ``rank-balance`` phase,
 so the phase records show their MPI messages and bytes):
 

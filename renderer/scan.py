@@ -1,8 +1,8 @@
 """Triangle setup and the scan conversion loop (one task per scan line of a polygon).
 
 Scan conversion of Ortega, Hansen & Ahrens (SC'93) as load-balanced by Ahrens & Hansen
-(seed 000, section 3): the problem data are polygons, a polygon's workload is the number of
-scan lines it covers, and task ``t`` of polygon ``p`` produces the span of ``p`` on its
+(Ahrens & Hansen 1995, section 3): the problem data are polygons, a polygon's workload is the number
+of scan lines it covers, and task ``t`` of polygon ``p`` produces the span of ``p`` on its
 ``t``-th scan line.
 
 Rasterisation follows OpenGL's rules as Mesa's llvmpipe implements them, so images can be

@@ -1,7 +1,7 @@
 """Transform stage: model space to clip space, clip space to window space.
 
 One virtual processor per vertex (the transform of Ortega, Hansen & Ahrens, SC'93, as used
-by Ahrens & Hansen, seed 000). Written against the machine's array module ``xp``; every
+by Ahrens & Hansen 1995). Written against the machine's array module ``xp``; every
 product and sum is a separate elementwise float64 operation in a fixed order, so NumPy and
 CuPy give bit-identical results (no fused multiply-adds, no BLAS reductions).
 """

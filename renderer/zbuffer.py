@@ -1,7 +1,7 @@
 """The z-buffer loop (one task per pixel of a span) and depth keys.
 
 Z-buffering of Ortega, Hansen & Ahrens (SC'93) as load-balanced by Ahrens & Hansen
-(seed 000, section 3): the problem data are the spans made by scan conversion, a span's
+(Ahrens & Hansen 1995, section 3): the problem data are the spans made by scan conversion, a span's
 workload is its length in pixels, and task ``t`` of span ``s`` computes the depth of pixel
 ``col + t`` and sends it to the z-buffer with a *min* combine (the router's combining send).
 

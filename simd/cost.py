@@ -7,11 +7,12 @@ processors each PE simulates, so an elementwise step costs the VP ratio; a scan 
 reduction adds a network term that grows with ``log2(P)``; a mesh (NEWS / X-Net) shift is
 cheap; the general router is expensive. The absolute numbers are approximations; what the
 model is for is the *ratios* between instructions and between machine sizes, which decide
-when load balancing pays off (seed 000, section 2.1; seed 003, section 5).
+when load balancing pays off (Ahrens & Hansen 1995, section 2.1; Biagioni & Prins (1991), section
+5).
 
 Where the constants come from
 -----------------------------
-CM-5 (Thinking Machines, 1992; the machine of seed 000, Ahrens & Hansen, 32 to 512 nodes):
+CM-5 (Thinking Machines, 1992; the machine of Ahrens & Hansen (1995), 32 to 512 nodes):
   * Node clock 32 MHz SPARC with four vector units. Data-parallel (CM Fortran / C*)
     elementwise work runs at roughly one result per cycle per node at high VP ratios:
     ``elementwise = 1`` cycle per VP per operation.
@@ -26,11 +27,11 @@ CM-5 (Thinking Machines, 1992; the machine of seed 000, Ahrens & Hansen, 32 to 5
   * The CM-5 has no NEWS grid; regular shifts still travel the data network but with
     contention-free patterns, about a third of the router's cost: ``shift_per_vp = 10``.
 
-The calibrated CM-5 (``CostModel.cm5_calibrated``, issue 15)
-------------------------------------------------------------
+The calibrated CM-5 (``CostModel.cm5_calibrated``)
+--------------------------------------------------
 The preset above is *idealised* and stays the default (``Machine(cost="cm5")``, every
-result before issue 15, pinned by ``tests/test_model_clock_golden.py``). Measured against
-seed 000's own figures it makes load balancing 10 to 100 times cheaper than the paper's
+result, pinned by ``tests/test_model_clock_golden.py``). Measured against
+Ahrens & Hansen's own figures it makes load balancing 10 to 100 times cheaper than the paper's
 CM-5 (Table 4: 0 of 18 cells within 30%). ``cm5_calibrated`` (``cost="cm5_calibrated"``,
 named ``CM-5cal/P``) keeps the same charges plus two per-active terms, zero in every
 other preset: a scan or reduction on the live part of a declared VP set
@@ -109,15 +110,16 @@ alone: 9); but Tables 2 and 3 as ``bench/render.py`` prints them (OR and LB) fal
 1.4 to 1.8 times the paper's), 51 of the 98 cells against 53, so the gain of one fitted
 cell does not pay.
 
-MasPar MP-1 (1990; the machine of seed 003, Biagioni & Prins, a 64 x 64 PE mesh):
+MasPar MP-1 (1990; the machine of Biagioni & Prins (1991), a 64 x 64 PE mesh):
   * 12.5 MHz PEs with 4-bit ALUs: a 32-bit add takes about 8 nibble steps:
     ``elementwise = 8`` cycles per VP per operation.
   * The X-Net mesh moves one bit per clock per PE and direction, so a 32-bit word to a
     neighbour costs about 32 cycles plus a little set-up: ``shift_per_vp = 36``.
   * The global router is circuit-switched through a multistage network shared by clusters
-    of 16 PEs; seed 003 (section 5) notes that the mesh's bandwidth is much greater. We
-    take the X-Net at about 18 times the router's bandwidth: ``router_per_vp = 18 * 36``.
-  * Scans on the MP-1 run over the mesh (seed 003, section 6): ``log2(P)`` steps, each an
+    of 16 PEs; Biagioni & Prins (1991) (section 5) notes that the mesh's bandwidth is much greater.
+    We take the X-Net at about 18 times the router's bandwidth: ``router_per_vp = 18 * 36``.
+  * Scans on the MP-1 run over the mesh (Biagioni & Prins 1991, section 6): ``log2(P)`` steps, each
+  an
     X-Net shift and an operation, after a local pass: ``scan_per_vp = 16``,
     ``network_per_level = 36 + 8``.
 
@@ -141,7 +143,7 @@ __all__ = ["CostModel", "CM5_CALIBRATED"]
 #: least-squares fit of ``bench/cm5/fit.py`` rounded to three significant digits. The
 #: fit leaves ``scan_per_vp`` and ``router_per_vp`` at zero (the per-active terms and the
 #: elementwise work carry what grows with the VPs); ``shift_per_vp`` is not exercised by
-#: seed 000 and keeps the idealised preset's ratio to the router (a third of
+#: Ahrens & Hansen (1995) and keeps the idealised preset's ratio to the router (a third of
 #: ``router_per_vp``, hence zero as well).
 CM5_CALIBRATED = {
     "elementwise": 10.5,
@@ -201,7 +203,7 @@ class CostModel:
 
     @classmethod
     def cm5(cls, nodes: int = 512) -> CostModel:
-        """A CM-5 of ``nodes`` processing nodes (seed 000 uses 32 to 512)."""
+        """A CM-5 of ``nodes`` processing nodes (Ahrens & Hansen (1995) uses 32 to 512)."""
         _check_pes(nodes)
         return cls(
             name=f"CM-5/{nodes}",
@@ -217,9 +219,9 @@ class CostModel:
 
     @classmethod
     def cm5_calibrated(cls, nodes: int = 512) -> CostModel:
-        """A CM-5 of ``nodes`` nodes with constants fitted to seed 000's own timings.
+        """A CM-5 of ``nodes`` nodes with constants fitted to Ahrens & Hansen's own timings.
 
-        Least squares (``bench/cm5/fit.py``, issue 15) on Table 4's minimum and average
+        Least squares (``bench/cm5/fit.py``) on Table 4's minimum and average
         phase times (512 nodes) and the original loops' frame times of Tables 2 and 3,
         over workloads with the statistics of the paper's Table 1 (250,000 polygons). The
         fit is only partial: see "The calibrated CM-5" in the module docstring for the
@@ -236,7 +238,7 @@ class CostModel:
 
     @classmethod
     def mp1(cls, pes: int = 64 * 64) -> CostModel:
-        """A MasPar MP-1 with ``pes`` PEs (64 x 64 = 4096 in seed 003)."""
+        """A MasPar MP-1 with ``pes`` PEs (64 x 64 = 4096 in Biagioni & Prins (1991))."""
         _check_pes(pes)
         shift = 36.0
         return cls(

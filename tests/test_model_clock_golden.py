@@ -1,6 +1,6 @@
 """Golden model-clock figures: a change to any charge of the model clock shows up here.
 
-The figures were recorded from the code before the restructuring of issue 8 and must not
+The figures were recorded before the machine's code was restructured and must not
 move unless a charge is changed on purpose (then update them here and say why in the
 commit). They cover one small frame of the renderer in each loop form (per machine phase,
 per pipeline stage and per execution of the balancing phases) and a short diffusion run on

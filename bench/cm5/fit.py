@@ -1,4 +1,4 @@
-"""Fit ``CostModel.cm5_calibrated`` to Ahrens & Hansen's own measurements (issue 15).
+"""Fit ``CostModel.cm5_calibrated`` to Ahrens & Hansen's own measurements.
 
 The model clock's charges are linear in the constants of :class:`simd.CostModel`: every
 instruction costs ``vp_ratio * per_vp + levels * per_level (+ busiest * per_active)``,
@@ -49,7 +49,8 @@ from bench.cm5.paper import (
 )
 from simd import CostModel
 
-#: The constants fitted (the rest of CostModel is fixed: 32 MHz, shifts unused by seed 000).
+#: The constants fitted (the rest of CostModel is fixed: 32 MHz, shifts unused by Ahrens & Hansen
+#: (1995)).
 PARAMS = (
     "elementwise",
     "scan_per_vp",

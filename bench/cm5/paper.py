@@ -1,6 +1,6 @@
-"""Seed 000's CM-5 measurements and the frames that reproduce them on the model clock.
+"""Ahrens & Hansen's CM-5 measurements and the frames that reproduce them on the model clock.
 
-Ahrens & Hansen (seed 000, /work/shared/seeds/000_*.txt) give, for 250,000-polygon data
+Ahrens & Hansen (1995) give, for 250,000-polygon data
 sets rendered at 512 x 512 on a CM-5 of 32 to 512 nodes: the workloads' maxima and
 averages (Table 1), the frame times of the original (OR) and load-balanced (LB) renderer
 (Tables 2 and 3) and the per-execution times of the balancer's phases on 512 nodes (Table
@@ -71,14 +71,14 @@ CLUSTERED = True
 #: overestimates, is the other reading (tried, see simd/cost.py).
 TABLE4_DATASETS = ("unbalanced",)
 
-#: Table 2 of seed 000 (unbalanced data), seconds: view -> ((OR, LB) per node count).
+#: Table 2 of Ahrens & Hansen (1995) (unbalanced data), seconds: view -> ((OR, LB) per node count).
 PAPER_TABLE2 = {
     "(0,0)": ((48.91, 6.21), (28.98, 3.57), (18.18, 2.12), (12.76, 1.35), (9.99, 0.92)),
     "(45,45)": ((38.03, 5.33), (22.37, 3.00), (14.27, 1.78), (10.45, 1.15), (8.24, 0.81)),
     "M(0,0)": ((109.64, 10.62), (65.50, 5.90), (41.74, 3.40), (30.12, 2.16), (23.92, 1.46)),
     "M(45,45)": ((99.13, 4.42), (57.91, 2.42), (37.19, 1.46), (27.33, 0.94), (22.40, 0.67)),
 }
-#: Table 3 of seed 000 (balanced data), seconds.
+#: Table 3 of Ahrens & Hansen (1995) (balanced data), seconds.
 PAPER_TABLE3 = {
     "(0,0)": ((4.71, 5.16), (2.67, 2.95), (1.57, 1.72), (0.88, 1.00), (0.54, 0.64)),
     "(45,45)": ((5.49, 6.12), (2.98, 3.33), (1.69, 1.89), (0.99, 1.13), (0.62, 0.73)),
@@ -86,7 +86,7 @@ PAPER_TABLE3 = {
     "M(45,45)": ((12.27, 13.43), (6.69, 7.34), (3.74, 4.12), (2.24, 2.50), (1.51, 1.65)),
 }
 PAPER_TABLES = {"unbalanced": PAPER_TABLE2, "balanced": PAPER_TABLE3}
-#: Table 4 of seed 000: seconds per execution on 512 nodes, (min, max, avg).
+#: Table 4 of Ahrens & Hansen (1995): seconds per execution on 512 nodes, (min, max, avg).
 PAPER_TABLE4 = {
     "scan-conversion": {
         PHASE_INFORMATION: {"min": 0.0002, "max": 0.0064, "avg": 0.0012},

@@ -1,7 +1,7 @@
-"""Figure 8 of Biagioni & Prins (seed 003) beside ours on the emulated 64 x 64 MasPar MP-1.
+"""Figure 8 of Biagioni & Prins (1991) beside ours on the emulated 64 x 64 MasPar MP-1.
 
-Figure 8 of seed 003 plots, for 512 x 512 images on the MP-1, the ratio of the cost with
-scan-directed balancing (every 1, 2, 5, 10, 20 iterations) to the cost without, for the
+Figure 8 of Biagioni & Prins (1991) plots, for 512 x 512 images on the MP-1, the ratio of the cost
+with scan-directed balancing (every 1, 2, 5, 10, 20 iterations) to the cost without, for the
 maximum load and for the time, per image and on average. **The figure's values cannot be
 read**: the seed's text (/work/shared/seeds/003_*.txt) holds the caption and the
 discussion but not the plotted points (the figure is an image the text does not carry),
@@ -26,35 +26,39 @@ INTERVALS = (1, 2, 5, 10, 20)
 #: The paper's Figure 8 cells per balancing interval: none is stated in the text.
 PAPER_FIGURE8 = {k: {"load_ratio": None, "time_ratio": None} for k in INTERVALS}
 PAPER_FIGURE8_NOTE = (
-    "seed 003 states no value of Figure 8 in its text (the plotted points are in the "
+    "Biagioni & Prins (1991) state no value of Figure 8 in their text (the plotted points are "
+    "in the "
     "figure image only); its cells are left empty, not read off approximately"
 )
 
 #: The MP-1 preset (CostModel.mp1): constant -> (value, source).
 MP1_SOURCES = {
-    "pes": ("64 x 64 = 4096", "seed 003, section 5: 4096 PEs in a 64 x 64 mesh"),
+    "pes": ("64 x 64 = 4096", "Biagioni & Prins (1991), section 5: 4096 PEs in a 64 x 64 mesh"),
     "clock_hz": (
         "12.5 MHz",
-        "the MP-1's PE clock as simd/cost.py takes it from MasPar's figures; seed 003 gives "
+        "the MP-1's PE clock as simd/cost.py takes it from MasPar's figures; Biagioni & Prins "
+        "(1991) give "
         "no clock (it cites the MPL reference manual [10], no timings)",
     ),
     "elementwise": (
         "8 cycles per 32-bit op",
-        "seed 003, section 5: 4-bit ALUs, so a 32-bit add takes about 8 nibble steps",
+        "Biagioni & Prins (1991), section 5: 4-bit ALUs, so a 32-bit add takes about 8 nibble "
+        "steps",
     ),
     "shift_per_vp": (
         "36 cycles",
         "X-Net moving one bit per clock per PE and direction (MasPar's figures, as "
-        "simd/cost.py), 32 bits plus set-up; seed 003, section 5: 8 neighbours",
+        "simd/cost.py), 32 bits plus set-up; Biagioni & Prins (1991), section 5: 8 neighbours",
     ),
     "router_per_vp": (
         "18 x 36 cycles",
-        "assumption: seed 003 says only that the mesh's speed and bandwidth are much "
+        "assumption: Biagioni & Prins (1991) say only that the mesh's speed and bandwidth are "
+        "much "
         "greater than the router's (section 5)",
     ),
     "scan_per_vp + network_per_level": (
         "16 + (36 + 8) per level",
-        "seed 003, section 6: MP-1 scans run over the mesh: log2(P) X-Net steps",
+        "Biagioni & Prins (1991), section 6: MP-1 scans run over the mesh: log2(P) X-Net steps",
     ),
 }
 
@@ -115,7 +119,8 @@ def _one_dimension(rows: list[dict]) -> tuple[bool, str]:
     return ok, detail + f"load {load1[1]:.3f} vs {load2[1]:.3f}"
 
 
-#: What seed 003 states about Figures 8 to 10 (section 5), and how we test it on our runs.
+#: What Biagioni & Prins (1991) states about Figures 8 to 10 (section 5), and how we test it on our
+#: runs.
 PAPER_CLAIMS: dict[str, tuple[str, Callable[[list[dict]], tuple[bool, str]]]] = {
     "load falls monotonically with more frequent balancing (Figure 8)": (
         "the average load decreases monotonically as the algorithm is applied more and "
@@ -182,7 +187,7 @@ def compare_figure8(rows: list[dict]) -> dict[str, Any]:
 
 def print_figure8(res: dict[str, Any]) -> None:
     """Print the comparison: cells, claims, the MP-1 constants and their sources."""
-    print("\nFigure 8 (512 x 512, both dimensions, average over images) beside seed 003's:")
+    print("\nFigure 8 (512 x 512, both dimensions, average over images) beside Biagioni & Prins's:")
     print(f"  paper: {res['paper_note']}")
     print(
         f"  {'every':>5}  {'load ours':>9} {'paper':>6} {'ratio':>6}  {'time ours':>9} "

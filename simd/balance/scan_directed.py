@@ -1,4 +1,4 @@
-"""Scan-directed load balancing on a mesh (Biagioni & Prins, seed 003).
+"""Scan-directed load balancing on a mesh (Biagioni & Prins 1991).
 
 A k-dimensional data grid lives on a k-dimensional PE mesh under an *orthogonal
 decomposition*: one boundary vector per axis says which PE hyperplane holds which data
@@ -40,7 +40,7 @@ References
 ----------
 E. S. Biagioni and J. F. Prins, "Scan Directed Load Balancing for Highly-Parallel
 Mesh-Connected Computers", in Unstructured Scientific Computation on Scalable
-Multiprocessors, MIT Press, 1991 (seed 003).
+Multiprocessors, MIT Press, 1991.
 
 The module is longer than most because Algorithms 1 to 4 are one algorithm: they share the
 decomposition (:class:`TiledGrid`), the flow computation and the put/get cycles, and differ
@@ -81,7 +81,7 @@ FLOW_OPS = 2
 
 
 class LocalityError(SimdError, AssertionError):
-    """A decomposition broke the Locality Constraints (Figure 1 of seed 003)."""
+    """A decomposition broke the Locality Constraints (Figure 1 of Biagioni & Prins (1991))."""
 
 
 def hierarchical_boundaries(n: int, p: int) -> np.ndarray:
@@ -110,7 +110,7 @@ class AxisReport:
         The axis balanced.
     aborted : str or None
         ``"underflow"`` (the average hyperplane load is below the largest data hyperplane
-        load, seed 003's underflow test), ``"no-room"`` (limited buffers with no free slot
+        load, Biagioni & Prins's underflow test), ``"no-room"`` (limited buffers with no free slot
         on average) or None when the step ran.
     average : float
         The average load per PE hyperplane, ``A-bar``.

@@ -1,4 +1,4 @@
-"""Tests of the cost-effective balanced loop (seed 000, Ahrens & Hansen).
+"""Tests of the cost-effective balanced loop (Ahrens & Hansen 1995).
 
 Oracles: the worked example of section 2.3 (every array printed in the paper), the multiset
 of (datum, task) pairs a loop must run, and serial reasoning about the decision rule.

@@ -1,4 +1,4 @@
-"""Host syncs of the cost-effective loop on a GPU, counted without one (issue 9).
+"""Host syncs of the cost-effective loop on a GPU, counted without one.
 
 A workload that never stops the gathering early (``prune=False``, every gathering runs
 steps 1 to 5) and balances once: each gathering reads its scalars in one transfer and the

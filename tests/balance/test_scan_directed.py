@@ -1,4 +1,4 @@
-"""Scan Directed Load Balancing (seed 003): worked examples, bounds and invariants.
+"""Scan Directed Load Balancing (Biagioni & Prins 1991): worked examples, bounds and invariants.
 
 Oracles: hand-computed runs of Algorithms 1 and 2, the paper's load bounds, and, after
 every step, an independent reconstruction of the mapping from where every data point
@@ -229,8 +229,8 @@ def test_no_room_aborts_limited_buffers():
 
 
 def test_diagonal_worst_case_computes_zero_flows():
-    # Seed 003, section 4: load evenly on one diagonal of the mesh cannot be improved by
-    # orthogonal shifts, and the flows come out zero.
+    # Biagioni & Prins (1991), section 4: load evenly on one diagonal of the mesh cannot be improved
+    # by orthogonal shifts, and the flows come out zero.
     m = Machine(pes=(4, 4), backend="numpy")
     active = np.zeros((16, 16), bool)
     for i in range(4):
@@ -313,7 +313,8 @@ def test_algorithm_2_respects_buffers(case, extra):
     )
     assert_sound(g, np.arange(n))
     if rep.aborted is None:
-        # Seed 003: the pseudo-load alone keeps every buffer within b, no move has to wait.
+        # Biagioni & Prins (1991): the pseudo-load alone keeps every buffer within b, no move has to
+        # wait.
         assert rep.blocked == 0
         # Every boundary ends within (1 + alpha)/2 of its target, so every PE's pseudo-load
         # is within 1 + alpha of A-bar'.

@@ -1,4 +1,5 @@
-"""Figure 8 of seed 003 beside ours (``bench/mp1/paper.py``): the comparison's shape."""
+"""Figure 8 of Biagioni & Prins (1991) beside ours (``bench/mp1/paper.py``): the comparison's
+shape."""
 
 from __future__ import annotations
 
@@ -103,4 +104,6 @@ def test_mp1_sources_name_the_presets_values():
     assert mp1.shift_per_vp == 36 and mp1.router_per_vp == 18 * 36
     assert mp1.scan_per_vp == 16 and mp1.network_per_level == 36 + 8
     assert "12.5 MHz" in MP1_SOURCES["clock_hz"][0]
-    assert all("seed 003" in src or "assumption" in src for _, src in MP1_SOURCES.values())
+    assert all(
+        "Biagioni & Prins (1991)" in src or "assumption" in src for _, src in MP1_SOURCES.values()
+    )

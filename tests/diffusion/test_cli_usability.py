@@ -1,4 +1,4 @@
-"""``simd-emu diffuse`` as a user meets it (issue 12): one run by default, the result
+"""``simd-emu diffuse`` as a user meets it: one run by default, the result
 keeps the input's data, ``--pes`` for the PE grid, quiet output, plain help. The tests
 read back the files the command writes."""
 

@@ -5,11 +5,10 @@ arrays from ``counting.cupy.asarray``, one counted launch per fused kernel, comp
 the NumPy model of the kernel (``diffusion._cupy._model_step``). Per iteration is the
 difference between runs of 16 and 8 iterations, so the one-off work cancels.
 
-Before issue 10 the ``epsilon`` path was array code: 3 syncs (2 now), about 43 launches and 240
-bytes a point per iteration (measured here with ``SIMD_FORCE_REFERENCE=1``, which still
-runs it). Now every iteration is one launch (two when the info needs the active counts
-without ``freeze``) and the loop reads the counts back once every ``CHECK_EVERY``
-iterations.
+As array code (``SIMD_FORCE_REFERENCE=1``) the ``epsilon`` path costs 3 syncs, about 43
+launches and 240 bytes a point per iteration. Fused, every iteration is one launch (two
+when the info needs the active counts without ``freeze``) and the loop reads the counts
+back once every ``CHECK_EVERY`` iterations.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The run goes through the CuPy code path on ``Machine(backend="counting")``
 (``kernels.counting``), which counts kernel launches and host syncs. The budgets are the
-counts measured when they were pinned (issue 10: at most 2 syncs per iteration when not
+counts measured when they were pinned (at most 2 syncs per iteration when not
 balancing): work on the mesh may only lower them. When a change lowers a count, lower its
 budget in the same commit.
 
@@ -22,8 +22,7 @@ from diffusion.mesh import mesh_diffusion
 from kernels import counting
 from simd import Machine
 
-#: Per iteration, not balancing: (launches, syncs). Before issue 10: 74/7, 96/12, 87/12,
-#: 59/5 and 81/10.
+#: Per iteration, not balancing: (launches, syncs).
 BUDGETS = {
     "plain": (57, 2),
     "epsilon": (69, 2),
@@ -65,7 +64,7 @@ def test_iteration_within_budget(case):
         dict(c4.total.sync_ops)
     )
     assert launches <= budget_launches, f"{case}: {launches} launches per iteration"
-    assert syncs <= 2  # the issue's goal
+    assert syncs <= 2  # the goal: at most 2 a plain iteration
 
 
 @pytest.mark.parametrize("case", sorted(BUDGETS))

@@ -276,7 +276,7 @@ def test_send_wrapper_matches_reference(fake_router, combine, dtype):
     assert bool(calls) == (dtype.kind != "b")
 
 
-# --- every integer type (issue 14): the wrappers hand what the kernels lack to the reference -
+# --- every integer type: the wrappers hand what the kernels lack to the reference -
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.uint16, np.uint32, np.uint64], ids=str)

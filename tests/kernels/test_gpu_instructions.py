@@ -308,7 +308,7 @@ def test_send(machines, combine, dtype, n_msgs, size):
         pytest.skip("and/or need integers")
     rng = np.random.default_rng(n_msgs + size)
     if dtype == "bool" and combine == "add":
-        # A bool sum would be a logical or: refused on both backends (issue 14).
+        # A bool sum would be a logical or: refused on both backends.
         for m in (gpu, cpu):
             with pytest.raises(TypeError, match="logical or"):
                 ones, zeros = m.asarray(np.ones(n_msgs, bool)), m.asarray(np.zeros(n_msgs, int))

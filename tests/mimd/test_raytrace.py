@@ -1,4 +1,4 @@
-"""Seed 001's ray-tracing workload and the ordering of its Table 1."""
+"""Muniz & Zaluska's ray-tracing workload and the ordering of its Table 1."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_bad_input(kw, match):
 
 
 def test_table1_ordering():
-    """Seed 001 Table 1 at 16 processors: farmer best, EG close behind, GM far worse."""
+    """Muniz & Zaluska Table 1 at 16 processors: farmer best, EG close behind, GM far worse."""
     costs = raytrace_costs(150, 64)
     net = Network.transputer((4, 4))
     farmer = simulate(costs, Farmer(), network=net)

@@ -21,7 +21,7 @@ def test_render_workload_is_the_scan_conversion_workload(lines):
     from renderer.datasets import load_dataset
     from simd import Machine
 
-    # the oracle: the same frame rendered with the original loop of seed 000 Figure 1,
+    # the oracle: the same frame rendered with the original loop of Ahrens & Hansen (1995) Figure 1,
     # whose statistics count the scan-conversion tasks the loop ran (one per scan line
     # of a polygon) and the longest polygon it met
     frame = render(

@@ -68,7 +68,7 @@ def test_farmer_equal_tasks_and_control_run():
     assert 2.0 < r.makespan < 2.0 + 10 * r.extra["tick"]
     costs = np.linspace(0.5, 2.0, 10)
     one = simulate(costs, Farmer(), network=Network(shape=(1, 1)))
-    # the single-processor control run is the sum of the task times (seed 001 Table 1, C6)
+    # the single-processor control run is the sum of the task times (Muniz & Zaluska Table 1, C6)
     assert one.makespan == pytest.approx(costs.sum(), rel=1e-3)
     assert one.messages == 0 and one.migrations == 0
 

@@ -1,4 +1,4 @@
-"""The clip stage as it was before its rewrite without host round trips (issue 9): an oracle.
+"""The clip stage as plain array code with host round trips: an oracle.
 
 This is ``renderer/clip.py``'s ``clip_triangles`` and Sutherland-Hodgman helper as of
 commit 19e777a, kept verbatim (renamed) so that tests can demand that the rewritten stage

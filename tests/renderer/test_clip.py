@@ -1,5 +1,5 @@
 """The clip stage: the same output as before its rewrite, and host syncs that do not grow
-with the number of clipped triangles (issue 9)."""
+with the number of clipped triangles."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Memory of a frame per triangle (issue 9: at most 250 bytes a triangle at the peak, so
+"""Memory of a frame per triangle (at most 250 bytes a triangle at the peak, so
 that one 80 GB GPU holds 300 million triangles): what the stages keep, in bytes, pinned.
 
 Bytes are counts, not times: the arrays' sizes and tracemalloc's peak of NumPy's buffers
@@ -34,7 +34,7 @@ SHADING_BYTES = 2 * 12 + 3
 #: depth slope and reference x).
 FRAME_PEAK = {"expand": 135, "original": 130, "cost-effective": 130}
 #: The same set drawn at 512x512 (about as many pixels a triangle as the 250k set at
-#: 1024x1024, where issue 9's 250 bytes a triangle are hardest to meet): today 248, 229
+#: 1024x1024, where the 250 bytes a triangle are hardest to meet): today 248, 229
 #: and 247; 248, 245 and 276 before the changes above; 340, 302 and 412 with the z-buffer
 #: kept through shading, every per-pixel array held at the read back, int64 expand tasks
 #: and span lengths, and the cost-effective loop's state in int64 and held through its

@@ -3,7 +3,7 @@
 A small fixed frame (the balanced isosurface at resolution 16, 1,162 triangles, 64x64) is
 rendered in each loop form on ``Machine(backend="counting")``, which runs the CuPy code
 path on NumPy and counts kernel launches, host syncs and transfers. The budgets below are
-the counts measured when they were pinned (issue 9, first part): work on the pipeline may
+the counts measured when they were pinned: work on the pipeline may
 only lower them. When a change lowers a count, lower its budget in the same commit.
 
 ``bench/gpu_budget.py`` prints the same counts per stage for the full-size frame.

@@ -1,4 +1,4 @@
-"""The oil-well data sets: Table 1 of seed 000 in shape, triangle counts, slabs."""
+"""The oil-well data sets: Table 1 of Ahrens & Hansen (1995) in shape, triangle counts, slabs."""
 
 import numpy as np
 import pytest
@@ -7,8 +7,8 @@ from bench.render import PAPER_TABLE1
 from renderer import datasets, oilwell
 from simd import Machine
 
-#: Table 1 of seed 000 (scan max, scan avg, z-buffer max, z-buffer avg) per view, under
-#: the names of the oil-well sets made to match it.
+#: Table 1 of Ahrens & Hansen (1995) (scan max, scan avg, z-buffer max, z-buffer avg) per view,
+#: under the names of the oil-well sets made to match it.
 PAPER = {
     "oilwell": PAPER_TABLE1["balanced"],
     "oilwell-unbalanced": PAPER_TABLE1["unbalanced"],

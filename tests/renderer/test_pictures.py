@@ -1,4 +1,4 @@
-"""Pictures under the user's control (issue 12): camera, colours, light, crease angle,
+"""Pictures under the user's control: camera, colours, light, crease angle,
 supersampling. Every test looks at the pixels; the defaults are the paper's frame (the
 other renderer tests, the OpenGL agreement and the golden figures pin it)."""
 

@@ -1,4 +1,4 @@
-"""The CM-5 preset calibrated on seed 000's timings (issue 15): its per-active terms and
+"""The CM-5 preset calibrated on Ahrens & Hansen's timings: its per-active terms and
 its reproduction of the paper's Tables 2 to 4 (bench/cm5/paper.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The per-call fast paths of the instructions (issue 10's host overhead) change nothing.
+"""The per-call fast paths of the instructions (their host overhead) change nothing.
 
 The machine memoises what it has checked (operator and dtype pairs, shift plans, int
 constants, send identities), skips conversions that change nothing, and reads its deferred

@@ -1,4 +1,4 @@
-"""Cost-effective data-parallel load balancing (Ahrens & Hansen, seed 000).
+"""Cost-effective data-parallel load balancing (Ahrens & Hansen 1995).
 
 A *balanced loop* runs a collection of independent tasks: problem datum ``i`` has
 ``workload[i]`` tasks, numbered ``0 .. workload[i] - 1``, and every task may run in any
@@ -95,7 +95,7 @@ Modules
 References
 ----------
 .. [1] J. P. Ahrens and C. D. Hansen, "Cost-Effective Data-Parallel Load Balancing",
-   University of Washington TR 95-04-02, 1995 (seed 000).
+   University of Washington TR 95-04-02, 1995.
 .. [2] S. Baxter, moderngpu 2.0, "transform_lbs" / load-balancing search.
 """
 

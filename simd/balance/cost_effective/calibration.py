@@ -1,4 +1,4 @@
-"""Calibration of the cost overestimate, by the procedure of seed 000, section 2.1."""
+"""Calibration of the cost overestimate, by the procedure of Ahrens & Hansen (1995), section 2.1."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def calibrate(
     store: bool = True,
     path: str | os.PathLike | None = None,
 ) -> Calibration:
-    """Calibrate the cost overestimate by the procedure of seed 000, section 2.1.
+    """Calibrate the cost overestimate by the procedure of Ahrens & Hansen (1995), section 2.1.
 
     The load-balanced loop is run on every workload with balancing forced whenever it
     saves anything (overestimate 0); for each run the longest information gathering time

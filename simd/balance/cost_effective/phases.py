@@ -1,4 +1,4 @@
-"""The three phases of the cost-effective loop (seed 000, Figure 2, section 2.3).
+"""The three phases of the cost-effective loop (Ahrens & Hansen 1995, Figure 2, section 2.3).
 
 Information gathering (:func:`gather_information`) computes the trial workload of section
 2.3; the decision (:func:`decide`) compares its savings with the overestimated cost;
@@ -39,7 +39,7 @@ PACK_LIMIT_32 = 1 << 16
 
 @dataclass
 class Information:
-    """The information gathering phase of seed 000, section 2.3 (steps 1 to 5).
+    """The information gathering phase of Ahrens & Hansen (1995), section 2.3 (steps 1 to 5).
 
     Arrays are backend arrays over the VP set; names follow the paper. ``complete`` is
     False when the gathering stopped early because balancing could not pay (see
@@ -68,7 +68,7 @@ class Information:
 
 @dataclass
 class Redistribution:
-    """The redistribution phase of seed 000, section 2.3.1 (steps 1 to 4).
+    """The redistribution phase of Ahrens & Hansen (1995), section 2.3.1 (steps 1 to 4).
 
     ``pointers_scan`` is the scan of step 1 (0-based, 0 where the processor sends
     nothing) and ``pointers`` the paper's 1-based pointers; ``sent_*`` are the arrays after
@@ -95,7 +95,7 @@ class Redistribution:
 
 
 def decide(savings: int, overestimate: float) -> bool:
-    """The decision phase (seed 000, section 2.1): balance when savings exceed the cost.
+    """The decision phase (Ahrens & Hansen 1995, section 2.1): balance when savings exceed the cost.
 
     Parameters
     ----------
@@ -124,7 +124,7 @@ def gather_information(
     max_workload: int | None = None,
     threshold: float | None = None,
 ) -> Information:
-    """Information gathering phase of seed 000, section 2.3: the trial workload.
+    """Information gathering phase of Ahrens & Hansen (1995), section 2.3: the trial workload.
 
     Steps, for ``n`` processors (one per element of ``workload``):
 
@@ -322,7 +322,7 @@ def redistribute(
     machine: Any,
     steps: bool = True,
 ) -> Redistribution:
-    """Redistribution phase of seed 000, section 2.3.1.
+    """Redistribution phase of Ahrens & Hansen (1995), section 2.3.1.
 
     1. ``pointers``: exclusive add-scan of ``info.assignment`` (block heads).
     2. A send of ``new_workload_values``, ``parallel_index`` and ``problem_data`` to the

@@ -47,8 +47,8 @@ def check_clock(clock: str) -> None:
 class CostOverestimateWarning(RuntimeWarning):
     """The measured cost of a balancing step exceeded the cost overestimate in use.
 
-    Seed 000, section 4.1: "the load balancing algorithm outputs a warning message for the
-    user if the actual costs of any iteration exceeds the overestimated cost value".
+    Ahrens & Hansen (1995), section 4.1: "the load balancing algorithm outputs a warning message for
+    the user if the actual costs of any iteration exceeds the overestimated cost value".
     Recalibrate (:func:`calibrate`) or pass a larger ``overestimate``.
     """
 
@@ -64,8 +64,8 @@ class PhaseTiming:
 
     ``cycles`` and ``wall`` are totals (model cycles, wall seconds); the per-execution
     samples are in ``cycle_samples`` and ``wall_samples`` and summarised by
-    :meth:`summary`, as in Table 4 of seed 000. On a GPU the wall samples are read from
-    CUDA events when first asked for.
+    :meth:`summary`, as in Table 4 of Ahrens & Hansen (1995). On a GPU the wall samples are read
+    from CUDA events when first asked for.
     """
 
     records: list[PhaseRecord] = field(default_factory=list)
@@ -133,7 +133,8 @@ class LoopResult:
     iterations : int
         Solution-phase executions (chunks for ``expand``).
     max_workload, mean_workload : int, float
-        Of the input workload (mean over all data, zeros included; Table 1 of seed 000).
+        Of the input workload (mean over all data, zeros included; Table 1 of Ahrens & Hansen
+        (1995)).
     total_tasks : int
         Sum of the workload; the body saw exactly these (item, task) pairs.
     decisions : int
@@ -186,7 +187,7 @@ class LoopResult:
         return self.cycles if clock == "model" else self.wall
 
     def cost_in_iterations(self, clock: str = "model") -> float | None:
-        """Seed 000 section 2.1 for this run: (max info + max redis) / min solution.
+        """Ahrens & Hansen (1995) section 2.1 for this run: (max info + max redis) / min solution.
 
         None when no redistribution happened (nothing to measure).
         """
@@ -202,7 +203,8 @@ class LoopResult:
         return (info_max + redis.summary(clock)["max"]) / smin
 
     def table(self, clock: str = "model") -> str:
-        """Per-phase minimum, maximum and average time per execution, as Table 4 of seed 000.
+        """Per-phase minimum, maximum and average time per execution, as Table 4 of Ahrens &
+        Hansen (1995).
 
         Examples
         --------
