@@ -10,8 +10,8 @@
    * Figure 9: small (256 x 256, 4 x 4 per PE), medium (400 x 448, 6-7 x 7 per PE) and
      large images compared.
    * Figure 10: balancing in only one dimension (rows) against both, large images.
-   Figure 8's averages are printed beside the paper's with what Biagioni & Prins (1991) states about
-   Figures 8-10 checked on ours, and the MP-1 constants with their sources
+   Figure 8's averages are printed beside the paper's with what Biagioni & Prins (1991)
+   state about Figures 8-10 checked on ours, and the MP-1 constants with their sources
    (``bench/mp1/paper.py``; the paper's text gives the curves' shape, no values).
    Images ship inside packages: scikit-image's camera, moon and coffee, pydicom's CT test
    file 693_J2KI.dcm (512 x 512); medium ones are centre crops, small ones 2x2 block

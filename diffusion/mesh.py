@@ -6,8 +6,8 @@ top-left of a buffer of ``b x b`` points. Every iteration:
 
 1. the PEs fetch their 8 neighbours' edge values by X-Net shifts
    (``Machine.halo_exchange``, zero-flux border);
-2. every PE updates only its *active* points (Biagioni & Prins (1991): a point whose update is below
-   ``epsilon`` keeps its value and sleeps until a neighbour changes), so the mesh waits
+2. every PE updates only its *active* points (Biagioni & Prins 1991: a point whose update
+   is below ``epsilon`` keeps its value and sleeps until a neighbour changes), so the mesh waits
    for the PE with the most active points: that count is charged to the model clock;
 3. the PEs exchange which points changed and wake their neighbours (or, with
    ``freeze``, retire the points that did not change for good).

@@ -5,11 +5,10 @@ on the SIMD machine.
 * :mod:`.policies` -- farmer, Gradient Model, Extended Gradient, Diffusion, work stealing;
 * :mod:`.simulator` -- the time-stepped data-parallel simulation (:func:`simulate`), with
   the policies' protocol steps in :mod:`.protocols`;
-* :mod:`.workloads` -- Barker & Chrisochoides's synthetic task sets and Muniz & Zaluska's
-height-field ray tracer
-  (:mod:`.raytrace`);
-* :mod:`.model` -- Barker & Chrisochoides's bi-modal approximation and runtime model (equations
-1-6);
+* :mod:`.workloads` -- Barker & Chrisochoides' synthetic task sets and Muniz & Zaluska's
+  height-field ray tracer (:mod:`.raytrace`);
+* :mod:`.model` -- Barker & Chrisochoides' bi-modal approximation and runtime model
+  (equations 1-6);
 * :mod:`.experiments`, :mod:`.report`, :mod:`.plots` -- the parts, tables, JSON and plots
   of ``simd-emu bench mimd`` (:mod:`.cli`; ``bench/mimd.py`` in the source tree).
 """

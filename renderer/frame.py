@@ -30,9 +30,12 @@ class FrameCounts:
     pixels: int
 
 
-@dataclass
+@dataclass(repr=False)
 class FrameStats:
     """The statistics of one frame.
+
+    Printing it gives a short table: the pipeline's counts, each stage's model and wall
+    time, and each balanced loop's iterations and workloads.
 
     Attributes
     ----------
@@ -68,6 +71,42 @@ class FrameStats:
     def cycles(self) -> float:
         """Model cycles of the whole frame (all stages)."""
         return sum(stage.cycles for stage in self.stages.values())
+
+    def __repr__(self) -> str:
+        model = self._seconds(self.cycles)
+        return (
+            f"FrameStats({self.counts.triangles} triangles, {self.counts.pixels} pixels, "
+            f"{'' if model is None else f'{model:.4g} s model, '}{self.wall:.3g} s wall)"
+        )
+
+    def __str__(self) -> str:
+        c = self.counts
+        lines = [
+            f"{c.triangles:,} triangles: {c.drawn:,} drawn, {c.clipped:,} clipped, "
+            f"{c.rejected:,} outside the view, {c.degenerate:,} of no area; "
+            f"{c.spans:,} spans, {c.fragments:,} fragments, {c.pixels:,} pixels covered",
+            "",
+            f"{'stage':<16} {'model s':>10} {'wall s':>9}",
+        ]
+        for name, record in self.stages.items():
+            lines.append(f"{name:<16} {self._shown(record.cycles)} {record.wall:>9.4f}")
+        lines.append(f"{'frame':<16} {self._shown(self.cycles)} {self.wall:>9.4f}")
+        lines += ["", f"{'loop':<16} {'form':<15} {'iterations':>10} {'max':>5} {'mean':>6} "
+                  f"{'redistributions':>15}"]  # fmt: skip
+        for name, loop in self.loops.items():
+            lines.append(
+                f"{name:<16} {loop.form:<15} {loop.iterations:>10} {loop.max_workload:>5} "
+                f"{loop.mean_workload:>6.2f} {loop.decisions:>15}"
+            )
+        return "\n".join(lines)
+
+    def _seconds(self, cycles: float) -> float | None:
+        """Model cycles as seconds of the emulated machine (None: no clock rate known)."""
+        return cycles / self.machine.clock_hz if self.machine.clock_hz else None
+
+    def _shown(self, cycles: float) -> str:
+        seconds = self._seconds(cycles)
+        return f"{'-':>10}" if seconds is None else f"{seconds:>10.5f}"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""

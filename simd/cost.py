@@ -116,11 +116,11 @@ MasPar MP-1 (1990; the machine of Biagioni & Prins (1991), a 64 x 64 PE mesh):
   * The X-Net mesh moves one bit per clock per PE and direction, so a 32-bit word to a
     neighbour costs about 32 cycles plus a little set-up: ``shift_per_vp = 36``.
   * The global router is circuit-switched through a multistage network shared by clusters
-    of 16 PEs; Biagioni & Prins (1991) (section 5) notes that the mesh's bandwidth is much greater.
+    of 16 PEs; Biagioni & Prins (1991, section 5) note that the mesh's bandwidth is much
+    greater.
     We take the X-Net at about 18 times the router's bandwidth: ``router_per_vp = 18 * 36``.
-  * Scans on the MP-1 run over the mesh (Biagioni & Prins 1991, section 6): ``log2(P)`` steps, each
-  an
-    X-Net shift and an operation, after a local pass: ``scan_per_vp = 16``,
+  * Scans on the MP-1 run over the mesh (Biagioni & Prins 1991, section 6): ``log2(P)``
+    steps, each an X-Net shift and an operation, after a local pass: ``scan_per_vp = 16``,
     ``network_per_level = 36 + 8``.
 
 Examples

@@ -3,8 +3,8 @@
 Figure 8 of Biagioni & Prins (1991) plots, for 512 x 512 images on the MP-1, the ratio of the cost
 with scan-directed balancing (every 1, 2, 5, 10, 20 iterations) to the cost without, for the
 maximum load and for the time, per image and on average. **The figure's values cannot be
-read**: the seed's text (/work/shared/seeds/003_*.txt) holds the caption and the
-discussion but not the plotted points (the figure is an image the text does not carry),
+read**: the paper's text holds the caption and the discussion but not the plotted
+points (the figure is an image the text does not carry),
 and the paper gives no number for any ratio. What it does state about Figures 8 to 10
 (section 5, the paragraphs after the figures) is the shape, and that is what we compare,
 claim by claim (:data:`PAPER_CLAIMS`), with our per-interval ratios printed beside a
