@@ -15,6 +15,7 @@ the one-process result bit for bit. Rank 0 reads the input, prints and writes th
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -81,7 +82,18 @@ def register(subparsers: Any) -> None:
         "(for a DICOM input) its tags, .png is 8-bit",
     )
     p.add_argument("--niter", type=int, default=100, help="most iterations")
-    p.add_argument("--kappa", type=float, default=20.0, help="conduction coefficient")
+    p.add_argument(
+        "--kappa",
+        type=float,
+        default=None,
+        help="edge threshold, in the image's units (default 20; see --relative)",
+    )
+    p.add_argument(
+        "--relative",
+        action="store_true",
+        help="read --kappa and --epsilon as for the image's 8-bit version (in 255ths of its "
+        "range of values): the same smoothing at any bit depth",
+    )
     p.add_argument("--gamma", type=float, default=0.2, help="diffusion speed")
     p.add_argument(
         "--option",
@@ -227,6 +239,10 @@ def _run_mesh(args: argparse.Namespace, comm: Any) -> int:
                     source = _read_input(args)
     except (OSError, *errors) as exc:
         return _fail(exc, quiet=not root)
+    if comm is not None:  # the threshold comes from the image, which rank 0 read
+        args.kappa, args.epsilon, args.data_range = comm.bcast(
+            (args.kappa, args.epsilon, getattr(args, "data_range", None))
+        )
     if root:
         _announce_outputs(args)
     hint = _balancing_hint(source.data.shape, args) if root else None
@@ -258,12 +274,14 @@ def _announce_outputs(args: argparse.Namespace) -> None:
     announce_replace([args.output, args.plot_load, args.activity_map])
 
 
-def _read_input(args: argparse.Namespace) -> Any:
+def _read_input(args: argparse.Namespace, *, mesh: bool = True) -> Any:
     """Check every option and output path, then read the input as a 2-D image (a
-    SourceImage)."""
+    SourceImage); ``mesh``: for the PE mesh (``--pes`` must fit the image). Sets
+    ``args.kappa`` and ``args.epsilon`` (scaled to the image's range of values with
+    ``--relative``) and ``args.data_range``."""
     from diffusion.images import builtin_path, check_dicom_output, check_output_path, read_image
     from simd.operands import MAX_PES
-    from simd.outputs import check_output_file
+    from simd.outputs import check_not_inputs, check_output_file
 
     # the counts here, before the input is read (the library checks the rest, in the
     # warm-up on a tiny image, before the run)
@@ -282,6 +300,19 @@ def _read_input(args: argparse.Namespace) -> Any:
         )
     if args.buffer is not None and args.buffer < 1:
         raise ValueError(f"--buffer must be a positive number of points, got {args.buffer}")
+    if args.kappa is not None and not (math.isfinite(args.kappa) and args.kappa > 0):
+        raise ValueError(f"--kappa must be a positive number, got {args.kappa:g}")
+    if args.spacing is not None and not all(math.isfinite(s) and s > 0 for s in args.spacing):
+        raise ValueError(
+            f"--spacing must be two positive numbers (DY DX), got {args.spacing[0]:g} "
+            f"{args.spacing[1]:g}"
+        )
+    suffix = Path(args.output).suffix.lower()
+    if args.float and suffix not in (".tif", ".tiff", ".npy"):
+        raise ValueError(
+            f"--float writes float32 values, which a {suffix or 'file without a suffix'} "
+            "cannot hold: use .tif or .npy for -o"
+        )
 
     output = check_output_path(args.output)
     seen = {output.resolve()}
@@ -293,6 +324,7 @@ def _read_input(args: argparse.Namespace) -> Any:
             if path.resolve() in seen:
                 raise ValueError(f"{path} is named for two outputs")
             seen.add(path.resolve())
+    check_not_inputs([args.output, args.plot_load, args.activity_map], [args.image])
     source = read_image(builtin_path(args.builtin) if args.image is None else args.image)
     name = args.image or f"the built-in {args.builtin}"
     if source.is_colour:
@@ -310,7 +342,42 @@ def _read_input(args: argparse.Namespace) -> Any:
         )
     if output.suffix.lower() == ".dcm":
         check_dicom_output(source)
+    h, w = source.data.shape
+    if not np.isfinite(source.data).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    if mesh and (args.pes[0] > h or args.pes[1] > w):
+        raise ValueError(
+            f"--pes {args.pes[0]} {args.pes[1]} is more PEs than {name} has pixels ({h} x {w}): "
+            "every PE must hold at least one; give a smaller --pes"
+        )
+    args.data_range = (float(source.data.min()), float(source.data.max()))
+    if args.kappa is None:
+        args.kappa = DEFAULT_KAPPA
+    if args.relative:  # thresholds as on the 8-bit version: scaled to the range of values
+        span = args.data_range[1] - args.data_range[0]
+        scale = span / 255 if span > 0 else 1.0
+        args.kappa, args.epsilon = args.kappa * scale, args.epsilon * scale
     return source
+
+
+#: The edge threshold when --kappa is not given.
+DEFAULT_KAPPA = 20.0
+
+
+def _barely_changed(source: Any, image: Any, args: argparse.Namespace) -> str | None:
+    """A note when the result differs from the input by less than a thousandth of the
+    input's range of values (a ``--kappa`` far too small for the data's units), else None."""
+    lo, hi = args.data_range
+    if hi <= lo:
+        return None
+    change = float(np.nanmax(np.abs(np.asarray(image, np.float64) - source.data))) / (hi - lo)
+    if change >= 1e-3:
+        return None
+    return (
+        f"the result differs from the input by at most {change:.1e} of its range of values "
+        f"({lo:g} to {hi:g}): --kappa {args.kappa:g} is in the image's units; try "
+        "--relative (or a larger --kappa)"
+    )
 
 
 def comm_rank() -> int:
@@ -527,6 +594,9 @@ def _write_outputs(source: Any, runs: dict[str, Any], m: Any, args: argparse.Nam
         f"{how}; model {m.cost.seconds(final.cycles['total']):.4f} s, "
         f"wall {final.wall['total']:.2f} s"
     )
+    note = _barely_changed(source, final.image, args)
+    if note:
+        print(f"simd-emu diffuse: note: {note}", file=sys.stderr)
 
 
 def _ratio(a: float, b: float) -> str:

@@ -9,6 +9,7 @@ rank exits with status 2 (the error is shared before anyone waits on a collectiv
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -16,7 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from diffusion.cli import _announce_outputs, _fail, _read_input, _WarningPrinter
+from diffusion.cli import (
+    _announce_outputs,
+    _barely_changed,
+    _fail,
+    _read_input,
+    _WarningPrinter,
+)
 
 __all__ = ["run_dense"]
 
@@ -38,13 +45,17 @@ def run_dense(args: argparse.Namespace, comm: Any) -> int:
     source = None
     try:
         if machine.ranks is None:
-            source = _read_input(args)
+            source = _read_input(args, mesh=False)
         else:
             with machine.ranks.collective_errors():
                 if root:
-                    source = _read_input(args)
+                    source = _read_input(args, mesh=False)
     except errors as exc:
         return _fail(exc, quiet=not root)
+    if comm is not None:  # the threshold comes from the image, which rank 0 read
+        args.kappa, args.epsilon, args.data_range = comm.bcast(
+            (args.kappa, args.epsilon, getattr(args, "data_range", None))
+        )
     if root:
         _announce_outputs(args)
     block = machine.scatter(source.data if root else None)
@@ -104,3 +115,6 @@ def _write(
         f"wrote {Path(args.output)}: {h} x {w}, {info.iterations} iterations{done}, "
         f"dense path on {where}; wall {wall:.2f} s"
     )
+    note = _barely_changed(source, image, args)
+    if note:
+        print(f"simd-emu diffuse: note: {note}", file=sys.stderr)

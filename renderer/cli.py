@@ -473,7 +473,7 @@ def _check_outputs(args: argparse.Namespace) -> list[str]:
 
     Raises ``OutputError`` or ``ValueError`` with a one-line message."""
 
-    from simd.outputs import check_output_file
+    from simd.outputs import check_not_inputs, check_output_file
 
     if args.table1:
         return []  # prints a table, writes nothing
@@ -490,6 +490,7 @@ def _check_outputs(args: argparse.Namespace) -> list[str]:
     if args.json is not None:
         check_output_file(args.json, example="--json stats.json")
     paths = [p for p in (args.output, args.depth, args.json) if p]
+    check_not_inputs(paths, [args.mesh])
     real = [os.path.realpath(p) for p in paths]
     for i, path in enumerate(real):
         if path in real[:i]:

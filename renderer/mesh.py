@@ -279,6 +279,17 @@ def mesh_share(mesh: Mesh, rank: int, nranks: int) -> Mesh:
     return Mesh(mesh.vertices[used], faces, normals[used], f"{mesh.name}[{rank}/{nranks}]")
 
 
+def _is_text(path: str | PathLike[str]) -> bool:
+    """Whether the file's first kilobyte is plain ASCII text."""
+    with open(path, "rb") as f:
+        head = f.read(1024)
+    try:
+        head.decode("ascii")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def load_mesh(path: str | PathLike[str]) -> Mesh:
     """Load a triangle mesh file (PLY, OBJ, STL, OFF, GLB/GLTF, ... anything trimesh reads).
 
@@ -318,10 +329,15 @@ def load_mesh(path: str | PathLike[str]) -> Mesh:
         ) from err
     except ImportError as err:
         # trimesh reads a binary STL whose length does not match its triangle count as
-        # ASCII, which needs an optional package: a truncated file read as "install X"
+        # ASCII, whose encoding it detects with an optional package: a broken binary file
+        # would read as "install X"
+        if not _is_text(path):
+            raise ValueError(
+                f"{path}: cannot read the mesh: the file is broken or truncated"
+            ) from None
         raise ValueError(
-            f"{path}: cannot read the mesh: broken or truncated, or its reader needs the "
-            f"package {err.name!r}, which is not installed"
+            f"{path}: cannot read the mesh: its reader needs the package {err.name!r}, "
+            "which is not installed"
         ) from err
     except Exception as err:  # noqa: BLE001 - the readers raise anything on broken files
         raise ValueError(
@@ -331,7 +347,16 @@ def load_mesh(path: str | PathLike[str]) -> Mesh:
     if not hasattr(loaded, "faces") or len(loaded.faces) == 0:
         raise ValueError(f"{path}: no triangles found in the file")
     vertices, faces = np.asarray(loaded.vertices), np.asarray(loaded.faces)
-    if len(vertices) == 3 * len(faces) and np.isfinite(vertices).all():
+    bad = (faces < 0) | (faces >= len(vertices))
+    if bad.any():
+        face = int(np.argwhere(bad.any(axis=1))[0, 0])
+        raise ValueError(
+            f"{path}: face {face} refers to vertex {int(faces[bad][0])}, but the file has "
+            f"{len(vertices)} vertices"
+        )
+    soup = len(vertices) == 3 * len(faces)
+    # Merging rounds the coordinates to a grid of integers: only where they fit one.
+    if soup and np.isfinite(vertices).all() and np.abs(vertices).max(initial=0) < 1e12:
         loaded.merge_vertices()  # keeps the faces and their order, only renumbers vertices
         vertices, faces = np.asarray(loaded.vertices), np.asarray(loaded.faces)
     try:

@@ -68,8 +68,10 @@ GROUP = "simd_emu.commands"
 #: The distribution whose version ``--version`` prints.
 DISTRIBUTION = "simd-emu"
 
-#: Namespace attribute holding the full name of the command parsed ("simd-emu bench mimd").
+#: Namespace attributes holding the full name of the command parsed ("simd-emu bench mimd")
+#: and its parser.
 _COMMAND = "_simd_emu_command"
+_PARSER = "_simd_emu_parser"
 
 
 def command_entry_points() -> dict[str, str]:
@@ -194,7 +196,7 @@ def _name_commands(parser: argparse.ArgumentParser) -> None:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for subparser in action.choices.values():
-                subparser.set_defaults(**{_COMMAND: subparser.prog})
+                subparser.set_defaults(**{_COMMAND: subparser.prog, _PARSER: subparser})
                 _name_commands(subparser)
 
 
@@ -278,10 +280,10 @@ def main(argv: list[str] | None = None, *, commands: Mapping[str, str] | None = 
 
     parser = build_parser(commands)
     if launched_rank() == 0:
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv)
     else:  # usage errors and --help exit through SystemExit, having printed nothing here
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            args = parser.parse_args(argv)
+            args = _parse(parser, argv)
     command = getattr(args, _COMMAND, None) or f"simd-emu {args.command}"
     problem = missing_requirements(args.func, command)
     if problem is not None:
@@ -293,6 +295,16 @@ def main(argv: list[str] | None = None, *, commands: Mapping[str, str] | None = 
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse ``argv``; an argument the command does not know is reported by the command's
+    own parser, pointing to its own ``--help``."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        own = getattr(args, _PARSER, None) or parser
+        own.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 @contextlib.contextmanager

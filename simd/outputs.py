@@ -33,6 +33,7 @@ __all__ = [
     "StagedOutputs",
     "add_output_arguments",
     "announce_replace",
+    "check_not_inputs",
     "check_output_file",
     "check_output_folder",
     "output_folder_from_args",
@@ -74,6 +75,14 @@ def check_output_folder(path: str | os.PathLike[str] | None = None, *, make: boo
     True
     """
     folder = Path.cwd() if path is None else Path(path)
+    for part in (folder, *folder.parents):  # a file where a folder is meant: say which
+        if part.exists():
+            if not part.is_dir():
+                raise OutputError(
+                    f"cannot write results to {str(folder)!r}: {str(part)!r} is a file, "
+                    "not a folder"
+                )
+            break
     try:
         if make:
             folder.mkdir(parents=True, exist_ok=True)
@@ -142,6 +151,41 @@ def check_output_file(
         raise OutputError(f"{shown}: folder {folder} {what}")
     _probe(folder, shown)
     return target
+
+
+def check_not_inputs(
+    outputs: Iterable[str | os.PathLike[str] | None],
+    inputs: Iterable[str | os.PathLike[str] | None],
+) -> None:
+    """Refuse, before any work, an output that is one of the inputs (the same file by any
+    path): an output never replaces an input.
+
+    Raises
+    ------
+    OutputError
+        Naming the output.
+
+    Examples
+    --------
+    >>> try:
+    ...     check_not_inputs(["./scan.dcm"], ["scan.dcm"])
+    ... except OutputError as exc:
+    ...     print(exc)
+    ./scan.dcm: is this command's input; write the result to another file
+    """
+    given = [Path(p) for p in inputs if p is not None and os.fspath(p)]
+    for out in outputs:
+        if out is None or not os.fspath(out):
+            continue
+        target = Path(out)
+        for source in given:
+            same = target.resolve() == source.resolve()
+            if not same and target.exists() and source.exists():
+                same = os.path.samefile(target, source)  # a hard link, say
+            if same:
+                raise OutputError(
+                    f"{os.fspath(out)}: is this command's input; write the result to another file"
+                )
 
 
 def announce_replace(

@@ -12,9 +12,17 @@ headless OpenGL context can be made, and fail instead with ``REQUIRE_GL=1`` (as 
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# The tests write nothing outside temporary folders: the data sets and GPU kernels they
+# make, and Numba's compiled CPU kernels, go to caches of their own, shared by the test
+# processes of a run and kept between runs (set before any test imports Numba).
+_CACHE = os.path.join(tempfile.gettempdir(), "simd-emu-tests")
+os.environ.setdefault("SIMD_EMU_CACHE_DIR", os.path.join(_CACHE, "simd-emu"))
+os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(_CACHE, "numba"))
 
 settings.register_profile(
     "default",

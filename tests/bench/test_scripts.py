@@ -144,7 +144,8 @@ def test_unwritable_out_fails_before_any_work(name, tmp_path, monkeypatch, capsy
     captured = capsys.readouterr()
     assert calls == [] and captured.out == ""
     assert captured.err.strip().splitlines() == [
-        f"python -m bench.{name}: cannot write results to '{blocker / 'sub'}': Not a directory"
+        f"python -m bench.{name}: cannot write results to '{blocker / 'sub'}': '{blocker}' is a "
+        "file, not a folder"
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
 

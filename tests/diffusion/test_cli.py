@@ -147,7 +147,7 @@ def test_diffuse_errors(tmp_path, small_npy, capsys):
         )
         == 2
     )
-    assert "larger than the image" in capsys.readouterr().err
+    assert "is more PEs than" in capsys.readouterr().err
     bad = tmp_path / "nan.npy"
     np.save(bad, np.full((8, 8), np.nan))
     assert (

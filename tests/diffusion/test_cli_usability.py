@@ -391,13 +391,18 @@ def test_a_late_failure_leaves_no_output_behind(tmp_path, capsys, monkeypatch, p
         ),
         (["IN", "--niter", "-1"], "--niter must be 0 or more, got -1"),
         (["IN", "--buffer", "0"], "--buffer must be a positive number of points, got 0"),
+        (["IN", "-o", "IN"], "in.npy: is this command's input; write the result to another file"),
+        (["IN", "--spacing", "0", "1"], "--spacing must be two positive numbers (DY DX), got 0 1"),
+        (["IN", "-o", "OUT.png", "--float"], "--float writes float32 values, which a .png cannot"),
+        (["IN", "--pes", "64", "64"], "--pes 64 64 is more PEs than in.npy has pixels (48 x 56)"),
+        (["IN", "--kappa", "0"], "--kappa must be a positive number, got 0"),
     ],
 )
 def test_bad_input_is_one_line_before_any_work(tmp_path, capsys, calls, argv, match):
     src, empty, out = tmp_path / "in.npy", tmp_path / "EMPTY.png", tmp_path / "o.npy"
     np.save(src, _small())
     empty.write_bytes(b"")
-    names = {"IN": src, "OUT": out, "EMPTY.png": empty}
+    names = {"IN": src, "OUT": out, "EMPTY.png": empty, "OUT.png": tmp_path / "o.png"}
     argv = [str(names.get(a, a)) for a in argv]
     try:
         status = _diffuse(*argv)
@@ -427,14 +432,34 @@ def test_a_reader_message_of_several_lines_is_one(tmp_path, monkeypatch):
     )
 
 
-# ------------------------------------------------------------------ 5: README
+# ------------------------------------------------------------------ 5: bit depths
 
 
-def test_readme_diffusion_snippet_runs():
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme[readme.index("### Anisotropic diffusion") :]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    assert "image =" in code
-    namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
-    assert namespace["smooth"].shape == namespace["image"].shape
+def test_relative_thresholds_smooth_any_bit_depth_alike(tmp_path, capsys):
+    """The same picture in 8 and 16 bits, with --relative: the same result, scaled (Perona
+    and Malik's diffusion scales with the data when its thresholds do)."""
+    eight = _small(np.float32).round().clip(0, 255)
+    sixteen = eight * 257  # 0..255 -> 0..65535
+    results = []
+    for name, img in (("8.npy", eight), ("16.npy", sixteen)):
+        np.save(tmp_path / name, img)
+        out = tmp_path / f"out{name}"
+        assert _run(tmp_path / name, out, "--relative", "--float") == 0
+        results.append(np.load(out))
+    np.testing.assert_allclose(results[1] / 257, results[0], rtol=1e-4, atol=1e-3)
+    # on an image spanning 0..255, --relative changes nothing
+    span = np.arange(256, dtype=np.float32).reshape(16, 16)
+    np.save(tmp_path / "span.npy", span)
+    for name, extra in (("a.npy", ["--relative"]), ("b.npy", [])):
+        assert _run(tmp_path / "span.npy", tmp_path / name, "--float", *extra) == 0
+    assert np.array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
+    assert "note" not in capsys.readouterr().err
+
+
+def test_a_result_that_barely_differs_says_why(tmp_path, capsys):
+    img = (_small(np.float32) * 257).round().astype(np.uint16)  # 16-bit values
+    np.save(tmp_path / "in.npy", img)
+    assert _run(tmp_path / "in.npy", tmp_path / "o.npy", "--kappa", 20) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("simd-emu diffuse: note: the result differs")
+    assert "--kappa 20 is in the image's units; try --relative" in err[0]

@@ -161,7 +161,8 @@ def test_unwritable_out_fails_before_any_work(tmp_path, monkeypatch, capsys):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.strip().splitlines() == [
-        f"simd-emu bench mimd: cannot write results to '{blocker / 'sub'}': Not a directory"
+        f"simd-emu bench mimd: cannot write results to '{blocker / 'sub'}': '{blocker}' is a "
+        "file, not a folder"
     ]
 
 

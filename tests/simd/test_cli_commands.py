@@ -247,3 +247,28 @@ def test_each_command_without_the_data_extra_says_so_in_one_line(
     assert f"'simd-emu {' '.join(a for a in argv if not a.startswith('-'))}' needs" in err
     assert err.strip().endswith("pip install 'simd-emu[data]'")
     assert list(tmp_path.iterdir()) == []  # nothing was written
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["render", "--bogus"], "simd-emu render: error: unrecognized arguments: --bogus (see "
+         "simd-emu render --help)"),
+        (["bench", "mimd", "--bogus"], "simd-emu bench mimd: error: unrecognized arguments: "
+         "--bogus (see simd-emu bench mimd --help)"),
+    ],
+)  # fmt: skip
+def test_an_unknown_option_points_to_its_commands_help(argv, says, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv, commands=pyproject_commands())
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip() == says
+
+
+def test_an_out_folder_that_is_a_file_says_so(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("")
+    for out in ("afile", "afile/sub"):
+        assert main(["bench", "mimd", "--quick", "--out", out], commands=pyproject_commands()) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.endswith("'afile' is a file, not a folder"), err
