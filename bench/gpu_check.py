@@ -426,7 +426,7 @@ def step_smoke(work: Path, backend: str) -> None:
     """Frames on the GPU against NumPy's; frame times; the host cost of instructions."""
     import kernels.numba_shift  # noqa: F401 - imported for the launch timer
     import renderer
-    import renderer.fused_cuda  # noqa: F401
+    import renderer.cuda_kernels  # noqa: F401
     import simd.balance.cost_effective.search_kernels  # noqa: F401
     from simd import Machine
 

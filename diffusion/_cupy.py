@@ -35,6 +35,7 @@ from diffusion.cuda_source import (
     step_name,
 )
 from diffusion.dense import Layout, PMParameters
+from kernels import fastpaths
 
 __all__ = ["CHECK_EVERY", "pm_iterate", "pm_iterate_epsilon"]
 
@@ -50,9 +51,7 @@ def _step_kernel(xp: Any, option: int, ndim: int, eps: int, vec: int, index64: b
                  device: int) -> Any:  # fmt: skip
     name = step_name(option, ndim, eps, vec, index64)
     if hasattr(xp, "launch_emulated"):  # the counting stand-in: a NumPy model
-        from kernels.counting import emulates
-
-        emulates(name)(functools.partial(_model_step, option, ndim, eps))
+        fastpaths.emulates(name)(functools.partial(_model_step, option, ndim, eps))
     source = pm_source(option, ndim, eps, vec, index64)
     return xp.RawKernel(source, name, options=("-std=c++17",))
 
@@ -60,9 +59,7 @@ def _step_kernel(xp: Any, option: int, ndim: int, eps: int, vec: int, index64: b
 @functools.cache
 def _active_kernel(xp: Any, index64: bool, device: int) -> Any:
     if hasattr(xp, "launch_emulated"):
-        from kernels.counting import emulates
-
-        emulates(ACTIVE_NAME)(_model_active)
+        fastpaths.emulates(ACTIVE_NAME)(_model_active)
     return xp.RawKernel(active_source(index64), ACTIVE_NAME, options=("-std=c++17",))
 
 

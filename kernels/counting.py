@@ -35,7 +35,7 @@ that count one launch and compute their result with the reference implementation
 (``kernels.reference``), identified by kernel name (and, for the modules of
 ``kernels.cupy_scan`` and ``kernels.cupy_router``, by their generated source);
 ``kernels.numba_shift`` hands its launches to :meth:`CountingCuPy.launch_emulated`. Kernels
-that later code adds register a NumPy emulation with :func:`emulates`.
+that later code adds register a NumPy emulation with :func:`kernels.fastpaths.emulates`.
 
 ``cuda.Event`` records host times; reading an elapsed time costs one sync (the event's
 ``synchronize``) and nothing before, as on a GPU.
@@ -104,6 +104,7 @@ from kernels import cuda_args as _cuda_args
 from kernels import cuda_router_source as _router_src
 from kernels import cuda_scan_source as _scan_src
 from kernels import reference
+from kernels.fastpaths import emulates, emulation
 
 __all__ = [
     "pool_host_memory",
@@ -116,7 +117,6 @@ __all__ = [
     "DeviceArray",
     "Measurement",
     "cupy",
-    "emulates",
     "host_conversions_refused",
     "measure",
 ]
@@ -1118,25 +1118,8 @@ DeviceArray.astype = _astype  # type: ignore[method-assign]
 
 # --------------------------------------------------------------------------- kernels
 
+
 #: NumPy emulations of device kernels, by kernel name: fn(variant, args) computes in place.
-_EMULATORS: dict[str, Callable[[Any, tuple], None]] = {}
-
-
-def emulates(name: str) -> Callable[[Callable], Callable]:
-    """Register ``fn(variant, args)`` as the NumPy emulation of device kernel ``name``.
-
-    ``args`` are the launch arguments with device arrays as NumPy arrays; the emulation
-    writes the kernel's outputs in place. ``variant`` is what the kernel's module source
-    was recognised as (or None).
-    """
-
-    def decorate(fn: Callable) -> Callable:
-        _EMULATORS[name] = fn
-        return fn
-
-    return decorate
-
-
 @functools.cache
 def _variant_of_source(code: str) -> Any:
     for op, dtype, pairs in _scan_src.all_variants():
@@ -1187,11 +1170,11 @@ class _Kernel:
 @_entry
 def launch(name: str, args: tuple, variant: Any = None) -> None:
     """Count one launch of kernel ``name`` and run its NumPy emulation on ``args``."""
-    emulate = _EMULATORS.get(name)
+    emulate = emulation(name)
     if emulate is None:
         raise NotImplementedError(
             f"kernel {name!r} has no NumPy emulation on the counting device; register "
-            "one with kernels.counting.emulates"
+            "one with kernels.fastpaths.emulates"
         )
     _run(f"kernel:{name}", lambda *a: emulate(variant, a), tuple(args), {}, wrap=False)
 
@@ -1223,7 +1206,7 @@ class ElementwiseKernel:
 
     @_entry
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        emulate = _EMULATORS.get(self.name)
+        emulate = emulation(self.name)
         if emulate is None:
             raise NotImplementedError(f"elementwise kernel {self.name!r} has no emulation")
         return _run(f"kernel:{self.name}", lambda *a: emulate(None, a), args, kwargs)

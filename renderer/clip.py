@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from kernels import registry
-from renderer.clip_kernels import classify_cpu
+from renderer.fast_paths import fast_path
 
 __all__ = ["ClippedTriangles", "clip_triangles", "classify_arrays", "GUARD_BAND"]
 
@@ -243,14 +242,9 @@ def _classify(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tuple[Any
     CPU, Numba CUDA on the GPU (the counts by atomic adds); :func:`classify_arrays`
     otherwise (float32 input, ``SIMD_FORCE_REFERENCE=1``), with the same flags.
     """
-    if clip.dtype == np.float64 and not registry.force_reference():
-        if xp is np:
-            return classify_cpu(clip, faces, gx, gy)
-        from renderer.fused_cuda import classify_device
-
-        rejected, crossing, counts = classify_device(xp, clip, faces, gx, gy)
-        n_clipped, n_rejected = (int(v) for v in counts.tolist())
-        return rejected, crossing, n_clipped, n_rejected
+    fused = fast_path("classify", xp)
+    if fused is not None and clip.dtype == np.float64:
+        return fused(clip, faces, gx, gy)
     rejected, crossing = classify_arrays(xp, clip, faces, gx, gy)
     n_clipped, n_rejected = (int(v) for v in xp.stack([crossing, rejected]).sum(axis=1).tolist())
     return rejected, crossing, n_clipped, n_rejected

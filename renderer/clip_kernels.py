@@ -9,7 +9,7 @@ the body from the clip coordinates, with the same operations (the guard-band pro
 
 Compiled for the CPU with ``numba.njit`` (:func:`classify_cpu`, a loop over faces
 that also counts both kinds) and for the GPU with ``numba.cuda.jit``
-(:mod:`renderer.fused_cuda`), as :mod:`renderer.setup_kernels` does for setup.
+(:mod:`renderer.cuda_kernels`), as :mod:`renderer.setup_kernels` does for setup.
 """
 
 from __future__ import annotations

@@ -279,6 +279,20 @@ def mesh_share(mesh: Mesh, rank: int, nranks: int) -> Mesh:
     return Mesh(mesh.vertices[used], faces, normals[used], f"{mesh.name}[{rank}/{nranks}]")
 
 
+def _check_binary_stl(path: str | PathLike[str]) -> None:
+    """Refuse a binary STL whose length does not match its triangle count (84 bytes of
+    header and count, then 50 a triangle): a reader would take it for text and find
+    nothing, or fail on a package it needs for that."""
+    if _is_text(path):
+        return  # ASCII STL
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(84)
+    count = int.from_bytes(head[80:84], "little") if len(head) == 84 else None
+    if count is None or size != 84 + 50 * count:
+        raise ValueError(f"{path}: cannot read the mesh: the file is broken or truncated")
+
+
 def _is_text(path: str | PathLike[str]) -> bool:
     """Whether the file's first kilobyte is plain ASCII text."""
     with open(path, "rb") as f:
@@ -321,6 +335,8 @@ def load_mesh(path: str | PathLike[str]) -> Mesh:
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, not a mesh file")
     trimesh = require("trimesh", "data", "reading a mesh file")
+    if os.fspath(path).lower().endswith(".stl"):
+        _check_binary_stl(path)
     try:
         loaded = trimesh.load(path, force="mesh", process=False)
     except NotImplementedError as err:  # trimesh's "file_type ... not supported"

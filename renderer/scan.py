@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from kernels import registry
-from renderer.setup_kernels import setup_cpu
-from renderer.span_kernels import SPAN_INT, compact_cpu, kept_spans_cpu, spans_cpu, task_ints
+from renderer.fast_paths import fast_path
+from renderer.span_kernels import SPAN_INT, kept_spans_cpu, task_ints
 from renderer.transform import SUBPIXEL, to_window
 
 __all__ = [
@@ -180,20 +180,14 @@ def setup_triangles(
         t = int(clip.shape[0])
         corners = xp.arange(3 * t, dtype=xp.int64).reshape(t, 3)
         clip = clip.reshape(3 * t, clip.shape[2])
-    setup = None
-    if clip.dtype == np.float64 and corners.dtype == np.int64 and not registry.force_reference():
-        if xp is np:
-            setup = TriangleSetup(**setup_cpu(clip, corners, width, height))
-        else:
-            from renderer.fused_cuda import setup_device
-
-            setup = TriangleSetup(**setup_device(xp, clip, corners, width, height, count))
-            count = None  # counted into by the kernel
-    if setup is None:
+    fused = fast_path("setup", xp)
+    if fused is not None and clip.dtype == np.float64 and corners.dtype == np.int64:
+        setup = TriangleSetup(**fused(clip, corners, width, height, count))  # counts into it
+    else:
         setup = setup_triangles_arrays(xp, clip[corners], width, height)
-    if count is not None:
-        count += setup.n_degenerate
-        setup.n_degenerate = count.reshape(())
+        if count is not None:
+            count += setup.n_degenerate
+            setup.n_degenerate = count.reshape(())
     if machine is not None:
         machine.charge("elementwise", int(corners.shape[0]), ops=SETUP_OPS)
     return setup
@@ -280,12 +274,9 @@ def spans(xp: Any, setup: TriangleSetup, items: Any, tasks: Any) -> tuple[Any, A
     """The scan line, first pixel and length (<= 0: empty) of the span of triangle ``items``
     on its scan line ``row0 + tasks``: one fused kernel where one is compiled
     (:mod:`renderer.span_kernels`), else :func:`spans_arrays`, with the same results."""
-    if task_ints(items, tasks) and not registry.force_reference():
-        if xp is np:
-            return spans_cpu(setup, items, tasks)
-        from renderer.fused_cuda import spans_device
-
-        return spans_device(xp, setup, items, tasks)
+    fused = fast_path("spans", xp)
+    if fused is not None and task_ints(items, tasks):
+        return fused(setup, items, tasks)
     return spans_arrays(xp, setup, items, tasks)
 
 
@@ -336,17 +327,14 @@ def compact_spans(
     results."""
     ints = (sel, row, lo, length)
     floats = (setup.z0, setup.dzdy, setup.y0)
+    fused = fast_path("compact", xp)
     if (
-        all(a.dtype == np.int64 for a in ints)
+        fused is not None
+        and all(a.dtype == np.int64 for a in ints)
         and task_ints(items)
         and all(a.dtype == np.float64 for a in floats)
-        and not registry.force_reference()
     ):
-        if xp is np:
-            return compact_cpu(setup, sel, items, row, lo, length)
-        from renderer.fused_cuda import compact_device
-
-        return compact_device(xp, setup, sel, items, row, lo, length)
+        return fused(setup, sel, items, row, lo, length)
     return compact_spans_arrays(xp, setup, sel, items, row, lo, length)
 
 

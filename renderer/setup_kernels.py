@@ -9,7 +9,7 @@ code object:
 
 - for the CPU with ``numba.njit`` (:func:`setup_cpu`, one loop over triangles,
   the NumPy backend's path);
-- for the GPU with ``numba.cuda.jit`` (:mod:`renderer.fused_cuda`, one thread per
+- for the GPU with ``numba.cuda.jit`` (:mod:`renderer.cuda_kernels`, one thread per
   triangle, the CuPy backend's path; also run in Numba's CUDA simulator by the tests).
 
 The body calls three primitives that each target binds (:func:`bind`): ``fmul`` (a float64
@@ -295,9 +295,13 @@ def cpu_loop(rows: Any) -> Any:
         return numba.njit(**options)(rows)
 
 
-def setup_cpu(points: np.ndarray, corners: np.ndarray, width: int, height: int) -> dict[str, Any]:
+def setup_cpu(
+    points: np.ndarray, corners: np.ndarray, width: int, height: int, count: Any = None
+) -> dict[str, Any]:
     """The fused setup on the CPU of the triangles ``corners`` (T, 3) (rows of the clip
     coordinates ``points`` (V, 4)): the fields of :class:`renderer.scan.TriangleSetup`.
+    The degenerate triangles are added to ``count`` (a 1-element int64 array) when given,
+    whose 0-d view ``n_degenerate`` then is, as the GPU's kernel counts them.
 
     Examples
     --------
@@ -312,5 +316,9 @@ def setup_cpu(points: np.ndarray, corners: np.ndarray, width: int, height: int) 
         for name, dtype, per_vertex in OUTPUTS
     }
     n = _cpu_kernel()(points, corners, width, height, width / 2.0, height / 2.0, *out.values())
-    out["n_degenerate"] = np.int64(n)
+    if count is None:
+        out["n_degenerate"] = np.int64(n)
+    else:
+        count += n
+        out["n_degenerate"] = count.reshape(())
     return out

@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from kernels import registry
+from renderer.fast_paths import fast_path
 from renderer.scan import TriangleSetup, edge_functions
-from renderer.shading_kernels import shade_cpu
 from renderer.transform import SUBPIXEL
 
 __all__ = [
@@ -256,18 +255,15 @@ def shade_pixels(
         corners = xp.arange(3 * t, dtype=xp.int64).reshape(t, 3)
         clip = clip.reshape(3 * t, clip.shape[2])
         colours = colours.reshape(3 * t, colours.shape[2])
+    fused = fast_path("shade", xp)
     if (
-        colours.dtype == np.float64
+        fused is not None
+        and colours.dtype == np.float64
         and clip.dtype == np.float64
         and colours.shape[1] == 3
         and corners.dtype == np.int64
-        and not registry.force_reference()
     ):
-        if xp is np:
-            return shade_cpu(tri, pix, width, setup, clip, colours, corners)
-        from renderer.fused_cuda import shade_device
-
-        return shade_device(xp, tri, pix, width, setup, clip, colours, corners)
+        return fused(tri, pix, width, setup, clip, colours, corners)
     return shade_pixels_arrays(xp, tri, pix, width, setup, clip[corners], colours[corners])
 
 

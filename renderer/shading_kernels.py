@@ -6,7 +6,7 @@ weights from the triangle's exact integer edge functions, perspective-correct
 interpolation of the vertex colours, clamping and rounding to 8 bits, in the same
 operation order (products rounded on their own: ``fmul``), so the colours are the array
 code's bit for bit. Compiled for the CPU with ``numba.njit`` (:func:`shade_cpu`) and for
-the GPU with ``numba.cuda.jit`` (:mod:`renderer.fused_cuda`), as
+the GPU with ``numba.cuda.jit`` (:mod:`renderer.cuda_kernels`), as
 :mod:`renderer.setup_kernels` does for setup.
 """
 

@@ -9,7 +9,7 @@ order of evaluation gives the same bits; the body keeps the array code's order a
 triangle's reference x on its scan line, as :func:`renderer.scan.compact_spans_arrays` does
 (the product rounded on its own: ``fmul``).
 Compiled for the CPU with ``numba.njit`` (:func:`spans_cpu`, :func:`compact_cpu`) and for
-the GPU with ``numba.cuda.jit`` (:mod:`renderer.fused_cuda`), as
+the GPU with ``numba.cuda.jit`` (:mod:`renderer.cuda_kernels`), as
 :mod:`renderer.setup_kernels` does.
 """
 

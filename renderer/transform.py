@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from kernels import registry
+from renderer.fast_paths import fast_path
 
 __all__ = ["to_clip", "to_clip_arrays", "to_window", "SUBPIXEL_BITS", "SUBPIXEL"]
 
@@ -45,15 +45,9 @@ def to_clip(xp: Any, vertices: Any, mvp: np.ndarray) -> Any:
     >>> to_clip(np, np.array([[1.0, 2.0, 3.0]]), np.eye(4)).tolist()
     [[1.0, 2.0, 3.0, 1.0]]
     """
-    if vertices.dtype == np.float64 and vertices.ndim == 2 and not registry.force_reference():
-        # imported here: the kernels' module imports this one's constants
-        if xp is np:
-            from renderer.transform_kernels import clip_cpu
-
-            return clip_cpu(vertices, mvp)
-        from renderer.fused_cuda import transform_device
-
-        return transform_device(xp, vertices, mvp)
+    fused = fast_path("transform", xp)
+    if fused is not None and vertices.dtype == np.float64 and vertices.ndim == 2:
+        return fused(vertices, mvp)
     return to_clip_arrays(xp, vertices, mvp)
 
 

@@ -6,7 +6,7 @@
 multiply-add on the GPU). The matrix travels as 16 scalars in the kernel's arguments (a
 tuple, row by row), so a frame uploads nothing for it. Compiled for the CPU with
 ``numba.njit`` (:func:`clip_cpu`) and for the GPU with ``numba.cuda.jit``
-(:mod:`renderer.fused_cuda`), as :mod:`renderer.setup_kernels` does for setup.
+(:mod:`renderer.cuda_kernels`), as :mod:`renderer.setup_kernels` does for setup.
 """
 
 from __future__ import annotations

@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from kernels import registry
+from renderer.fast_paths import fast_path
 from renderer.scan import Spans
 from renderer.span_kernels import SPAN_INT, task_ints
-from renderer.zbuffer_kernels import EMPTY, FLOAT32_TINY, decode_cpu, fragments_cpu
+from renderer.zbuffer_kernels import EMPTY, FLOAT32_TINY, fragments_cpu
 from simd.operands import check_addresses
 
 __all__ = [
@@ -92,14 +93,10 @@ def decode_keys(xp: Any, keys: Any, bits: int, count: Any = None) -> tuple[Any, 
     >>> covered.tolist(), tri.tolist(), depth.tolist()
     ([True, False], [1, -1], [0.25, 1.0])
     """
-    if keys.dtype == np.int64 and keys.ndim == 1 and not registry.force_reference():
-        if xp is not np:
-            from renderer.fused_cuda import decode_device
-
-            return decode_device(xp, keys, bits, count)
-        out = decode_cpu(keys, bits)
-    else:
-        out = decode_keys_arrays(xp, keys, bits)
+    fused = fast_path("decode", xp)
+    if fused is not None and keys.dtype == np.int64 and keys.ndim == 1:
+        return fused(keys, bits, count)  # counts into it
+    out = decode_keys_arrays(xp, keys, bits)
     if count is not None:
         count += xp.count_nonzero(out[0])
     return out
@@ -130,14 +127,10 @@ def fragments(
     (triangle indices offset by ``first``): one fused kernel where one is compiled
     (:mod:`renderer.zbuffer_kernels`), else :func:`fragments_arrays`, with the same results.
     """
-    s = spans
-    if _fused_dtypes(s, items, tasks) and not registry.force_reference():
-        if xp is np:
-            return fragments_cpu(s, items, tasks, width, bits, first)
-        from renderer.fused_cuda import fragments_device
-
-        return fragments_device(xp, s, items, tasks, width, bits, first)
-    return fragments_arrays(xp, s, items, tasks, width, bits, first)
+    fused = fast_path("fragments", xp)
+    if fused is not None and _fused_dtypes(spans, items, tasks):
+        return fused(spans, items, tasks, width, bits, first)
+    return fragments_arrays(xp, spans, items, tasks, width, bits, first)
 
 
 def fragments_arrays(

@@ -9,7 +9,7 @@ smallest normal number: 0), rounded to float32,
 its bits above the triangle's drawing index. The combining send that follows stays the
 machine's (the router; on the NumPy backend its kernel, piece by piece and charged as one
 send: :class:`renderer.zbuffer.ZBufferBody`). Compiled for the CPU with ``numba.njit``
-(:func:`fragments_cpu`) and for the GPU with ``numba.cuda.jit`` (:mod:`renderer.fused_cuda`),
+(:func:`fragments_cpu`) and for the GPU with ``numba.cuda.jit`` (:mod:`renderer.cuda_kernels`),
 as :mod:`renderer.setup_kernels` does for setup.
 
 :func:`decode_one` decodes the key of pixel ``p`` as :func:`renderer.zbuffer.decode_keys_arrays`
@@ -145,8 +145,9 @@ def _cpu_decode() -> Any:
     return cpu_loop(bind(_decode_rows, body=body))
 
 
-def decode_cpu(keys: np.ndarray, bits: int) -> tuple:
-    """The fused decoding on the CPU: ``covered, tri, depth`` of 1-D int64 ``keys``.
+def decode_cpu(keys: np.ndarray, bits: int, count: Any = None) -> tuple:
+    """The fused decoding on the CPU: ``covered, tri, depth`` of 1-D int64 ``keys``; the
+    number of covered pixels is added to ``count`` (a 1-element int64 array) when given.
 
     Examples
     --------
@@ -159,4 +160,6 @@ def decode_cpu(keys: np.ndarray, bits: int) -> tuple:
     tri = np.empty(n, dtype=np.int64)
     depth = np.empty(n, dtype=np.float32)
     _cpu_decode()(keys, int(bits), covered, tri, depth)
+    if count is not None:
+        count += np.count_nonzero(covered)
     return covered, tri, depth

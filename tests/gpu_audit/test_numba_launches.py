@@ -37,7 +37,7 @@ from numba import cuda, types
 from numba.np import numpy_support
 
 from kernels.numba_shift_kernels import build_kernels as shift_kernels
-from renderer.fused_cuda import KERNEL_NAMES, kernel_functions
+from renderer.cuda_kernels import KERNEL_NAMES, kernel_functions
 from simd.balance.cost_effective import search_kernels
 
 funcs = {long: kernel_functions()[short] for short, long in KERNEL_NAMES.items()}
@@ -182,22 +182,16 @@ def test_shift_launch_shapes_are_within_the_limits():
 def test_one_dimensional_launch_shapes_are_within_the_limits(monkeypatch):
     """The fused renderer kernels and the search kernel: ``min(cap, ceil(n / threads))``
     blocks of their thread count, for every size; the launch itself is intercepted."""
-    from renderer import fused_cuda
+    from kernels import fastpaths
+    from renderer import cuda_kernels
     from simd.balance.cost_effective import search_kernels
 
     shapes = []
     monkeypatch.setattr(
-        fused_cuda,
-        "launch_on_stream",
-        lambda xp, k, grid, block, args: shapes.append((grid, block)),
+        fastpaths, "launch", lambda xp, name, build, grid, block, args: shapes.append((grid, block))
     )
-    monkeypatch.setattr(fused_cuda, "build_kernels", lambda: {"decode": None})
-    monkeypatch.setattr(
-        search_kernels, "launch_on_stream", lambda xp, k, g, b, a: shapes.append((g, b))
-    )
-    monkeypatch.setattr(search_kernels, "_build_kernel", lambda: None)
     for n in _sizes():
-        fused_cuda._launch(np, "decode", n, ())
+        cuda_kernels._launch(np, "decode", n, ())
     for n in (1, 5, 1000, 2**20):
         search_kernels.search_device(np, np.zeros(2, np.int64), 0, n)
     assert len(shapes) > 100

@@ -3,7 +3,7 @@
 ``tests/renderer/test_fused_cudasim.py`` runs this file in a subprocess with
 ``NUMBA_ENABLE_CUDASIM=1`` (the simulator is chosen when ``numba.cuda`` is first imported;
 see ``tests/kernels/test_numba_shift_cudasim.py`` for why a subprocess). Each case runs
-:func:`renderer.fused_cuda.setup_device` or ``classify_device`` on host arrays (the
+:func:`renderer.cuda_kernels.setup_device` or ``classify_device`` on host arrays (the
 simulator copies them in and back) and compares every output, bit for bit, with the array
 code: :func:`renderer.scan.setup_triangles_arrays`, :func:`renderer.clip.classify_arrays`,
 :func:`renderer.zbuffer.fragments_arrays` and the others.
@@ -79,18 +79,18 @@ def case_names() -> list[str]:
 
 
 def _shape(threads: int, grid: int | None):
-    from renderer import fused_cuda
+    from renderer import cuda_kernels
 
-    saved = fused_cuda._THREADS, fused_cuda._MAX_GRID
-    fused_cuda._THREADS = threads
-    fused_cuda._MAX_GRID = grid or saved[1]
+    saved = cuda_kernels._THREADS, cuda_kernels._MAX_GRID
+    cuda_kernels._THREADS = threads
+    cuda_kernels._MAX_GRID = grid or saved[1]
     return saved
 
 
 def run_case(name: str) -> None:
     from numba import config
 
-    from renderer import fused_cuda
+    from renderer import cuda_kernels
     from renderer.scan import TriangleSetup, setup_triangles_arrays
     from tests.renderer.test_fused_kernels import (
         FIELDS,
@@ -125,15 +125,15 @@ def run_case(name: str) -> None:
     clip = random_triangles(max(n, 8), seed=len(name))[:n]
     saved = _shape(threads, grid)
     try:
-        got = fused_cuda.setup_device(np, *vertex_table(clip), width, height)
+        got = cuda_kernels.setup_device(np, *vertex_table(clip), width, height)
     finally:
-        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+        cuda_kernels._THREADS, cuda_kernels._MAX_GRID = saved
     got = TriangleSetup(**{f: np.asarray(got[f]) for f in FIELDS})
     assert_same_setup(got, setup_triangles_arrays(np, clip, width, height))
 
 
 def run_clip_case(name: str) -> None:
-    from renderer import fused_cuda
+    from renderer import cuda_kernels
     from renderer.clip import classify_arrays
     from tests.renderer.test_fused_kernels import clip_space_vertices
 
@@ -144,19 +144,19 @@ def run_clip_case(name: str) -> None:
     gy = 1.0 + 2.0 * 8192 / height
     saved = _shape(threads, grid)
     try:
-        rej, cross, counts = fused_cuda.classify_device(np, clip, faces, gx, gy)
+        rej, cross, n_clipped, n_rejected = cuda_kernels.classify_device(np, clip, faces, gx, gy)
     finally:
-        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+        cuda_kernels._THREADS, cuda_kernels._MAX_GRID = saved
     want_rej, want_cross = classify_arrays(np, clip, faces, gx, gy)
     np.testing.assert_array_equal(rej, want_rej)
     np.testing.assert_array_equal(cross, want_cross)
-    assert counts.tolist() == [int(want_cross.sum()), int(want_rej.sum())]
+    assert [n_clipped, n_rejected] == [int(want_cross.sum()), int(want_rej.sum())]
     if m:
-        assert 0 < counts[0] < m and 0 < counts[1] < m
+        assert 0 < n_clipped < m and 0 < n_rejected < m
 
 
 def run_shade_case(name: str) -> None:
-    from renderer import fused_cuda
+    from renderer import cuda_kernels
     from renderer.shading import shade_pixels_arrays
     from tests.renderer.test_fused_kernels import shading_case, vertex_table
 
@@ -165,16 +165,18 @@ def run_shade_case(name: str) -> None:
     saved = _shape(threads, grid)
     try:
         with np.errstate(all="ignore"):
-            got = fused_cuda.shade_device(np, tri, pix, width, setup, *vertex_table(clip, colours))
+            got = cuda_kernels.shade_device(
+                np, tri, pix, width, setup, *vertex_table(clip, colours)
+            )
     finally:
-        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+        cuda_kernels._THREADS, cuda_kernels._MAX_GRID = saved
     with np.errstate(all="ignore"):
         want = shade_pixels_arrays(np, tri, pix, width, setup, clip, colours)
     np.testing.assert_array_equal(got, want)
 
 
 def run_span_case(name: str) -> None:
-    from renderer import fused_cuda
+    from renderer import cuda_kernels
     from renderer.scan import spans_arrays
     from tests.renderer.test_fused_kernels import spans_case
 
@@ -182,16 +184,16 @@ def run_span_case(name: str) -> None:
     setup, items, tasks = spans_case(n_tri, n_tasks, width, seed=n_tasks)
     saved = _shape(threads, grid)
     try:
-        got = fused_cuda.spans_device(np, setup, items, tasks)
+        got = cuda_kernels.spans_device(np, setup, items, tasks)
     finally:
-        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+        cuda_kernels._THREADS, cuda_kernels._MAX_GRID = saved
     for g, w in zip(got, spans_arrays(np, setup, items, tasks), strict=True):
         np.testing.assert_array_equal(g, w)
     assert (got[2] > 0).any() and (got[2] <= 0).any()
 
 
 def run_fragment_case(name: str) -> None:
-    from renderer import fused_cuda
+    from renderer import cuda_kernels
     from renderer.zbuffer import fragments_arrays
     from tests.renderer.test_fused_kernels import fragments_case
 
@@ -199,15 +201,15 @@ def run_fragment_case(name: str) -> None:
     spans, items, tasks = fragments_case(n_spans, n_tasks, width, seed=n_tasks)
     saved = _shape(threads, grid)
     try:
-        got = fused_cuda.fragments_device(np, spans, items, tasks, width, 11, 5)
+        got = cuda_kernels.fragments_device(np, spans, items, tasks, width, 11, 5)
     finally:
-        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+        cuda_kernels._THREADS, cuda_kernels._MAX_GRID = saved
     for g, w in zip(got, fragments_arrays(np, spans, items, tasks, width, 11, 5), strict=True):
         np.testing.assert_array_equal(g, w)
 
 
 def run_compact_case(name: str) -> None:
-    from renderer import fused_cuda
+    from renderer import cuda_kernels
     from renderer.scan import compact_spans_arrays
     from tests.renderer.test_fused_kernels import assert_same_arrays, compact_case
 
@@ -215,15 +217,15 @@ def run_compact_case(name: str) -> None:
     setup, sel, items, row, lo, length = compact_case(n_tri, n_tasks, width, seed=n_tasks)
     saved = _shape(threads, grid)
     try:
-        got = fused_cuda.compact_device(np, setup, sel, items, row, lo, length)
+        got = cuda_kernels.compact_device(np, setup, sel, items, row, lo, length)
     finally:
-        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+        cuda_kernels._THREADS, cuda_kernels._MAX_GRID = saved
     assert_same_arrays(got, compact_spans_arrays(np, setup, sel, items, row, lo, length))
     assert 0 < sel.size < items.size
 
 
 def run_decode_case(name: str) -> None:
-    from renderer import fused_cuda
+    from renderer import cuda_kernels
     from renderer.zbuffer import decode_keys_arrays
     from tests.renderer.test_fused_kernels import assert_same_arrays, decode_case
 
@@ -232,16 +234,16 @@ def run_decode_case(name: str) -> None:
     saved = _shape(threads, grid)
     count = np.full(1, 5, dtype=np.int64)  # counted into: the covered pixels are added
     try:
-        got = fused_cuda.decode_device(np, keys, bits, count)
+        got = cuda_kernels.decode_device(np, keys, bits, count)
     finally:
-        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+        cuda_kernels._THREADS, cuda_kernels._MAX_GRID = saved
     want = decode_keys_arrays(np, keys, bits)
     assert_same_arrays(got, want)
     assert int(count[0]) == 5 + int(np.count_nonzero(want[0]))
 
 
 def run_transform_case(name: str) -> None:
-    from renderer import fused_cuda
+    from renderer import cuda_kernels
     from renderer.transform import to_clip_arrays
     from tests.renderer.test_fused_kernels import assert_same_arrays, transform_case
 
@@ -249,9 +251,9 @@ def run_transform_case(name: str) -> None:
     vertices, mvp = transform_case(n, seed=n)
     saved = _shape(threads, grid)
     try:
-        got = fused_cuda.transform_device(np, vertices, mvp)
+        got = cuda_kernels.transform_device(np, vertices, mvp)
     finally:
-        fused_cuda._THREADS, fused_cuda._MAX_GRID = saved
+        cuda_kernels._THREADS, cuda_kernels._MAX_GRID = saved
     assert_same_arrays([got], [to_clip_arrays(np, vertices, mvp)])
 
 

@@ -21,7 +21,7 @@ import pytest
 import renderer
 from kernels import counting
 from renderer import clip as clip_module
-from renderer import pipeline, shading
+from renderer import pipeline
 from renderer.clip import classify_arrays
 from renderer.clip_kernels import classify_cpu
 from renderer.scan import (
@@ -35,6 +35,7 @@ from renderer.scan import (
 )
 from renderer.setup_kernels import OUTPUTS, setup_cpu
 from renderer.shading import shade_pixels, shade_pixels_arrays
+from renderer.shading_kernels import shade_cpu
 from renderer.span_kernels import SPAN_INT, kept_spans_cpu
 from renderer.zbuffer import (
     EMPTY,
@@ -281,7 +282,7 @@ def test_cpu_shading_matches_array_code():
     tri, pix, setup, clip, colours = shading_case(500, 20_000, 64)
     with np.errstate(all="ignore"):
         want = shade_pixels_arrays(np, tri, pix, 64, setup, clip, colours)
-        got = shading.shade_cpu(tri, pix, 64, setup, *vertex_table(clip, colours))
+        got = shade_cpu(tri, pix, 64, setup, *vertex_table(clip, colours))
     np.testing.assert_array_equal(got, want)
     assert got.dtype == np.uint8 and got.shape == (20_000, 3)
     assert 0 < (got == 0).mean() < 1 and (got == 255).any()  # clamped both ways

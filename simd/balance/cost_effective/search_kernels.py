@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from kernels import fastpaths
 from kernels.numba_cuda import cuda_module
-from kernels.numba_launch import launch_on_stream
 from kernels.rebind import bind
 
 __all__ = [
@@ -181,25 +181,17 @@ def search_device(
     items = xp.empty(n, dtype=dtype)
     tasks = xp.empty(n, dtype=dtype)
     if n:
+        grid = max(1, min(_MAX_GRID, -(-n // _THREADS)))
         args = (offsets, np.int64(start), items, tasks)
-        emulated = getattr(xp, "launch_emulated", None)
-        if emulated is not None:  # the counting stand-in for CuPy (kernels.counting)
-            _register_emulation()
-            emulated(KERNEL_NAME, args)
-        else:
-            grid = max(1, min(_MAX_GRID, -(-n // _THREADS)))
-            launch_on_stream(xp, _build_kernel(), grid, _THREADS, args)
+        fastpaths.launch(xp, KERNEL_NAME, _build_kernel, grid, _THREADS, args)
     return items, tasks
 
 
-@functools.cache
-def _register_emulation() -> None:
-    from kernels.counting import emulates
-
-    @emulates(KERNEL_NAME)
-    def _search(variant: Any, args: tuple) -> None:
-        offsets, start, items, tasks = args
-        t = np.arange(int(start), int(start) + items.shape[0], dtype=np.int64)
-        found = np.searchsorted(offsets, t, side="right") - 1
-        items[...] = found
-        tasks[...] = t - offsets[found]
+@fastpaths.emulates(KERNEL_NAME)
+def _search(variant: Any, args: tuple) -> None:
+    """The search as the array code computes it, for each launch on the counting stand-in."""
+    offsets, start, items, tasks = args
+    t = np.arange(int(start), int(start) + items.shape[0], dtype=np.int64)
+    found = np.searchsorted(offsets, t, side="right") - 1
+    items[...] = found
+    tasks[...] = t - offsets[found]

@@ -40,10 +40,13 @@ from typing import Any
 
 import numpy as np
 
+from kernels import fastpaths
 from kernels.numba_cuda import cuda_module
-from kernels.numba_launch import launch_on_stream
+from renderer.clip import classify_arrays
 from renderer.clip_kernels import classify_one
+from renderer.scan import Spans, compact_spans_arrays, setup_triangles_arrays, spans_arrays
 from renderer.setup_kernels import OUTPUTS, bind, setup_one
+from renderer.shading import shade_pixels_arrays
 from renderer.shading_kernels import shade_one
 from renderer.span_kernels import (
     SPAN_INT,
@@ -53,7 +56,9 @@ from renderer.span_kernels import (
     span_of,
     span_one,
 )
+from renderer.transform import to_clip_arrays
 from renderer.transform_kernels import clip_one, matrix_args
+from renderer.zbuffer import decode_keys_arrays, fragments_arrays
 from renderer.zbuffer_kernels import decode_one, fragment_one, spans_args
 
 __all__ = [
@@ -323,7 +328,8 @@ def setup_device(
 
 def classify_device(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tuple:
     """The fused clipping tests on ``xp``'s device: ``rejected, crossing`` (bool, one per
-    face) and ``counts`` (int64: crossing, rejected faces), nothing read back."""
+    face) and the numbers of crossing and rejected faces (counted on the device by atomic
+    adds, read back together: one host sync)."""
     m = int(faces.shape[0])
     rejected = xp.empty(m, dtype=xp.bool_)
     crossing = xp.empty(m, dtype=xp.bool_)
@@ -331,7 +337,8 @@ def classify_device(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tup
     if m:
         _launch(xp, "classify", m, (clip, faces, float(gx), float(gy), rejected, crossing,
                                     counts))  # fmt: skip
-    return rejected, crossing, counts
+    n_clipped, n_rejected = (int(v) for v in counts.tolist())
+    return rejected, crossing, n_clipped, n_rejected
 
 
 def shade_device(
@@ -411,107 +418,93 @@ def transform_device(xp: Any, vertices: Any, mvp: Any) -> Any:
 
 
 def _launch(xp: Any, name: str, n: int, args: tuple) -> None:
-    """Launch kernel ``name`` over ``n`` items on ``xp``'s current stream
-    (:func:`kernels.numba_launch.launch_on_stream`)."""
-    emulated = getattr(xp, "launch_emulated", None)
-    if emulated is not None:  # the counting stand-in for CuPy (kernels.counting)
-        _register_emulations()
-        emulated(KERNEL_NAMES[name], args)
-        return
+    """Launch kernel ``name`` over ``n`` items on ``xp``'s current stream, or its emulation
+    on the counting stand-in (:func:`kernels.fastpaths.launch`)."""
     grid = max(1, min(_MAX_GRID, -(-n // _THREADS)))
-    launch_on_stream(xp, build_kernels()[name], grid, _THREADS, args)
+    fastpaths.launch(xp, KERNEL_NAMES[name], lambda: build_kernels()[name], grid, _THREADS, args)
 
 
-@functools.cache
-def _register_emulations() -> None:
-    from kernels.counting import emulates
+# --------------------------------------------------------------------------- emulations
+# What each kernel computes, as the array code computes it, on the launch's arguments: run
+# for each launch on the counting stand-in for CuPy (kernels.fastpaths.emulates).
 
-    @emulates(KERNEL_NAMES["setup"])
-    def _setup(variant: Any, args: tuple) -> None:
-        from renderer.scan import setup_triangles_arrays
 
-        points, corners = np.asarray(args[0]), np.asarray(args[1])
-        width, height = int(args[2]), int(args[3])
-        outs, count = args[6:-1], args[-1]
-        ref = setup_triangles_arrays(np, points[corners], width, height)
-        for (name, _, _), dest in zip(OUTPUTS, outs, strict=True):
-            dest[...] = getattr(ref, name)
-        count[0] += int(ref.n_degenerate)
+@fastpaths.emulates(KERNEL_NAMES["setup"])
+def _setup(variant: Any, args: tuple) -> None:
+    points, corners = np.asarray(args[0]), np.asarray(args[1])
+    width, height = int(args[2]), int(args[3])
+    outs, count = args[6:-1], args[-1]
+    ref = setup_triangles_arrays(np, points[corners], width, height)
+    for (name, _, _), dest in zip(OUTPUTS, outs, strict=True):
+        dest[...] = getattr(ref, name)
+    count[0] += int(ref.n_degenerate)
 
-    @emulates(KERNEL_NAMES["shade"])
-    def _shade(variant: Any, args: tuple) -> None:
-        from renderer.shading import shade_pixels_arrays
 
-        tri, pix, width, xs, ys, order, points, colours, corners, out = args
-        fields = {"xs": xs, "ys": ys, "order": order}
-        setup = types.SimpleNamespace(**{k: np.asarray(v) for k, v in fields.items()})
-        corners = np.asarray(corners)
-        with np.errstate(all="ignore"):
-            out[...] = shade_pixels_arrays(
-                np, np.asarray(tri), np.asarray(pix), int(width), setup,
-                np.asarray(points)[corners], np.asarray(colours)[corners],
-            )  # fmt: skip
+@fastpaths.emulates(KERNEL_NAMES["shade"])
+def _shade(variant: Any, args: tuple) -> None:
+    tri, pix, width, xs, ys, order, points, colours, corners, out = args
+    fields = {"xs": xs, "ys": ys, "order": order}
+    setup = types.SimpleNamespace(**{k: np.asarray(v) for k, v in fields.items()})
+    corners = np.asarray(corners)
+    with np.errstate(all="ignore"):
+        out[...] = shade_pixels_arrays(
+            np, np.asarray(tri), np.asarray(pix), int(width), setup,
+            np.asarray(points)[corners], np.asarray(colours)[corners],
+        )  # fmt: skip
 
-    @emulates(KERNEL_NAMES["spans"])
-    def _spans(variant: Any, args: tuple) -> None:
-        from renderer.scan import spans_arrays
 
-        items, tasks, row0, col0, col1, xs, ys, row, lo, length = args
-        fields = {"row0": row0, "col0": col0, "col1": col1, "xs": xs, "ys": ys}
-        setup = types.SimpleNamespace(**{k: np.asarray(v) for k, v in fields.items()})
-        got = spans_arrays(np, setup, np.asarray(items), np.asarray(tasks))
-        for dest, value in zip((row, lo, length), got, strict=True):
-            dest[...] = value
+@fastpaths.emulates(KERNEL_NAMES["spans"])
+def _spans(variant: Any, args: tuple) -> None:
+    items, tasks, row0, col0, col1, xs, ys, row, lo, length = args
+    fields = {"row0": row0, "col0": col0, "col1": col1, "xs": xs, "ys": ys}
+    setup = types.SimpleNamespace(**{k: np.asarray(v) for k, v in fields.items()})
+    got = spans_arrays(np, setup, np.asarray(items), np.asarray(tasks))
+    for dest, value in zip((row, lo, length), got, strict=True):
+        dest[...] = value
 
-    @emulates(KERNEL_NAMES["fragments"])
-    def _fragments(variant: Any, args: tuple) -> None:
-        from renderer.scan import Spans
-        from renderer.zbuffer import fragments_arrays
 
-        items, tasks, tri, row, col, zrow, dzdx, x0, width, bits, first, keys, dest = args
-        fields = (tri, row, col, np.zeros(0, dtype=np.int64), zrow, dzdx, x0)
-        spans = Spans(*(np.asarray(f) for f in fields))
-        got = fragments_arrays(np, spans, np.asarray(items), np.asarray(tasks), width, bits,
-                               first)  # fmt: skip
-        keys[...], dest[...] = got
+@fastpaths.emulates(KERNEL_NAMES["fragments"])
+def _fragments(variant: Any, args: tuple) -> None:
+    items, tasks, tri, row, col, zrow, dzdx, x0, width, bits, first, keys, dest = args
+    fields = (tri, row, col, np.zeros(0, dtype=np.int64), zrow, dzdx, x0)
+    spans = Spans(*(np.asarray(f) for f in fields))
+    got = fragments_arrays(np, spans, np.asarray(items), np.asarray(tasks), width, bits,
+                           first)  # fmt: skip
+    keys[...], dest[...] = got
 
-    @emulates(KERNEL_NAMES["compact"])
-    def _compact(variant: Any, args: tuple) -> None:
-        from renderer.scan import compact_spans_arrays
 
-        sel, items, row, lo, length, z0, dzdy, y0, *outs = args
-        setup = types.SimpleNamespace(z0=np.asarray(z0), dzdy=np.asarray(dzdy), y0=np.asarray(y0))
-        host = (np.asarray(a) for a in (sel, items, row, lo, length))
-        got = compact_spans_arrays(np, setup, *host)
-        for dest, value in zip(outs, got, strict=True):
-            dest[...] = value
+@fastpaths.emulates(KERNEL_NAMES["compact"])
+def _compact(variant: Any, args: tuple) -> None:
+    sel, items, row, lo, length, z0, dzdy, y0, *outs = args
+    setup = types.SimpleNamespace(z0=np.asarray(z0), dzdy=np.asarray(dzdy), y0=np.asarray(y0))
+    host = (np.asarray(a) for a in (sel, items, row, lo, length))
+    got = compact_spans_arrays(np, setup, *host)
+    for dest, value in zip(outs, got, strict=True):
+        dest[...] = value
 
-    @emulates(KERNEL_NAMES["decode"])
-    def _decode(variant: Any, args: tuple) -> None:
-        from renderer.zbuffer import decode_keys_arrays
 
-        keys, bits, *outs, count = args
-        got = decode_keys_arrays(np, np.asarray(keys), int(bits))
-        for dest, value in zip(outs, got, strict=True):
-            dest[...] = value
-        if count.shape[0]:
-            count[0] += int(np.count_nonzero(got[0]))
+@fastpaths.emulates(KERNEL_NAMES["decode"])
+def _decode(variant: Any, args: tuple) -> None:
+    keys, bits, *outs, count = args
+    got = decode_keys_arrays(np, np.asarray(keys), int(bits))
+    for dest, value in zip(outs, got, strict=True):
+        dest[...] = value
+    if count.shape[0]:
+        count[0] += int(np.count_nonzero(got[0]))
 
-    @emulates(KERNEL_NAMES["transform"])
-    def _transform(variant: Any, args: tuple) -> None:
-        from renderer.transform import to_clip_arrays
 
-        vertices, m, out = args
-        mvp = np.array(m, dtype=np.float64).reshape(4, 4)
-        out[...] = to_clip_arrays(np, np.asarray(vertices), mvp)
+@fastpaths.emulates(KERNEL_NAMES["transform"])
+def _transform(variant: Any, args: tuple) -> None:
+    vertices, m, out = args
+    mvp = np.array(m, dtype=np.float64).reshape(4, 4)
+    out[...] = to_clip_arrays(np, np.asarray(vertices), mvp)
 
-    @emulates(KERNEL_NAMES["classify"])
-    def _classify(variant: Any, args: tuple) -> None:
-        from renderer.clip import classify_arrays
 
-        clip, faces, gx, gy, rejected, crossing, counts = args
-        rej, cross = classify_arrays(np, np.asarray(clip), np.asarray(faces), gx, gy)
-        rejected[...] = rej
-        crossing[...] = cross
-        counts[0] += int(cross.sum())
-        counts[1] += int(rej.sum())
+@fastpaths.emulates(KERNEL_NAMES["classify"])
+def _classify(variant: Any, args: tuple) -> None:
+    clip, faces, gx, gy, rejected, crossing, counts = args
+    rej, cross = classify_arrays(np, np.asarray(clip), np.asarray(faces), gx, gy)
+    rejected[...] = rej
+    crossing[...] = cross
+    counts[0] += int(cross.sum())
+    counts[1] += int(rej.sum())
