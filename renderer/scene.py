@@ -21,11 +21,10 @@ import numpy as np
 
 from renderer.camera import Camera, bounding_sphere, default_camera
 from renderer.mesh import Mesh, as_mesh, corner_normals, face_normals, vertex_normals
+from renderer.settings import SHADINGS
 from renderer.shading import BASE_COLOUR, lambert
 
 __all__ = ["Scene", "vertex_colours"]
-
-SHADINGS = ("gouraud", "flat")
 
 
 def vertex_colours(

@@ -30,7 +30,7 @@ import numpy as np
 from renderer.composite import composite_min
 from renderer.zbuffer import id_bits
 
-__all__ = ["GlobalSphere", "SortLast", "RankCounts"]
+__all__ = ["GlobalSphere", "SortLast", "RankCounts", "render_sort_last"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,8 @@ class SortLast:
         self.total = 0
         self.bits = 1
         self.counts: RankCounts | None = None
+        #: The frame's counts summed over the ranks (set by :meth:`composite_stage`).
+        self.frame_counts: Any = None
 
     # ------------------------------------------------------------ global quantities
 
@@ -223,6 +225,119 @@ class SortLast:
             total_writes,
         )
 
+    # ------------------------------------------------------------ stages of a frame
+
+    def rank_balance_stage(self, state: Any) -> Any:
+        """The ``rank-balance`` stage: the clipped triangles numbered globally and balanced
+        across the ranks (:meth:`balance`); the drawing indices follow."""
+        width, height = state.settings.render_size
+        with self.machine.phase("rank-balance") as record:
+            state.tris = self.balance(
+                state.tris, len(state.mesh.faces), width, height, state.settings.rank_balance
+            )
+        state.bits, state.first = self.bits, self.first
+        return record
+
+    def composite_stage(self, state: Any) -> Any:
+        """The ``composite`` stage: the ranks' depth keys, colours and faces composited
+        (:meth:`composite`); rank 0's state holds the merged frame, the others' none. The
+        frame's counts are summed over the ranks first (:attr:`frame_counts`)."""
+        from renderer.frame import FrameCounts
+
+        s, m = state, state.machine
+        faces, clipped, rejected, tris, degenerate, spans, fragments = self.sum_counts(
+            [s.mesh.n_faces, s.tris.n_clipped, s.tris.n_rejected, s.n_tri,
+             int(s.setup.n_degenerate), s.n_spans, s.zbuf.total_tasks]
+        )  # fmt: skip
+        self.frame_counts = FrameCounts(
+            triangles=faces, clipped=clipped, rejected=rejected, drawn=tris - degenerate,
+            degenerate=degenerate, spans=spans, fragments=fragments, pixels=0,
+        )  # fmt: skip
+        writes = None if s.writes is None else m.asnumpy(s.writes)
+        with self.machine.phase("composite") as record:
+            merged = self.composite(
+                m.asnumpy(s.zbuffer), m.asnumpy(s.image), m.asnumpy(s.face), writes
+            )
+        if merged is None:
+            s.zbuffer = s.image = s.face = s.writes = None
+        else:
+            s.zbuffer, s.image, s.face, s.writes = (
+                None if a is None else m.asarray(a) for a in merged
+            )
+        return record
+
+    def finish(self, state: Any) -> None:
+        """Rank 0's merged frame: its depths decoded, the background painted, and a
+        supersampled frame's samples resolved into pixels (each pixel the nearest sample's
+        depth and face)."""
+        from renderer.picture import fill_background, resolve
+        from renderer.zbuffer import decode_keys
+
+        s, xp, m, opt = state, state.xp, state.machine, state.settings
+        covered, _, s.depth = decode_keys(xp, s.zbuffer, self.bits)
+        if opt.background is not None:
+            s.image = fill_background(xp, m, s.image, covered, opt.background)
+        k = opt.supersample
+        if k > 1:
+            s.face = _nearest(xp, s.zbuffer, s.face, opt.width, opt.height, k)
+            s.image, keys = resolve(xp, s.image, s.zbuffer, opt.width, opt.height, k)
+            _, _, s.depth = decode_keys(xp, keys, self.bits)
+        s.zbuffer = None
+
     def sum_counts(self, values: list[int]) -> list[int]:
         """Elementwise sums over the ranks of a few integer counts."""
         return [int(v) for v in self.ranks.allreduce(np.asarray(values, np.int64), "add")]
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+def render_sort_last(
+    mesh: Any, opt: Any, machine: Any, view: dict, picture: dict, progress: Any = None
+) -> Any:
+    """:func:`renderer.render` on a machine spread over MPI ranks: every rank runs the
+    stages on its share (on a one-process machine of its own), with the rank-level stages
+    ``rank-balance`` (after clipping) and ``composite`` (after shading) of :class:`SortLast`;
+    rank 0 finishes the frame (background, supersampling) and returns it, the others None.
+    ``view`` and ``picture``: the camera's and the colours' options of ``render``."""
+    import time
+
+    from renderer.pipeline import frame_view, read_back, run_stages
+    from renderer.shading import surface_colours
+    from renderer.stages import STAGES, FrameState
+
+    sortlast = SortLast(machine)
+    sortlast.check_faces(mesh.n_faces)
+    if picture["values"] is not None and picture["value_range"] is None:
+        picture = {**picture, "value_range": sortlast.value_range(picture["values"])}
+    with machine.ranks.collective_errors():  # the whole mesh's colours, as on one rank
+        base = surface_colours(len(mesh.vertices), **picture)
+    cam, mvp, light = frame_view(sortlast.sphere(mesh.vertices), opt, **view)
+    state = FrameState(opt, sortlast.local, mesh, None, mvp, light, base=base, sort_last=True)
+    rank_stages = {
+        "rank-balance": sortlast.rank_balance_stage,
+        "composite": sortlast.composite_stage,
+    }
+    stages = []
+    for name, stage in STAGES:
+        stages.append((name, stage))
+        if name == "clip":
+            stages.append(("rank-balance", rank_stages["rank-balance"]))
+    stages.append(("composite", rank_stages["composite"]))
+    t_start = time.perf_counter()
+    run_stages(state, tuple(stages), progress)
+    if state.image is None:
+        return None  # rank 0 holds the frame
+    sortlast.finish(state)
+    return read_back(
+        state, cam, t_start, counts=sortlast.frame_counts, ranks=sortlast.counts.to_dict()
+    )
+
+
+def _nearest(xp: Any, keys: Any, face: Any, width: int, height: int, k: int) -> Any:
+    """The face of the nearest sample (smallest key) of each ``k`` x ``k`` block, as
+    :func:`~renderer.picture.resolve` picks its key (keys of distinct triangles differ)."""
+    blocks = keys.reshape(height, k, width, k).transpose(0, 2, 1, 3).reshape(-1, k * k)
+    faces = face.reshape(height, k, width, k).transpose(0, 2, 1, 3).reshape(-1, k * k)
+    pick = xp.argmin(blocks, axis=1)
+    return xp.take_along_axis(faces, pick[:, None], axis=1)[:, 0]

@@ -21,7 +21,7 @@ import pytest
 import renderer
 from kernels import counting
 from renderer import clip as clip_module
-from renderer import pipeline
+from renderer import pipeline, stages
 from renderer.clip import classify_arrays
 from renderer.clip_kernels import classify_cpu
 from renderer.scan import (
@@ -199,7 +199,7 @@ def _recording_setups(monkeypatch) -> list:
         np.testing.assert_array_equal(np.asarray(got), want)
         return got if xp is np else xp.asarray(got)
 
-    monkeypatch.setattr(pipeline, "shade_pixels", checked_shade)
+    monkeypatch.setattr(stages, "shade_pixels", checked_shade)
 
     def checked(xp, clip, width, height, *, corners, machine=None, count=None):
         got = setup_triangles(
@@ -213,7 +213,7 @@ def _recording_setups(monkeypatch) -> list:
         seen.append(int(corners.shape[0]))
         return got
 
-    monkeypatch.setattr(pipeline, "setup_triangles", checked)
+    monkeypatch.setattr(stages, "setup_triangles", checked)
     return seen
 
 
