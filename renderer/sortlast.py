@@ -302,7 +302,7 @@ def render_sort_last(
     ``view`` and ``picture``: the camera's and the colours' options of ``render``."""
     import time
 
-    from renderer.pipeline import frame_view, read_back, run_stages
+    from renderer.driver import frame_view, read_back, run_stages
     from renderer.shading import surface_colours
     from renderer.stages import STAGES, FrameState
 
