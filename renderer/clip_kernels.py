@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from renderer.setup_kernels import bind, cpu_body, cpu_loop, fmul
+from kernels.rebind import bind, cpu_body, cpu_loop, fmul
 
 __all__ = ["classify_one", "classify_cpu"]
 

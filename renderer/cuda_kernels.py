@@ -42,10 +42,12 @@ import numpy as np
 
 from kernels import fastpaths
 from kernels.numba_cuda import cuda_module
+from kernels.rebind import bind
 from renderer.clip import classify_arrays
 from renderer.clip_kernels import classify_one
+from renderer.edges import edge_function, fill_bias
 from renderer.scan import Spans, compact_spans_arrays, setup_triangles_arrays, spans_arrays
-from renderer.setup_kernels import OUTPUTS, bind, setup_one
+from renderer.setup_kernels import OUTPUTS, setup_one
 from renderer.shading import shade_pixels_arrays
 from renderer.shading_kernels import shade_one
 from renderer.span_kernels import (
@@ -230,8 +232,6 @@ def kernel_functions() -> dict[str, Any]:
 
     cuda = cuda_module()
 
-    from renderer import setup_kernels
-
     if config.ENABLE_CUDASIM:
         setup_body = bind(setup_one, fmul=_sim_fmul, rint=np.rint, to_i64=np.int64)
         classify_body = bind(classify_one, fmul=_sim_fmul)
@@ -249,8 +249,8 @@ def kernel_functions() -> dict[str, Any]:
 
         device = cuda.jit(device=True)
         edges = {
-            "fill_bias": device(bind(setup_kernels.fill_bias)),
-            "edge_function": device(bind(setup_kernels.edge_function)),
+            "fill_bias": device(bind(fill_bias)),
+            "edge_function": device(bind(edge_function)),
         }
         setup_body = device(
             bind(setup_one, fmul=libdevice.dmul_rn, rint=libdevice.rint, to_i64=np.int64)

@@ -97,7 +97,7 @@ class TriangleSetup:
 def edge_functions(xp: Any, xs: Any, ys: Any) -> tuple[Any, Any, Any]:
     """``a, b, c`` (int64) of the edge functions ``E_k = a X + b Y + c`` of
     counter-clockwise triangles ``xs, ys`` (T, 3), without the fill rule's bias: the array
-    form of :func:`renderer.setup_kernels.edge_function`.
+    form of :func:`renderer.edges.edge_function`.
 
     Examples
     --------

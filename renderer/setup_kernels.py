@@ -3,8 +3,8 @@
 :func:`setup_one` is the whole of :func:`renderer.scan.setup_triangles_arrays` (the
 window transform, snapping, orientation, bounding box and depth plane) for one triangle,
 in the same operation order, so its results are bit for bit the array code's. The edge
-functions are not stored: :func:`edge_function` derives them exactly from the snapped
-vertices where scan conversion and shading need them. It is compiled twice from the same
+functions are not stored: scan conversion and shading derive them exactly from the snapped
+vertices where they need them (:mod:`renderer.edges`). It is compiled twice from the same
 code object:
 
 - for the CPU with ``numba.njit`` (:func:`setup_cpu`, one loop over triangles,
@@ -12,7 +12,7 @@ code object:
 - for the GPU with ``numba.cuda.jit`` (:mod:`renderer.cuda_kernels`, one thread per
   triangle, the CuPy backend's path; also run in Numba's CUDA simulator by the tests).
 
-The body calls three primitives that each target binds (:func:`bind`): ``fmul`` (a float64
+The body calls three primitives that each target binds (:mod:`kernels.rebind`): ``fmul`` (a float64
 product), ``rint`` (round half to even) and ``to_i64`` (float to int64). The GPU binds
 ``fmul`` to libdevice's ``dmul_rn``, a product NVVM never contracts with a following sum
 into a fused multiply-add: by default NVVM contracts ``a * b + c`` into one ``fma``, which
@@ -30,19 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from kernels.rebind import bind
+from kernels.rebind import bind, cpu_body, cpu_loop, fmul, rint, to_i64
 from renderer.transform import SUBPIXEL
 
-__all__ = [
-    "setup_one",
-    "edge_function",
-    "bind",
-    "cpu_body",
-    "cpu_loop",
-    "cpu_primitives",
-    "setup_cpu",
-    "OUTPUTS",
-]
+__all__ = ["setup_one", "setup_cpu", "OUTPUTS"]
 
 #: The body's outputs, in argument order: (name, dtype, per-vertex).
 OUTPUTS = (
@@ -66,43 +57,6 @@ OUTPUTS = (
 )
 
 _SUB = float(SUBPIXEL)  # snapping multiplies by the float 256.0, as the array code does
-
-
-def fmul(a, b):
-    """A float64 product rounded on its own (each target binds its own)."""
-    return a * b
-
-
-def rint(x):
-    """Round half to even (each target binds its own)."""
-    return np.rint(x)
-
-
-def to_i64(x):
-    """Float to int64, truncating (each target binds its own)."""
-    return np.int64(x)
-
-
-def fill_bias(a, b):
-    """The fill rule's bias of an edge: 1 for left edges (a > 0) and bottom edges (a == 0,
-    b > 0), whose pixel centres count as inside, else 0."""
-    if a > 0 or (a == 0 and b > 0):
-        return 1
-    return 0
-
-
-def edge_function(xs, ys, t, k):
-    """``(a, b, c)`` of edge ``k`` (vertex ``k`` to ``k + 1``) of the counter-clockwise
-    triangle ``t`` of snapped vertices ``xs, ys``: ``E(X, Y) = a X + b Y + c``, positive
-    inside, without the fill rule's bias (:func:`fill_bias` gives it)."""
-    k1 = k + 1 if k < 2 else 0
-    # in int64 (the coordinates are int32; so is NumPy's scalar arithmetic on them, which
-    # the CUDA simulator runs)
-    x0 = np.int64(xs[t, k])
-    y0 = np.int64(ys[t, k])
-    a = y0 - np.int64(ys[t, k1])
-    b = np.int64(xs[t, k1]) - x0
-    return a, b, -(a * x0 + b * y0)
 
 
 def setup_one(points, corners, t, width, height, sx, sy, xs, ys, row0, workload, col0, col1,
@@ -208,50 +162,6 @@ def setup_one(points, corners, t, width, height, sx, sy, xs, ys, row0, workload,
     return 0
 
 
-@functools.cache
-def cpu_primitives() -> dict[str, Any]:
-    """The CPU's primitives, ``numba.njit`` functions inlined into the bodies (imports
-    Numba: building the command line's parser imports this module and must not)."""
-    import numba
-
-    def fmul_cpu(a, b):
-        return a * b
-
-    def rint_cpu(x):
-        return np.rint(x)
-
-    def to_i64_cpu(x):
-        return np.int64(x)
-
-    def floor_cpu(x):
-        return np.floor(x)
-
-    def to_u8_cpu(x):
-        return np.uint8(x)
-
-    inline = numba.njit(inline="always")
-    return {
-        "fmul": inline(fmul_cpu),
-        "rint": inline(rint_cpu),
-        "to_i64": inline(to_i64_cpu),
-        "floor": inline(floor_cpu),
-        "to_u8": inline(to_u8_cpu),
-        "fill_bias": inline(fill_bias),
-        "edge_function": inline(edge_function),
-    }
-
-
-def cpu_body(fn: Any, *names: str) -> Any:
-    """Body ``fn`` compiled for the CPU with the primitives ``names`` bound, inlined into
-    the loops that call it: a call per item costs more than a light body's work (its many
-    array arguments are passed, and reference-counted, on every call)."""
-    import numba
-
-    prims = cpu_primitives()
-    body = bind(fn, **{n: prims[n] for n in names})
-    return numba.njit(error_model="numpy", inline="always")(body)
-
-
 def _setup_rows(points, corners, width, height, sx, sy, xs, ys, row0, workload, col0, col1,
                 z0, dzdx, dzdy, x0, y0, order):  # fmt: skip
     """Every triangle (the CPU's loop); returns the number of degenerate ones."""
@@ -270,29 +180,6 @@ def body(*args: Any) -> int:  # rebound to the compiled body by _cpu_kernel
 def _cpu_kernel() -> Any:
     body = cpu_body(setup_one, "fmul", "rint", "to_i64")
     return cpu_loop(bind(_setup_rows, body=body))
-
-
-def cpu_loop(rows: Any) -> Any:
-    """``rows`` (a loop over items calling a body) compiled for the CPU with IEEE float
-    division (``error_model="numpy"``: x / 0 gives inf or NaN as in NumPy, not an
-    exception), cached on disk where a cache folder can be used.
-
-    The loop is serial: a parallel one (``prange``) was no faster on a 2-core machine, and
-    its idle OpenMP threads spin after the loop, slowing the NumPy stage that follows by
-    more than the loop gained.
-
-    It is compiled without Numba's reference counting (``_nrt=False``): the loops only
-    index the arrays they are given (they allocate nothing, which Numba would refuse to
-    compile), and counting the references of a body's many array arguments on every item
-    cost several times the body's own work (setup of 242k triangles: 17.5 ms, 3.7 without).
-    """
-    import numba
-
-    options = {"nogil": True, "error_model": "numpy", "_nrt": False}
-    try:
-        return numba.njit(cache=True, **options)(rows)
-    except RuntimeError:  # no cache locator for this file: compile in memory only
-        return numba.njit(**options)(rows)
 
 
 def setup_cpu(

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from renderer.setup_kernels import bind, cpu_body, cpu_loop, edge_function, fmul
+from kernels.rebind import bind, cpu_body, cpu_loop, fmul
+from renderer.edges import edge_function
 from renderer.transform import SUBPIXEL
 
 __all__ = ["shade_one", "shade_cpu"]
@@ -93,7 +94,7 @@ def body(*args: Any) -> None:  # rebound to the compiled shade_one by _cpu_kerne
 
 @functools.cache
 def _cpu_kernel() -> Any:
-    body = cpu_body(shade_one, "fmul", "floor", "to_u8", "edge_function")
+    body = cpu_body(shade_one, "fmul", "floor", "to_u8", edge_function=edge_function)
     return cpu_loop(bind(_shade_rows, body=body))
 
 

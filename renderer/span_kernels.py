@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from renderer.setup_kernels import bind, cpu_body, cpu_loop, edge_function, fill_bias, fmul
+from kernels.rebind import bind, cpu_body, cpu_loop, fmul
+from renderer.edges import edge_function, fill_bias
 from renderer.transform import SUBPIXEL
 
 __all__ = [
@@ -146,7 +147,7 @@ def body(*args: Any) -> None:  # rebound to the compiled span_one by _cpu_kernel
 
 @functools.cache
 def _cpu_span() -> Any:
-    return cpu_body(span_of, "edge_function", "fill_bias")
+    return cpu_body(span_of, edge_function=edge_function, fill_bias=fill_bias)
 
 
 @functools.cache

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from renderer.setup_kernels import bind, cpu_body, cpu_loop, fmul
+from kernels.rebind import bind, cpu_body, cpu_loop, fmul
 
 __all__ = ["clip_cpu", "clip_one", "matrix_args"]
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from renderer.setup_kernels import bind, cpu_loop, cpu_primitives, fmul
+from kernels.rebind import bind, cpu_inline, cpu_loop, cpu_primitives, fmul
 
 __all__ = ["EMPTY", "FLOAT32_TINY", "decode_cpu", "decode_one", "f32_bits", "f32_of_bits",
            "fragment_one", "fragments_cpu"]  # fmt: skip
@@ -78,9 +78,8 @@ def body(*args: Any) -> None:  # rebound to the compiled fragment_one by _cpu_ke
 def _cpu_kernel() -> Any:
     import numba
 
-    inline = numba.njit(inline="always")
     body = numba.njit(error_model="numpy")(
-        bind(fragment_one, fmul=cpu_primitives()["fmul"], f32_bits=inline(f32_bits))
+        bind(fragment_one, fmul=cpu_primitives()["fmul"], f32_bits=cpu_inline(f32_bits))
     )
     return cpu_loop(bind(_fragment_rows, body=body))
 
