@@ -14,111 +14,63 @@ one line from rank 0, and every rank exits with status 2.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
+
+from renderer.cli_common import (
+    check_outputs,
+    dataset_size,
+    default_output,
+    fail,
+    loop_table,
+    names,
+    note_if_empty,
+    picture_options,
+    view_line,
+    warm_up_loops,
+    write_outputs,
+)
 
 __all__ = ["run_ranks"]
 
 
 def run_ranks(args: argparse.Namespace, comm: Any) -> int:
     """Handler of ``simd-emu render`` on the ranks of ``comm``; returns the exit status."""
-    from renderer.cli import (
-        _check_outputs,
-        _loop_table,
-        _names,
-        _note_if_empty,
-        _picture_options,
-        _warm_up,
-        _write_outputs,
-    )
-    from renderer.pipeline import render
-    from simd import Machine, SimdError
-    from simd.outputs import announce_replace
-    from simd.ranks import CollectiveError
+    from simd import Machine
 
     root = comm.Get_rank() == 0
-    errors = (ValueError, TypeError, OSError, SimdError, CollectiveError)
-
-    def fail(err: Exception) -> int:
-        if root:
-            print(f"simd-emu render: {err}", file=sys.stderr)
-        return 2
-
-    def detail(*text: Any) -> None:
-        if args.verbose and root:
-            print(*text)
-
-    if args.output is None:
-        args.output = "orbit.gif" if args.orbit else "frame.png"
+    errors = _errors()
+    default_output(args)
     try:
         machine = Machine(pes=args.pes, backend=args.backend, comm=comm)
     except errors as err:  # the same arguments, so the same error, on every rank
-        return fail(err)
+        return fail(err, say=root)
     ranks = machine.ranks
     try:
         with ranks.collective_errors():
-            for flag, given in (
-                ("--orbit", args.orbit is not None),
-                ("--compare", args.compare),
-                ("--table1", args.table1),
-            ):
-                if given:
-                    raise ValueError(
-                        f"{flag} runs on one process; run it without mpiexec (or with -n 1)"
-                    )
-            if getattr(args, "colormap", None) and args.colour_by == "distance":
-                raise ValueError(
-                    "--colour-by distance needs the whole mesh's box; not on several MPI "
-                    "ranks (--colour-by height is)"
-                )
-            outputs = _check_outputs(args) if root else []
-            share = _load_share(args, ranks.rank, ranks.size)
-            picture = _picture_options(args, share)
+            outputs, share, picture = _prepare(args, ranks, root)
     except errors as err:
-        return fail(err)
+        return fail(err, say=root)
     if root:
+        from simd.outputs import announce_replace
+
         announce_replace(outputs)
-    width, height = args.size
-    detail(f"machine  : {machine} on {ranks.size} MPI ranks")
-    detail(
-        f"view     : ({args.view[0]:g}, {args.view[1]:g}), magnification "
-        f"{args.magnification:g}, {width}x{height}"
-    )
-    _warm_up(args, (args.loop,))  # each rank alone, on a machine of its own
+        if args.verbose:
+            print(f"machine  : {machine} on {ranks.size} MPI ranks")
+            print(view_line(args))
+    warm_up_loops(args, (args.loop,))  # each rank alone, on a machine of its own
     try:
-        frame = render(
-            share,
-            view=tuple(args.view),
-            magnification=args.magnification,
-            size=(width, height),
-            loop=args.loop,
-            machine=machine,
-            shading=args.shading,
-            clock=args.clock,
-            **picture,
-        )
+        frame = _render(args, share, machine, picture)
     except errors as err:  # render raises on every rank alike
-        return fail(err)
-    error = None
-    if root:
-        counts = frame.stats.counts
-        detail()
-        detail(f"loop form: {args.loop}")
-        detail("\n".join(_loop_table(frame, machine)))
-        detail("\n".join(_rank_table(frame.stats.ranks)))
-        _note_if_empty(counts)
-        try:
-            _write_outputs(frame, args, lambda: _jsonable(frame, args, ranks.size))
-        except (ValueError, OSError) as err:
-            error = err
+        return fail(err, say=root)
+    error = _report(args, frame, machine) if root else None
     try:
         ranks.agree(error)
     except errors as err:
-        return fail(err)
+        return fail(err, say=root)
     if root:
-        stats = frame.stats
+        stats, (width, height) = frame.stats, args.size
         print(
-            f"wrote {_names(outputs)}: {stats.counts.triangles} triangles at {width}x{height} "
+            f"wrote {names(outputs)}: {stats.counts.triangles} triangles at {width}x{height} "
             f"with the {args.loop} loops on {machine.backend} and {ranks.size} MPI ranks in "
             f"{stats.wall:.2f} s ({machine.cost.seconds(stats.cycles):.4f} s on the emulated "
             "machine of rank 0)"
@@ -126,15 +78,77 @@ def run_ranks(args: argparse.Namespace, comm: Any) -> int:
     return 0
 
 
+def _errors() -> tuple[type[Exception], ...]:
+    """The errors that end the command with one line: a bad input on any rank, or a
+    collective that failed because of one."""
+    from simd import SimdError
+    from simd.ranks import CollectiveError
+
+    return (ValueError, TypeError, OSError, SimdError, CollectiveError)
+
+
+def _prepare(args: argparse.Namespace, ranks: Any, root: bool) -> tuple[list[str], Any, dict]:
+    """Refuse what does not run on ranks, check the outputs (rank 0), load this rank's
+    share and its ``picture`` options: (output paths, share, picture options)."""
+    for flag, given in (
+        ("--orbit", args.orbit is not None),
+        ("--compare", args.compare),
+        ("--table1", args.table1),
+    ):
+        if given:
+            raise ValueError(f"{flag} runs on one process; run it without mpiexec (or with -n 1)")
+    if getattr(args, "colormap", None) and args.colour_by == "distance":
+        raise ValueError(
+            "--colour-by distance needs the whole mesh's box; not on several MPI "
+            "ranks (--colour-by height is)"
+        )
+    outputs = check_outputs(args) if root else []
+    share = _load_share(args, ranks.rank, ranks.size)
+    return outputs, share, picture_options(args, share)
+
+
 def _load_share(args: argparse.Namespace, rank: int, nranks: int) -> Any:
     """This rank's share: its faces of the mesh file, or its slab of the data set."""
-    from renderer.cli import _dataset_size
     from renderer.datasets import load_dataset_slab
     from renderer.mesh import load_mesh, mesh_share
 
     if args.mesh:
         return mesh_share(load_mesh(args.mesh), rank, nranks)
-    return load_dataset_slab(args.dataset, _dataset_size(args), rank, nranks)
+    return load_dataset_slab(args.dataset, dataset_size(args), rank, nranks)
+
+
+def _render(args: argparse.Namespace, share: Any, machine: Any, picture: dict) -> Any:
+    """This rank's share of the frame, composited sort-last across the ranks."""
+    from renderer.pipeline import render
+
+    return render(
+        share,
+        view=tuple(args.view),
+        magnification=args.magnification,
+        size=tuple(args.size),
+        loop=args.loop,
+        machine=machine,
+        shading=args.shading,
+        clock=args.clock,
+        **picture,
+    )
+
+
+def _report(args: argparse.Namespace, frame: Any, machine: Any) -> Exception | None:
+    """Rank 0: the ``--verbose`` tables, the note on an empty frame, and the outputs
+    written; returns the error of a failed write (for every rank to agree on), or None."""
+    if args.verbose:
+        print()
+        print(f"loop form: {args.loop}")
+        print("\n".join(loop_table(frame, machine)))
+        print("\n".join(_rank_table(frame.stats.ranks)))
+    note_if_empty(frame.stats.counts)
+    nranks = machine.ranks.size
+    try:
+        write_outputs(frame, args, lambda: _jsonable(frame, args, nranks))
+    except (ValueError, OSError) as err:
+        return err
+    return None
 
 
 def _rank_table(ranks: dict) -> list[str]:
