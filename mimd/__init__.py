@@ -2,9 +2,10 @@
 on the SIMD machine.
 
 * :mod:`.network` -- the message-passing machine: torus topology, linear message costs;
-* :mod:`.policies` -- farmer, Gradient Model, Extended Gradient, Diffusion, work stealing;
-* :mod:`.simulator` -- the time-stepped data-parallel simulation (:func:`simulate`), with
-  the policies' protocol steps in :mod:`.protocols`;
+* :mod:`.policies` -- farmer, Gradient Model, Extended Gradient, Diffusion, work stealing,
+  each a class that owns the steps of its protocol (:class:`Policy` says how to add one);
+* :mod:`.simulator` -- the time-stepped data-parallel simulation (:func:`simulate`) that
+  calls them, and its result (:mod:`.result`);
 * :mod:`.workloads` -- Barker & Chrisochoides' synthetic task sets and Muniz & Zaluska's
   height-field ray tracer (:mod:`.raytrace`);
 * :mod:`.model` -- Barker & Chrisochoides' bi-modal approximation and runtime model

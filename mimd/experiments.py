@@ -19,6 +19,7 @@ import numpy as np
 from .model import ModelParams, predict
 from .network import Network
 from .policies import (
+    POLICIES,
     Diffusion,
     ExtendedGradient,
     Farmer,
@@ -433,14 +434,8 @@ def compare(
     if quick:
         default = [("linear-4", 32, 8), ("step", 32, 8), ("raytrace", 16, 4), ("render", 32, 24)]
     sets = default if sets is None else sets
-    pols = [
-        NoBalancing(),
-        Farmer(),
-        GradientModel(),
-        ExtendedGradient(),
-        Diffusion(),
-        WorkStealing(),
-    ]
+    # no balancing first: the speed-ups are over it
+    pols = [NoBalancing()] + [cls() for cls in POLICIES.values() if cls is not NoBalancing]
     rows = []
     for name, p, k in sets:
         lines = None

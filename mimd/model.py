@@ -269,6 +269,14 @@ def predict(
     Returns
     -------
     Prediction
+
+    Examples
+    --------
+    >>> from mimd import Diffusion, ModelParams, Network, predict
+    >>> prm = ModelParams.from_sim(Network.cluster(4), Diffusion())
+    >>> p = predict([1.0, 1.0, 3.0, 3.0] * 2, prm)
+    >>> p.fit.gamma, p.lower <= p.average <= p.upper
+    (4, True)
     """
     w = np.asarray(weights, dtype=np.float64).ravel()
     if w.size == 0 or not np.all(np.isfinite(w)) or np.any(w <= 0):
@@ -277,134 +285,21 @@ def predict(
     if P < 1:
         raise ValueError(f"processors must be >= 1, got {P}")
     f = bimodal_fit(w) if fit is None else fit
-    N = w.size
-    n = N / P  # tasks per processor
-    # polling thread: a fixed fraction of every second of work (section 4.2)
-    frac = (2 * prm.ctx + prm.poll) / prm.quantum
-    # per task (section 4.3): the sender's CPU pays start-up and bytes of each message
-    app = prm.app_messages * (prm.startup + prm.app_bytes * prm.per_byte)
-    ta = f.t_alpha * (1 + frac) + app
-    tb = f.t_beta * (1 + frac) + app
-    heaviest = None
-    if refine and f.gamma:
-        k_blk = max(1, int(round(n)))
-        usable = (w.size // k_blk) * k_blk
-        blocks = w[:usable].reshape(-1, k_blk) if usable else w.reshape(1, -1)
-        heaviest = blocks[int(np.argmax(blocks.sum(axis=1)))]
-    if heaviest is not None:
-        # the dominating alpha processor runs the head of its block (donors give the tail)
-        head = heaviest * (1 + frac) + app
-        ends = np.cumsum(head)
-
-        def started(t: float) -> float:
-            return float(min(n, np.searchsorted(ends, t, side="right") + 1))
-
-        def own_work(k: float) -> float:
-            i = int(math.floor(k))
-            done = float(ends[i - 1]) if i > 0 else 0.0
-            return done + (k - i) * (float(head[i]) if i < head.size else 0.0)
-
-    else:
-
-        def started(t: float) -> float:
-            return float(min(n, math.floor(t / ta) + 1))
-
-        def own_work(k: float) -> float:
-            return k * ta
-
-    n_beta = f.gamma / n  # processors holding beta tasks (block placement)
-    n_alpha = P - n_beta
-    query, migrate, transfer = _turnaround(prm)
-    turn = query + migrate + transfer  # one successful migration, request to installed
-
-    def evaluate(locate_rounds: float) -> dict:
-        t_beta = n * tb  # beta processors run dry (section 4.1)
-        if n_alpha <= 0 or n_beta <= 0 or f.gamma == 0 or P == 1:
-            t = n * ta if n_beta <= 0 else t_beta
-            return {
-                "alpha": n * ta,
-                "beta": t_beta,
-                "work_a": n * ta,
-                "work_b": t_beta,
-                "lb_a": 0.0,
-                "lb_b": 0.0,
-                "migr_a": 0.0,
-                "migr_b": 0.0,
-                "dec_b": 0.0,
-                "thread": n * (ta - app) * frac / (1 + frac),
-                "app": n * app,
-                "donated": 0.0,
-                "received": 0.0,
-                "total": t,
-            }
-        # the first request is served after the locate rounds and the migration request;
-        # the task is installed one transfer later
-        t_served = t_beta + locate_rounds * query + migrate
-        t_locate = t_served + transfer - t_beta
-        d = n_beta / n_alpha  # requests reaching an alpha processor per round (4.1)
-        # rounds: at each, an alpha processor hands one unstarted task to each of its d
-        # requesters, who come back one alpha task and one turn-around later; between
-        # rounds it starts its own next tasks (section 4.1's round counting, kept discrete)
-        own = started(t_served)
-        pool = n - own
-        donated = 0.0
-        t = t_served
-        rounds = 0
-        while pool > 1e-9 and rounds < 10 * n + 10:
-            give = min(pool, d)
-            pool -= give
-            donated += give
-            rounds += 1
-            nxt = t + ta + turn
-            take = min(pool, max(0.0, started(nxt) - own))
-            own += take
-            pool -= take
-            t = nxt
-        received = donated * n_alpha / n_beta
-        # the slowest alpha processor is one that donated a whole task less than the mean
-        own_dom = n - math.floor(donated + 1e-9)
-        alpha_t = own_work(own_dom) + donated * (prm.pack + prm.startup + prm.process)
-        rb = math.ceil(received - 1e-9)
-        # the last task a beta processor receives: donors give their queue's tail first,
-        # so the last one given is the first task after the donor's own (refined model)
-        ta_last = ta
-        if heaviest is not None:
-            pos = min(max(int(math.floor(own_dom)), 0), heaviest.size - 1)
-            ta_last = float(heaviest[pos]) * (1 + frac) + app
-        beta_t = max(
-            t_beta, t_served + transfer + max(rb - 1, 0) * (ta + turn) + (ta_last if rb else 0.0)
-        )
-        return {
-            "alpha": alpha_t,
-            "beta": beta_t,
-            "work_a": own * f.t_alpha,
-            "work_b": n * f.t_beta + rb * f.t_alpha,
-            "thread": frac * max(own * f.t_alpha, n * f.t_beta + rb * f.t_alpha),
-            "app": max(own, n + rb) * app,
-            "lb_a": donated * prm.process,
-            "lb_b": t_locate - transfer + max(rb - 1, 0) * (query + migrate),
-            "migr_a": donated * (prm.pack + prm.startup),
-            "migr_b": rb * transfer,
-            "dec_b": (locate_rounds + max(rb - 1, 0)) * prm.decision,
-            "donated": donated,
-            "received": rb,
-            "total": max(alpha_t, beta_t),
-        }
-
-    lo = evaluate(1.0)
+    rounds = _Rounds.of(w, prm, f, refine)
+    lo = rounds.evaluate(1.0)
     # worst case: every comparably underloaded neighbourhood is probed first (section 4.1)
-    worst_rounds = max(1.0, math.ceil(max(n_beta - 1, 0) / max(prm.neighbours, 1)))
+    worst_rounds = max(1.0, math.ceil(max(rounds.n_beta - 1, 0) / max(prm.neighbours, 1)))
     if prm.stealing:
-        worst_rounds = max(1.0, math.ceil(n_beta))  # random victims: probe the beta ones
-    hi = evaluate(worst_rounds)
+        worst_rounds = max(1.0, math.ceil(rounds.n_beta))  # random victims: probe the beta ones
+    hi = rounds.evaluate(worst_rounds)
     lower, upper = min(lo["total"], hi["total"]), max(lo["total"], hi["total"])
     avg = 0.5 * (lower + upper)
-    mid = evaluate(0.5 * (1.0 + worst_rounds))
+    mid = rounds.evaluate(0.5 * (1.0 + worst_rounds))
     dom = "alpha" if mid["alpha"] >= mid["beta"] else "beta"
     side = dom[0]  # "a" or "b": the dominating processor's terms of equation 6
     comp = {
         "T_work": mid[f"work_{side}"],
-        "T_thread": frac * mid[f"work_{side}"],
+        "T_thread": rounds.frac * mid[f"work_{side}"],
         "T_comm_app": mid["app"],
         "T_comm_lb": mid[f"lb_{side}"],
         "T_migr_lb": mid[f"migr_{side}"],
@@ -422,12 +317,176 @@ def predict(
         alpha=(lo["alpha"], hi["alpha"]),
         beta=(lo["beta"], hi["beta"]),
         detail={
-            "turnaround": turn,
-            "query": query,
-            "migrate": migrate,
-            "transfer": transfer,
-            "n_alpha": n_alpha,
-            "n_beta": n_beta,
+            "turnaround": rounds.turn,
+            "query": rounds.query,
+            "migrate": rounds.migrate,
+            "transfer": rounds.transfer,
+            "n_alpha": rounds.n_alpha,
+            "n_beta": rounds.n_beta,
             "worst_rounds": worst_rounds,
         },
     )
+
+
+@dataclass(frozen=True)
+class _Rounds:
+    """The load-balancing rounds of section 4.1 for one task set on one machine.
+
+    ``n`` tasks per processor; ``ta``, ``tb`` the alpha and beta tasks' times with the
+    polling thread's share ``frac`` and the application's messages ``app``; ``head`` the
+    times of the dominating alpha processor's own tasks (``heaviest``, its block's weights)
+    and ``ends`` their running sum when they are known (refined model), else every one
+    takes ``ta``.
+    """
+
+    prm: ModelParams
+    fit: BiModal
+    n: float
+    frac: float
+    app: float
+    ta: float
+    tb: float
+    heaviest: np.ndarray | None
+    head: np.ndarray | None
+    ends: np.ndarray | None
+    n_alpha: float
+    n_beta: float
+    query: float
+    migrate: float
+    transfer: float
+
+    @classmethod
+    def of(cls, w: np.ndarray, prm: ModelParams, f: BiModal, refine: bool) -> _Rounds:
+        """The rounds of task weights ``w`` (task order) fitted by ``f``."""
+        P = int(prm.processors)
+        n = w.size / P  # tasks per processor
+        # polling thread: a fixed fraction of every second of work (section 4.2)
+        frac = (2 * prm.ctx + prm.poll) / prm.quantum
+        # per task (section 4.3): the sender's CPU pays start-up and bytes of each message
+        app = prm.app_messages * (prm.startup + prm.app_bytes * prm.per_byte)
+        heaviest = head = ends = None
+        if refine and f.gamma:
+            k_blk = max(1, int(round(n)))
+            usable = (w.size // k_blk) * k_blk
+            blocks = w[:usable].reshape(-1, k_blk) if usable else w.reshape(1, -1)
+            heaviest = blocks[int(np.argmax(blocks.sum(axis=1)))]
+            # the dominating alpha processor runs the head of its block (donors give the tail)
+            head = heaviest * (1 + frac) + app
+            ends = np.cumsum(head)
+        n_beta = f.gamma / n  # processors holding beta tasks (block placement)
+        query, migrate, transfer = _turnaround(prm)
+        return cls(
+            prm=prm,
+            fit=f,
+            n=n,
+            frac=frac,
+            app=app,
+            ta=f.t_alpha * (1 + frac) + app,
+            tb=f.t_beta * (1 + frac) + app,
+            heaviest=heaviest,
+            head=head,
+            ends=ends,
+            n_alpha=P - n_beta,
+            n_beta=n_beta,
+            query=query,
+            migrate=migrate,
+            transfer=transfer,
+        )
+
+    @property
+    def turn(self) -> float:
+        """One successful migration, request to installed."""
+        return self.query + self.migrate + self.transfer
+
+    def started(self, t: float) -> float:
+        """How many of its own tasks the dominating alpha processor has started by ``t``."""
+        if self.ends is None:
+            return float(min(self.n, math.floor(t / self.ta) + 1))
+        return float(min(self.n, np.searchsorted(self.ends, t, side="right") + 1))
+
+    def own_work(self, k: float) -> float:
+        """Time the dominating alpha processor spends on its first ``k`` own tasks."""
+        if self.ends is None:
+            return k * self.ta
+        i = int(math.floor(k))
+        done = float(self.ends[i - 1]) if i > 0 else 0.0
+        return done + (k - i) * (float(self.head[i]) if i < self.head.size else 0.0)
+
+    def evaluate(self, locate_rounds: float) -> dict:
+        """Both processor types' run times (and equation 6's terms) when a beta processor
+        takes ``locate_rounds`` query rounds to find work."""
+        prm, f, n, ta, app = self.prm, self.fit, self.n, self.ta, self.app
+        n_alpha, n_beta, P = self.n_alpha, self.n_beta, int(prm.processors)
+        query, migrate, transfer, turn = self.query, self.migrate, self.transfer, self.turn
+        t_beta = n * self.tb  # beta processors run dry (section 4.1)
+        if n_alpha <= 0 or n_beta <= 0 or f.gamma == 0 or P == 1:
+            t = n * ta if n_beta <= 0 else t_beta
+            return {
+                "alpha": n * ta,
+                "beta": t_beta,
+                "work_a": n * ta,
+                "work_b": t_beta,
+                "lb_a": 0.0,
+                "lb_b": 0.0,
+                "migr_a": 0.0,
+                "migr_b": 0.0,
+                "dec_b": 0.0,
+                "thread": n * (ta - app) * self.frac / (1 + self.frac),
+                "app": n * app,
+                "donated": 0.0,
+                "received": 0.0,
+                "total": t,
+            }
+        # the first request is served after the locate rounds and the migration request;
+        # the task is installed one transfer later
+        t_served = t_beta + locate_rounds * query + migrate
+        t_locate = t_served + transfer - t_beta
+        d = n_beta / n_alpha  # requests reaching an alpha processor per round (4.1)
+        # rounds: at each, an alpha processor hands one unstarted task to each of its d
+        # requesters, who come back one alpha task and one turn-around later; between
+        # rounds it starts its own next tasks (section 4.1's round counting, kept discrete)
+        own = self.started(t_served)
+        pool = n - own
+        donated = 0.0
+        t = t_served
+        rounds = 0
+        while pool > 1e-9 and rounds < 10 * n + 10:
+            give = min(pool, d)
+            pool -= give
+            donated += give
+            rounds += 1
+            nxt = t + ta + turn
+            take = min(pool, max(0.0, self.started(nxt) - own))
+            own += take
+            pool -= take
+            t = nxt
+        received = donated * n_alpha / n_beta
+        # the slowest alpha processor is one that donated a whole task less than the mean
+        own_dom = n - math.floor(donated + 1e-9)
+        alpha_t = self.own_work(own_dom) + donated * (prm.pack + prm.startup + prm.process)
+        rb = math.ceil(received - 1e-9)
+        # the last task a beta processor receives: donors give their queue's tail first,
+        # so the last one given is the first task after the donor's own (refined model)
+        ta_last = ta
+        if self.heaviest is not None:
+            pos = min(max(int(math.floor(own_dom)), 0), self.heaviest.size - 1)
+            ta_last = float(self.heaviest[pos]) * (1 + self.frac) + app
+        beta_t = max(
+            t_beta, t_served + transfer + max(rb - 1, 0) * (ta + turn) + (ta_last if rb else 0.0)
+        )
+        return {
+            "alpha": alpha_t,
+            "beta": beta_t,
+            "work_a": own * f.t_alpha,
+            "work_b": n * f.t_beta + rb * f.t_alpha,
+            "thread": self.frac * max(own * f.t_alpha, n * f.t_beta + rb * f.t_alpha),
+            "app": max(own, n + rb) * app,
+            "lb_a": donated * prm.process,
+            "lb_b": t_locate - transfer + max(rb - 1, 0) * (query + migrate),
+            "migr_a": donated * (prm.pack + prm.startup),
+            "migr_b": rb * transfer,
+            "dec_b": (locate_rounds + max(rb - 1, 0)) * prm.decision,
+            "donated": donated,
+            "received": rb,
+            "total": max(alpha_t, beta_t),
+        }

@@ -106,104 +106,31 @@ def trace(
     H = height_field(pixels, seed=seed) if heights is None else np.asarray(heights, float)
     if H.ndim != 2 or H.shape[0] != H.shape[1] or H.shape[0] < 2:
         raise ValueError(f"heights must be a square 2-D array, got shape {H.shape}")
-    G = H.shape[0]
-    zmax = float(H.max()) + 1e-6
-    Hd = m.asarray(H)
-
-    def height(x, y):
-        # bilinear interpolation of the grid (clamped at the border)
-        fx = xp.clip(x, 0.0, 1.0) * (G - 1)
-        fy = xp.clip(y, 0.0, 1.0) * (G - 1)
-        i0 = xp.minimum(fx.astype(np.int64), G - 2)
-        j0 = xp.minimum(fy.astype(np.int64), G - 2)
-        ax, ay = fx - i0, fy - j0
-        h00 = Hd[j0, i0]
-        h01 = Hd[j0, i0 + 1]
-        h10 = Hd[j0 + 1, i0]
-        h11 = Hd[j0 + 1, i0 + 1]
-        return (h00 * (1 - ax) + h01 * ax) * (1 - ay) + (h10 * (1 - ax) + h11 * ax) * ay
-
-    # camera: above the near edge, looking across the terrain
-    eye = np.array([0.5, -0.35, 0.85])
-    look = np.array([0.5, 0.6, 0.0])
-    fwd = look - eye
-    fwd /= np.linalg.norm(fwd)
-    right = np.cross(fwd, [0.0, 0.0, 1.0])
-    right /= np.linalg.norm(right)
-    up = np.cross(right, fwd)
-    half = np.tan(np.radians(26.0))
-    v, u = np.mgrid[0:pixels, 0:pixels]
-    su = m.asarray(((u + 0.5) / pixels * 2 - 1) * half)
-    sv = m.asarray((1 - (v + 0.5) / pixels * 2) * half)
-    dx = fwd[0] + su * right[0] + sv * up[0]
-    dy = fwd[1] + su * right[1] + sv * up[1]
-    dz = fwd[2] + su * right[2] + sv * up[2]
-    norm = xp.sqrt(dx * dx + dy * dy + dz * dz)
-    # rays as 1-D parallel variables (one VP per pixel, row-major)
-    dx, dy, dz = (dx / norm).ravel(), (dy / norm).ravel(), (dz / norm).ravel()
-    sv = sv.ravel()
-    ds = 0.5 / G  # half a grid cell per march step
-
-    def march(ox, oy, oz, dx, dy, dz, active):
-        """March rays until they go under the surface or leave the box; count steps."""
-        steps = xp.zeros(ox.shape, dtype=np.int64)
-        hit = xp.zeros(ox.shape, dtype=bool)
-        tt = xp.zeros(ox.shape)
-        # enter the bounding box [0,1]^2 x [0, zmax] (slab method): free, no steps
-        t_in = xp.zeros(ox.shape)
-        t_out = xp.full(ox.shape, np.inf)
-        for o, d, lo, hi in ((ox, dx, 0.0, 1.0), (oy, dy, 0.0, 1.0), (oz, dz, 0.0, zmax)):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                a = (lo - o) / d
-                b = (hi - o) / d
-            par = xp.abs(d) < 1e-12
-            inside = (o >= lo) & (o <= hi)
-            a = xp.where(par, xp.where(inside, -np.inf, np.inf), a)
-            b = xp.where(par, xp.where(inside, np.inf, -np.inf), b)
-            t_in = xp.maximum(t_in, xp.minimum(a, b))
-            t_out = xp.minimum(t_out, xp.maximum(a, b))
-        live = active & (t_in <= t_out)
-        tt = xp.where(live, t_in, 0.0)
-        prev = tt.copy()
-        while True:
-            n_live = m.count(live)
-            if n_live == 0:
-                break
-            m.charge("elementwise", n_live, ops=12)
-            idx = xp.flatnonzero(live)
-            t = tt[idx] + ds
-            x, y, z = ox[idx] + t * dx[idx], oy[idx] + t * dy[idx], oz[idx] + t * dz[idx]
-            steps[idx] += 1
-            below = z <= height(x, y)
-            out = t > t_out[idx]
-            prev[idx] = tt[idx]
-            tt[idx] = t
-            hit[idx[below & ~out]] = True
-            live[idx[below | out]] = False
-        return steps, hit, prev, tt
-
+    field = _Field(m, H)
+    G = field.G
+    eye, dx, dy, dz, sv, half = _camera_rays(m, pixels)
     ox = xp.full(dx.shape, eye[0])
     oy = xp.full(dx.shape, eye[1])
     oz = xp.full(dx.shape, eye[2])
     all_rays = xp.ones(dx.shape, dtype=bool)
-    steps, hit, t0, t1 = march(ox, oy, oz, dx, dy, dz, all_rays)
+    steps, hit, t0, t1 = field.march(ox, oy, oz, dx, dy, dz, all_rays)
     # bisection between the last point above and the first below the surface
     for _ in range(6):
         tm = 0.5 * (t0 + t1)
-        below = oz + tm * dz <= height(ox + tm * dx, oy + tm * dy)
+        below = oz + tm * dz <= field.height(ox + tm * dx, oy + tm * dy)
         t1 = xp.where(below, tm, t1)
         t0 = xp.where(below, t0, tm)
     steps = steps + 6 * hit
     px, py = ox + t1 * dx, oy + t1 * dy
-    pz = height(px, py)
+    pz = field.height(px, py)
     e = 1.0 / (G - 1)
-    gx = (height(px + e, py) - height(px - e, py)) / (2 * e)
-    gy = (height(px, py + e) - height(px, py - e)) / (2 * e)
+    gx = (field.height(px + e, py) - field.height(px - e, py)) / (2 * e)
+    gy = (field.height(px, py + e) - field.height(px, py - e)) / (2 * e)
     nl = xp.sqrt(gx * gx + gy * gy + 1.0)
     light = np.array([-0.45, 0.55, 0.70])
     light /= np.linalg.norm(light)
     lam = xp.clip((-gx * light[0] - gy * light[1] + light[2]) / nl, 0.0, 1.0)
-    s_steps, shadow, _, _ = march(
+    s_steps, shadow, _, _ = field.march(
         px,
         py,
         pz + 2e-3,
@@ -226,6 +153,95 @@ def trace(
         tile_steps=m.asnumpy(tile_steps),
         tile_of_pixel=m.asnumpy(tile),
     )
+
+
+def _camera_rays(m, pixels: int):
+    """The eye and the primary rays' unit directions, one VP per pixel (row-major), with
+    each pixel's vertical screen coordinate ``sv`` and the half field of view's tangent."""
+    xp = m.xp
+    # camera: above the near edge, looking across the terrain
+    eye = np.array([0.5, -0.35, 0.85])
+    look = np.array([0.5, 0.6, 0.0])
+    fwd = look - eye
+    fwd /= np.linalg.norm(fwd)
+    right = np.cross(fwd, [0.0, 0.0, 1.0])
+    right /= np.linalg.norm(right)
+    up = np.cross(right, fwd)
+    half = np.tan(np.radians(26.0))
+    v, u = np.mgrid[0:pixels, 0:pixels]
+    su = m.asarray(((u + 0.5) / pixels * 2 - 1) * half)
+    sv = m.asarray((1 - (v + 0.5) / pixels * 2) * half)
+    dx = fwd[0] + su * right[0] + sv * up[0]
+    dy = fwd[1] + su * right[1] + sv * up[1]
+    dz = fwd[2] + su * right[2] + sv * up[2]
+    norm = xp.sqrt(dx * dx + dy * dy + dz * dz)
+    # rays as 1-D parallel variables (one VP per pixel, row-major)
+    dx, dy, dz = (dx / norm).ravel(), (dy / norm).ravel(), (dz / norm).ravel()
+    return eye, dx, dy, dz, sv.ravel(), half
+
+
+class _Field:
+    """A height field on the machine ``m``: bilinear heights and ray marching."""
+
+    def __init__(self, m, H: np.ndarray) -> None:
+        self.m = m
+        self.G = H.shape[0]
+        self.zmax = float(H.max()) + 1e-6
+        self.Hd = m.asarray(H)
+        self.ds = 0.5 / self.G  # half a grid cell per march step
+
+    def height(self, x, y):
+        """Bilinear interpolation of the grid (clamped at the border)."""
+        xp, G, Hd = self.m.xp, self.G, self.Hd
+        fx = xp.clip(x, 0.0, 1.0) * (G - 1)
+        fy = xp.clip(y, 0.0, 1.0) * (G - 1)
+        i0 = xp.minimum(fx.astype(np.int64), G - 2)
+        j0 = xp.minimum(fy.astype(np.int64), G - 2)
+        ax, ay = fx - i0, fy - j0
+        h00 = Hd[j0, i0]
+        h01 = Hd[j0, i0 + 1]
+        h10 = Hd[j0 + 1, i0]
+        h11 = Hd[j0 + 1, i0 + 1]
+        return (h00 * (1 - ax) + h01 * ax) * (1 - ay) + (h10 * (1 - ax) + h11 * ax) * ay
+
+    def march(self, ox, oy, oz, dx, dy, dz, active):
+        """March rays until they go under the surface or leave the box; count steps."""
+        m = self.m
+        xp, ds = m.xp, self.ds
+        steps = xp.zeros(ox.shape, dtype=np.int64)
+        hit = xp.zeros(ox.shape, dtype=bool)
+        # enter the bounding box [0,1]^2 x [0, zmax] (slab method): free, no steps
+        t_in = xp.zeros(ox.shape)
+        t_out = xp.full(ox.shape, np.inf)
+        for o, d, lo, hi in ((ox, dx, 0.0, 1.0), (oy, dy, 0.0, 1.0), (oz, dz, 0.0, self.zmax)):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                a = (lo - o) / d
+                b = (hi - o) / d
+            par = xp.abs(d) < 1e-12
+            inside = (o >= lo) & (o <= hi)
+            a = xp.where(par, xp.where(inside, -np.inf, np.inf), a)
+            b = xp.where(par, xp.where(inside, np.inf, -np.inf), b)
+            t_in = xp.maximum(t_in, xp.minimum(a, b))
+            t_out = xp.minimum(t_out, xp.maximum(a, b))
+        live = active & (t_in <= t_out)
+        tt = xp.where(live, t_in, 0.0)
+        prev = tt.copy()
+        while True:
+            n_live = m.count(live)
+            if n_live == 0:
+                break
+            m.charge("elementwise", n_live, ops=12)
+            idx = xp.flatnonzero(live)
+            t = tt[idx] + ds
+            x, y, z = ox[idx] + t * dx[idx], oy[idx] + t * dy[idx], oz[idx] + t * dz[idx]
+            steps[idx] += 1
+            below = z <= self.height(x, y)
+            out = t > t_out[idx]
+            prev[idx] = tt[idx]
+            tt[idx] = t
+            hit[idx[below & ~out]] = True
+            live[idx[below | out]] = False
+        return steps, hit, prev, tt
 
 
 def raytrace_costs(

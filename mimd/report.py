@@ -55,6 +55,7 @@ from .experiments import (
     scale,
     table1,
 )
+from .policies import POLICIES, NoBalancing
 
 __all__ = ["PARTS", "run", "format_table", "output_folder"]
 
@@ -154,176 +155,7 @@ def run(
     for part in parts:
         t0 = time.perf_counter()
         echo(f"\n[{part}] running ...")
-        if part == "table1":
-            r = table1(quick=quick)
-            echo(
-                "\nMuniz & Zaluska Table 1 in form: ray tracer 150x150, 64 sub-surfaces, 4x4 torus"
-            )
-            echo(
-                f"(task costs measured by tracing, {r['min_task']:.2f}..{r['max_task']:.2f} s;"
-                " utilisation = 100 x control time / processor-seconds)"
-            )
-            echo(
-                format_table(
-                    r["rows"],
-                    [
-                        ("run", "run", ""),
-                        ("time", "time s", ".2f"),
-                        ("processor_seconds", "proc-s", ".1f"),
-                        ("utilisation", "util %", ".1f"),
-                        ("time_free", "no-links s", ".2f"),
-                        ("utilisation_free", "no-links %", ".1f"),
-                        ("link_busy_max_pct", "top link %", ".1f"),
-                        ("migrations", "moves", "d"),
-                        ("all_once", "each once", ""),
-                        ("paper", "paper (s/proc-s/%)", ""),
-                    ],
-                )
-            )
-            echo(
-                "note: task messages take milliseconds against 5 s tasks, so the farmer with "
-                "user-level routing (wire time x4) and the farmer + VCR nearly coincide, and "
-                "links change little; no-links = contention=False"
-            )
-        elif part == "farmer":
-            r = farmer_scaling(quick=quick)
-            echo("\nFarmer scaling on transputer tori (4 tasks per processor; links on/off)")
-            echo(
-                format_table(
-                    r["rows"],
-                    [
-                        ("shape", "torus", ""),
-                        ("grain", "tasks", ""),
-                        ("contention", "links", ""),
-                        ("time", "time s", ".3f"),
-                        ("utilisation", "util", ".3f"),
-                        ("handouts_per_s", "hand-outs/s", ".0f"),
-                        ("link_busy_max_pct", "top link %", ".1f"),
-                        ("optimism_pct", "no-links optimism %", ".1f"),
-                        ("wall", "wall s", ".1f"),
-                    ],
-                )
-            )
-            row = r["rows"][0]
-            echo(
-                f"by hand: farmer CPU at most {row['cpu_bound_per_s']:.0f} hand-outs/s "
-                f"(serve + start-up), its four links at most {row['link_bound_per_s']:.0f}/s "
-                "(4 / store-and-forward hold); optimism = (time - no-links time) / time"
-            )
-        elif part == "gradient":
-            r = gradient_sensitivity(quick=quick)
-            echo(
-                "\nGM and EG vs status interval (ray tracer, 16 processors; window = 2 x interval)"
-            )
-            echo(
-                format_table(
-                    r["rows"],
-                    [
-                        ("interval", "interval s", ".2f"),
-                        ("farmer", "farmer s", ".2f"),
-                        ("eg", "EG s", ".2f"),
-                        ("gm", "GM s", ".2f"),
-                        ("eg_over_farmer", "EG/farmer", ".2f"),
-                        ("gm_over_farmer", "GM/farmer", ".2f"),
-                    ],
-                )
-            )
-        elif part == "figure1":
-            r = figure1(quick=quick)
-            echo(
-                "\nBarker & Chrisochoides (2005) Figure 1 in form: Diffusion (quantum 10 ms, "
-                "4 neighbours), "
-                "10 s of work per processor"
-            )
-            echo(
-                format_table(
-                    r["rows"],
-                    [
-                        ("workload", "workload", ""),
-                        ("processors", "P", "d"),
-                        ("tasks_per_proc", "tasks/P", "d"),
-                        ("no_balancing", "static s", ".2f"),
-                        ("simulated", "sim s", ".3f"),
-                        ("lower", "lower", ".3f"),
-                        ("upper", "upper", ".3f"),
-                        ("average", "average", ".3f"),
-                        ("error_pct", "error %", "+.1f"),
-                        ("average_paper", "paper avg", ".3f"),
-                        ("error_paper_pct", "paper err %", "+.1f"),
-                        ("gamma", "Gamma", "d"),
-                    ],
-                )
-            )
-            s = r["summary"]
-            for key, label in (
-                ("", "refined model"),
-                ("paper_", "paper's model"),
-                ("free_", "refined vs no-links sim"),
-            ):
-                echo(
-                    f"{label}: mean |error| {s[key + 'mean_abs_error_pct']:.1f} % (linear-2 "
-                    f"{s[key + 'mean_abs_error_pct_linear-2']:.1f}, linear-4 "
-                    f"{s[key + 'mean_abs_error_pct_linear-4']:.1f}, step "
-                    f"{s[key + 'mean_abs_error_pct_step']:.1f}); max "
-                    f"{s[key + 'max_abs_error_pct']:.1f} %"
-                )
-        elif part in ("figure2", "figure3"):
-            r = parametric("bimodal" if part == "figure2" else "linear", quick=quick)
-            e = r.get("model_vs_sim_mean_abs_error_pct")
-            npts = sum(len(s["points"]) for s in r["series"])
-            echo(
-                f"\nBarker & Chrisochoides (2005) {part} in form ({r['kind']} imbalance): "
-                f"{npts} model points"
-                + (
-                    f"; mean |model - sim| {e:.1f} % over the simulated ones"
-                    if e is not None
-                    else "; no simulated points in this mode"
-                )
-            )
-        elif part == "compare":
-            r = compare(quick=quick)
-            echo(
-                "\nMIMD policies vs SIMD balanced loops on the same task sets "
-                "(utilisation; speed-up over no balancing in brackets)"
-            )
-            cols = [("task_set", "task set", ""), ("processors", "P", "d")]
-            names = ["farmer", "gradient", "extended-gradient", "diffusion", "work-stealing"]
-            names += ["simd-original", "simd-cost-effective", "simd-expand"]
-            for row in r["rows"]:
-                for nm in names:
-                    row[nm] = f"{row[nm + ':util']:.2f} ({row[nm + ':speedup']:.2f}x)"
-                row["simd-cost-effective"] += f" {row['simd-cost-effective:decisions']}d"
-            cols += [("tasks", "tasks", "d")]
-            cols += [(nm, nm, "") for nm in names] + [("best", "best", "")]
-            echo(format_table(r["rows"], cols))
-            echo(
-                f"SIMD: one datum per task, workload = cost in units of max/{r['units']} "
-                "(render: the polygon's scan lines), "
-                f"{r['task_cost']:g} model cycles per unit; Nd = redistributions taken"
-            )
-            echo(
-                "render: the renderer's scan-conversion workload, one task per polygon "
-                "(unbalanced isosurface, view M(45,45), 256x256)"
-            )
-        elif part == "scale":
-            r = scale(quick=quick, backend=backend, progress=echo)
-            echo("\nScale: simulation wall time on this host")
-            echo(
-                format_table(
-                    r["rows"],
-                    [
-                        ("policy", "policy", ""),
-                        ("backend", "backend", ""),
-                        ("processors", "P", "d"),
-                        ("tasks", "tasks", "d"),
-                        ("makespan", "makespan s", ".2f"),
-                        ("utilisation", "util", ".2f"),
-                        ("ticks", "event ticks", "d"),
-                        ("wall", "wall s", ".1f"),
-                        ("all_once", "each once", ""),
-                    ],
-                )
-            )
+        r = _PARTS[part](part, quick=quick, backend=backend, echo=echo)
         walls[part] = time.perf_counter() - t0
         res[part] = r
     res["wall_per_part"] = walls
@@ -335,6 +167,206 @@ def run(
     write_text(path, json.dumps(res, indent=1, default=_json_default))
     echo(f"\nwrote {path}" + (f" and {len(res.get('plots', []))} plots" if plots else ""))
     return res
+
+
+def _table1(part: str, *, quick: bool, backend: str, echo) -> dict:
+    r = table1(quick=quick)
+    echo("\nMuniz & Zaluska Table 1 in form: ray tracer 150x150, 64 sub-surfaces, 4x4 torus")
+    echo(
+        f"(task costs measured by tracing, {r['min_task']:.2f}..{r['max_task']:.2f} s;"
+        " utilisation = 100 x control time / processor-seconds)"
+    )
+    echo(
+        format_table(
+            r["rows"],
+            [
+                ("run", "run", ""),
+                ("time", "time s", ".2f"),
+                ("processor_seconds", "proc-s", ".1f"),
+                ("utilisation", "util %", ".1f"),
+                ("time_free", "no-links s", ".2f"),
+                ("utilisation_free", "no-links %", ".1f"),
+                ("link_busy_max_pct", "top link %", ".1f"),
+                ("migrations", "moves", "d"),
+                ("all_once", "each once", ""),
+                ("paper", "paper (s/proc-s/%)", ""),
+            ],
+        )
+    )
+    echo(
+        "note: task messages take milliseconds against 5 s tasks, so the farmer with "
+        "user-level routing (wire time x4) and the farmer + VCR nearly coincide, and "
+        "links change little; no-links = contention=False"
+    )
+    return r
+
+
+def _farmer(part: str, *, quick: bool, backend: str, echo) -> dict:
+    r = farmer_scaling(quick=quick)
+    echo("\nFarmer scaling on transputer tori (4 tasks per processor; links on/off)")
+    echo(
+        format_table(
+            r["rows"],
+            [
+                ("shape", "torus", ""),
+                ("grain", "tasks", ""),
+                ("contention", "links", ""),
+                ("time", "time s", ".3f"),
+                ("utilisation", "util", ".3f"),
+                ("handouts_per_s", "hand-outs/s", ".0f"),
+                ("link_busy_max_pct", "top link %", ".1f"),
+                ("optimism_pct", "no-links optimism %", ".1f"),
+                ("wall", "wall s", ".1f"),
+            ],
+        )
+    )
+    row = r["rows"][0]
+    echo(
+        f"by hand: farmer CPU at most {row['cpu_bound_per_s']:.0f} hand-outs/s "
+        f"(serve + start-up), its four links at most {row['link_bound_per_s']:.0f}/s "
+        "(4 / store-and-forward hold); optimism = (time - no-links time) / time"
+    )
+    return r
+
+
+def _gradient(part: str, *, quick: bool, backend: str, echo) -> dict:
+    r = gradient_sensitivity(quick=quick)
+    echo("\nGM and EG vs status interval (ray tracer, 16 processors; window = 2 x interval)")
+    echo(
+        format_table(
+            r["rows"],
+            [
+                ("interval", "interval s", ".2f"),
+                ("farmer", "farmer s", ".2f"),
+                ("eg", "EG s", ".2f"),
+                ("gm", "GM s", ".2f"),
+                ("eg_over_farmer", "EG/farmer", ".2f"),
+                ("gm_over_farmer", "GM/farmer", ".2f"),
+            ],
+        )
+    )
+    return r
+
+
+def _figure1(part: str, *, quick: bool, backend: str, echo) -> dict:
+    r = figure1(quick=quick)
+    echo(
+        "\nBarker & Chrisochoides (2005) Figure 1 in form: Diffusion (quantum 10 ms, "
+        "4 neighbours), "
+        "10 s of work per processor"
+    )
+    echo(
+        format_table(
+            r["rows"],
+            [
+                ("workload", "workload", ""),
+                ("processors", "P", "d"),
+                ("tasks_per_proc", "tasks/P", "d"),
+                ("no_balancing", "static s", ".2f"),
+                ("simulated", "sim s", ".3f"),
+                ("lower", "lower", ".3f"),
+                ("upper", "upper", ".3f"),
+                ("average", "average", ".3f"),
+                ("error_pct", "error %", "+.1f"),
+                ("average_paper", "paper avg", ".3f"),
+                ("error_paper_pct", "paper err %", "+.1f"),
+                ("gamma", "Gamma", "d"),
+            ],
+        )
+    )
+    s = r["summary"]
+    for key, label in (
+        ("", "refined model"),
+        ("paper_", "paper's model"),
+        ("free_", "refined vs no-links sim"),
+    ):
+        echo(
+            f"{label}: mean |error| {s[key + 'mean_abs_error_pct']:.1f} % (linear-2 "
+            f"{s[key + 'mean_abs_error_pct_linear-2']:.1f}, linear-4 "
+            f"{s[key + 'mean_abs_error_pct_linear-4']:.1f}, step "
+            f"{s[key + 'mean_abs_error_pct_step']:.1f}); max "
+            f"{s[key + 'max_abs_error_pct']:.1f} %"
+        )
+    return r
+
+
+def _parametric(part: str, *, quick: bool, backend: str, echo) -> dict:
+    r = parametric("bimodal" if part == "figure2" else "linear", quick=quick)
+    e = r.get("model_vs_sim_mean_abs_error_pct")
+    npts = sum(len(s["points"]) for s in r["series"])
+    echo(
+        f"\nBarker & Chrisochoides (2005) {part} in form ({r['kind']} imbalance): "
+        f"{npts} model points"
+        + (
+            f"; mean |model - sim| {e:.1f} % over the simulated ones"
+            if e is not None
+            else "; no simulated points in this mode"
+        )
+    )
+    return r
+
+
+def _compare(part: str, *, quick: bool, backend: str, echo) -> dict:
+    r = compare(quick=quick)
+    echo(
+        "\nMIMD policies vs SIMD balanced loops on the same task sets "
+        "(utilisation; speed-up over no balancing in brackets)"
+    )
+    cols = [("task_set", "task set", ""), ("processors", "P", "d")]
+    names = [name for name in POLICIES if name != NoBalancing.name]
+    names += ["simd-original", "simd-cost-effective", "simd-expand"]
+    for row in r["rows"]:
+        for nm in names:
+            row[nm] = f"{row[nm + ':util']:.2f} ({row[nm + ':speedup']:.2f}x)"
+        row["simd-cost-effective"] += f" {row['simd-cost-effective:decisions']}d"
+    cols += [("tasks", "tasks", "d")]
+    cols += [(nm, nm, "") for nm in names] + [("best", "best", "")]
+    echo(format_table(r["rows"], cols))
+    echo(
+        f"SIMD: one datum per task, workload = cost in units of max/{r['units']} "
+        "(render: the polygon's scan lines), "
+        f"{r['task_cost']:g} model cycles per unit; Nd = redistributions taken"
+    )
+    echo(
+        "render: the renderer's scan-conversion workload, one task per polygon "
+        "(unbalanced isosurface, view M(45,45), 256x256)"
+    )
+    return r
+
+
+def _scale(part: str, *, quick: bool, backend: str, echo) -> dict:
+    r = scale(quick=quick, backend=backend, progress=echo)
+    echo("\nScale: simulation wall time on this host")
+    echo(
+        format_table(
+            r["rows"],
+            [
+                ("policy", "policy", ""),
+                ("backend", "backend", ""),
+                ("processors", "P", "d"),
+                ("tasks", "tasks", "d"),
+                ("makespan", "makespan s", ".2f"),
+                ("utilisation", "util", ".2f"),
+                ("ticks", "event ticks", "d"),
+                ("wall", "wall s", ".1f"),
+                ("all_once", "each once", ""),
+            ],
+        )
+    )
+    return r
+
+
+#: Each part's runner: runs its experiment, prints its table, returns its results.
+_PARTS = {
+    "table1": _table1,
+    "farmer": _farmer,
+    "gradient": _gradient,
+    "figure1": _figure1,
+    "figure2": _parametric,
+    "figure3": _parametric,
+    "compare": _compare,
+    "scale": _scale,
+}
 
 
 def _json_default(o):

@@ -19,18 +19,18 @@ number of *event ticks*, not to the simulated time. Every tick runs the same SIM
 
 Messages cross the torus links as resources (:mod:`mimd.links`; ``Network.contention``):
 their arrivals include the time they queue for busy links. Every message's start-up is paid
-once, on the sender's CPU, before it enters its first link (:meth:`_Sim.message`).
+once, on the sender's CPU, before it enters its first link (:meth:`Simulation.message`).
 
 Event times are exact where a chain of messages decides them: a request leaves when its
 processor went idle inside the step (not at the tick after), the farmer serves requests
 from their exact arrivals, delivered work starts at its arrival, and a message that arrives
 within the step it was sent in is handled in that step (an event-driven inner step of up to
-:attr:`_Sim.INNER` passes). What remains rounded to the tick (``Network.tick``, default
+:attr:`Simulation.INNER` passes). What remains rounded to the tick (``Network.tick``, default
 1/200 of the mean task): CPU debt (start-ups, services, packing) is paid from the tick it
 was charged at, so a processor that both runs tasks and serves (the working farmer, a
 donor) resumes its task up to a tick late; decisions on state (GM/EG status, a refused
 requester asking again, a polling thread's view of its queue) see the state at the tick;
-and more than :attr:`_Sim.INNER` chained messages in one step wait for the next tick. The
+and more than :attr:`Simulation.INNER` chained messages in one step wait for the next tick. The
 hand-computed tests (``tests/mimd/test_links.py``) are exact to rounding with a tick 25
 times the messages; without them an event-driven check found 1.2 % from the tick on
 coarse tasks.
@@ -38,147 +38,35 @@ coarse tasks.
 Random choices (work-stealing victims, poll phases) come from one seeded generator, so a
 run is deterministic for a given seed. Processor and task ids decide every tie.
 
-The policy-specific steps of 3 and 4 (farmer, gradient, diffusion) are in
-:mod:`mimd.protocols`, mixed into the simulator class. What stays here (about 600 lines) is
-the result record, :func:`simulate` and the steps every policy shares -- progress, event
-times, migration, delivery, dispatch -- which read and write the same task and processor
-arrays in a fixed order each tick; splitting them further would scatter that order over
-modules without making any part usable on its own.
+The simulator names no policy: steps 3 and 4, and the policy's share of the others (the
+initial placement, polling overheads, what a delivery ends), are the methods of the
+:class:`mimd.Policy` it is given (:mod:`mimd.policies`), called in this fixed order each
+tick. What stays here is :func:`simulate` and the steps every policy shares -- progress,
+event times, migration, delivery, dispatch -- which read and write the same task and
+processor arrays; the result record is :class:`SimResult` (:mod:`mimd.result`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from simd.stats import PhaseRecord
-
 from .links import Links
 from .network import Network, torus_shape
-from .policies import (
-    Diffusion,
-    ExtendedGradient,
-    Farmer,
-    GradientModel,
-    Policy,
-    WorkStealing,
-)
-from .protocols import (
+from .policies.base import (
     DONE,
     INF,
     MEMBER,
     QUEUED,
     RUNNING,
     TRANSIT,
-    DiffusionProtocol,
-    FarmerProtocol,
-    GradientProtocol,
+    Policy,
+    initial_placement,
 )
+from .result import SimResult
 
 __all__ = ["SimResult", "simulate", "initial_placement"]
-
-
-@dataclass
-class SimResult:
-    """Outcome of one simulated run (times in simulated seconds).
-
-    Attributes
-    ----------
-    policy : str
-    processors : int
-    tasks : int
-    makespan : float
-        Time at which the last task finished (Muniz & Zaluska Table 1 line 1).
-    work : float
-        Sum of task costs (the single-processor time without overheads).
-    processor_seconds : float
-        ``processors * makespan`` (Table 1 line 2).
-    utilisation : float
-        ``work / processor_seconds`` (Table 1 line 3 with the control run's time as work).
-    runs : numpy.ndarray
-        How many times each task was started (1 everywhere in a correct run).
-    finish, start : numpy.ndarray
-        Per task finish and start time; ``runner``: processor that ran it.
-    busy, overhead : numpy.ndarray
-        Per processor time spent on tasks and on balancing (CPU debt paid).
-    migrations : int
-        Number of units of work moved between processors (tasks or bundles).
-    messages : int
-        Control messages (requests, replies, handshakes) sent.
-    ticks : int
-        Event ticks simulated.
-    record : simd.PhaseRecord
-        The emulated SIMD machine's phase ``"mimd-simulation"`` that ran the simulation:
-        its instructions, model cycles and wall time (``wall``).
-    """
-
-    policy: str
-    processors: int
-    tasks: int
-    makespan: float
-    work: float
-    processor_seconds: float
-    utilisation: float
-    runs: np.ndarray
-    start: np.ndarray
-    finish: np.ndarray
-    runner: np.ndarray
-    busy: np.ndarray
-    overhead: np.ndarray
-    migrations: int
-    messages: int
-    ticks: int
-    extra: dict = field(default_factory=dict)
-    record: PhaseRecord = field(default_factory=lambda: PhaseRecord("mimd-simulation"))
-
-    @property
-    def wall(self) -> float:
-        """Host seconds the simulation took (its machine phase's wall time)."""
-        return self.record.wall
-
-    def row(self) -> dict:
-        """The Table 1 line of this run as a dict."""
-        return {
-            "policy": self.policy,
-            "processors": self.processors,
-            "tasks": self.tasks,
-            "time": self.makespan,
-            "processor_seconds": self.processor_seconds,
-            "utilisation": self.utilisation,
-            "migrations": self.migrations,
-            "messages": self.messages,
-            "ticks": self.ticks,
-            "wall": self.wall,
-        }
-
-
-def initial_placement(n: int, p: int, how: str = "block") -> np.ndarray:
-    """Processor of each task at time 0.
-
-    Parameters
-    ----------
-    n, p : int
-        Tasks and processors.
-    how : {"block", "cyclic", "root"}
-        ``block``: equal contiguous shares in task order (Barker & Chrisochoides (2005) section 4.1,
-        "each of P processors is initially assigned an equal fraction of the N tasks"); ``cyclic``:
-        task ``i`` on processor ``i % p``; ``root``: all on processor 0 (Muniz & Zaluska: the
-        root process spawns every task).
-
-    Examples
-    --------
-    >>> initial_placement(6, 3).tolist(), initial_placement(5, 2, "cyclic").tolist()
-    ([0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0])
-    """
-    if how == "block":
-        return (np.arange(n, dtype=np.int64) * p) // max(n, 1)
-    if how == "cyclic":
-        return np.arange(n, dtype=np.int64) % p
-    if how == "root":
-        return np.zeros(n, dtype=np.int64)
-    raise ValueError(f"placement must be 'block', 'cyclic' or 'root', got {how!r}")
 
 
 def simulate(
@@ -260,15 +148,21 @@ def simulate(
         machine = Machine(pes=network.shape, backend="numpy")
     app = app_messages * (network.startup + app_bytes * network.per_byte)
     with machine.phase("mimd-simulation") as record:
-        sim = _Sim(host, policy, network, machine, placement, bundle, int(seed), app)
+        sim = Simulation(host, policy, network, machine, placement, bundle, int(seed), app)
         sim.run(max_ticks)
         res = sim.result()
     res.record = record
     return res
 
 
-class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
-    """State and SIMD program of one simulation (see the module docstring)."""
+class Simulation:
+    """State and SIMD program of one simulation (see the module docstring).
+
+    The policy's steps (:class:`mimd.Policy`) are called with this object: they read and
+    write its task and processor arrays, keep their own state on it (made by
+    ``policy.setup``) and use its shared steps (:meth:`message`, :meth:`charge`,
+    :meth:`give`, :meth:`rank`, ...).
+    """
 
     def __init__(self, costs, policy, net, m, placement, bundle, seed, app=0.0):
         self.m = m
@@ -281,24 +175,13 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         self.rng = np.random.default_rng(seed)
         mean = float(costs.mean())
         self.dt = net.tick if net.tick is not None else mean / 200.0
-        self.is_farmer = isinstance(policy, Farmer)
-        self.is_gradient = isinstance(policy, GradientModel)
-        self.is_eg = isinstance(policy, ExtendedGradient)
-        self.is_diff = isinstance(policy, Diffusion) and not isinstance(policy, WorkStealing)
-        self.is_ws = isinstance(policy, WorkStealing)
-        if self.is_farmer and policy.farmer >= P:
-            raise ValueError(f"farmer processor {policy.farmer} not in a machine of {P}")
         if placement is None:
             placement = policy.default_placement
-        if self.is_farmer:
-            placement = "root"  # the farmer holds every task by definition
+        own = policy.owners(N, P, placement)
         if bundle is None:
-            bundle = self.is_gradient and placement == "root"
+            bundle = policy.bundles(placement)
         # tasks -------------------------------------------------------------------------
         self.cost = xp.asarray(costs)
-        own = initial_placement(N, P, placement)
-        if self.is_farmer:
-            own[:] = policy.farmer
         self.owner = xp.asarray(own)
         self.state = xp.zeros(N, dtype=np.int8)
         self.bsize = xp.ones(N, dtype=np.int64)
@@ -341,13 +224,7 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         self.t = 0  # ticks
         self.ticks = 0
         self.work = float(costs.sum()) + N * self.app
-        # policy state ------------------------------------------------------------------
-        if isinstance(policy, Diffusion):
-            self.init_diffusion()
-        if self.is_farmer:
-            self.init_farmer()
-        if self.is_gradient:
-            self.init_gradient()
+        policy.setup(self)
 
     # helpers -----------------------------------------------------------------------------
     def now(self) -> float:
@@ -392,13 +269,6 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         """Tick at or after time ``x`` (arrays allowed)."""
         return self.xp.ceil(self.xp.asarray(x) / self.dt - 1e-9)
 
-    def next_poll(self, p, x):
-        """Time of processor ``p``'s first polling-thread wake-up at or after time ``x``."""
-        xp = self.xp
-        q = self.pol.quantum
-        ph = self.phase_off[p]
-        return ph + xp.ceil((x - ph) / q - 1e-12) * q
-
     def rank(self, target, mask):
         """Rank of each masked sender among senders to the same target (by sender id).
 
@@ -420,9 +290,9 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
 
     # run ---------------------------------------------------------------------------------
     def run(self, max_ticks):
-        self.protocol()
+        self.pol.protocol(self)
         self.dispatch()
-        self.protocol_after_dispatch()
+        self.pol.after_dispatch(self)
         while self.done < self.N:
             if self.ticks >= max_ticks:
                 raise RuntimeError(
@@ -446,9 +316,9 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
                 # an idle processor starts delivered work before its polling thread can give
                 # it away again (else a task can bounce between idle processors for ever)
                 self.dispatch()
-                self.protocol()
+                self.pol.protocol(self)
                 self.dispatch()
-                self.protocol_after_dispatch()
+                self.pol.after_dispatch(self)
                 if self.next_due() > self.now() + 1e-12:
                     break
             self.ticks += 1
@@ -458,41 +328,20 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
 
     def next_due(self) -> float:
         """Earliest exact time of a pending message event (arrival, request, reply)."""
-        c = [INF]
+        due = self.pol.next_due(self)
         if self.transit_count:
-            c.append(float(self.arrive.min()))
-        if self.is_farmer:
-            c.append(float(self.req_due.min()))
-        if isinstance(self.pol, Diffusion):
-            c.append(float(self.lb_due.min()))
-            if self.is_diff:
-                c.append(float(self.q_due.min()))
-        if self.is_gradient:
-            c.append(float(self.hs_due.min()))
-        return min(c)
+            due = min(due, float(self.arrive.min()))
+        return due
 
     def next_event(self) -> float:
+        """Next tick at which something happens: a task ends, a message event is due, or
+        the policy acts."""
         t = self.t
-        cands = [INF]
+        cands = [INF, float(self.to_tick(self.next_due())), self.pol.next_tick(self)]
         running = self.cur >= 0
         if bool(running.any()):
             fin = self.to_tick(t * self.dt + self.debt[running] + self.rem[running])
             cands.append(float(fin.min()))
-        if self.transit_count:
-            cands.append(float(self.to_tick(self.arrive.min())))
-        if self.is_farmer:
-            cands.append(float(self.to_tick(self.req_due.min())))
-        if isinstance(self.pol, Diffusion):
-            cands.append(float(self.to_tick(self.lb_due.min())))
-            if self.is_diff:
-                cands.append(float(self.to_tick(self.q_due.min())))
-        if self.is_gradient:
-            cands.append(float(self.to_tick(self.hs_due.min())))
-            if self.spawn_pending:
-                cands.append(t + 1)
-            # a status update matters only while some work waits in a queue
-            if bool((self.qcount > 0).any()) or self.transit_count:
-                cands.append(float(self.next_status))
         c = min(cands)
         return max(c, t + 1) if math.isfinite(c) else c
 
@@ -503,12 +352,7 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         self.t += step
         t1 = self.t * self.dt
         span = t1 - t0
-        if isinstance(self.pol, Diffusion):
-            # polling-thread wake-ups in (t0, t1]: fixed overhead per quantum (Barker &
-            # Chrisochoides (2005) 4.2)
-            q = self.pol.quantum
-            n = xp.floor((t1 - self.phase_off) / q) - xp.floor((t0 - self.phase_off) / q)
-            self.charge(self.pid, n * self.pol.poll_overhead)
+        self.pol.before_progress(self, t0, t1)
         owed = self.debt
         # idle processors whose debt ends inside the step are free from then on
         ends = (self.cur < 0) & (owed > 0) & (owed <= span)
@@ -521,10 +365,7 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         use = xp.where(running, xp.minimum(avail, self.rem), 0.0)
         self.busy += use
         self.rem = self.rem - use
-        if self.is_gradient:
-            # busyness averaged over a window (Barak & Shiloh), as an idle-count measure
-            a = math.exp(-span / self.pol.window)
-            self.busyness = a * self.busyness + (1 - a) * (use / span)
+        self.pol.after_progress(self, span, use)
         fin = running & (self.rem <= 1e-12)
         nf = self.m.count(fin)
         if nf:
@@ -547,10 +388,10 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         self.debt = self.m.send(amount, procs, into=self.debt, combine="add")
 
     # migration ---------------------------------------------------------------------------
-    def give(self, donors, dests, depart, hops, which="tail"):
+    def give(self, donors, dests, depart, which="tail"):
         """Each donor sends one unit of work (a task, or half its largest bundle) to dest.
 
-        donors, dests, depart, hops: equal-length arrays over the donating processors (each
+        donors, dests, depart: equal-length arrays over the donating processors (each
         donor at most once). Donors pay uninstall+pack and the start-up; the work is in
         transit until ``depart + message time``. Returns a mask of donors that had work.
         """
@@ -619,14 +460,7 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         self.unpack(d, self.arrive[g])
         self.arrive[g] = INF
         self.transit_count -= n
-        if self.is_gradient:
-            self.reserved[d] = False
-        if self.is_farmer:
-            self.req_out[d] = False
-        if isinstance(self.pol, Diffusion):
-            # a requester that got work stops asking
-            self.lb_phase[d] = 0
-            self.lb_due[d] = INF
+        self.pol.delivered(self, d)
 
     def unpack(self, d, arrive):
         """Receivers ``d`` unpack and install work that arrived at ``arrive`` (CPU time).
@@ -634,11 +468,10 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         An idle receiver with no debt starts unpacking at the arrival itself (or when its
         CPU went free, if later), not at the tick that processes the delivery: what is left
         of the tick after the unpack is credit for the task it starts now. A busy receiver
-        is charged the unpack as debt. The farmer's hand-outs carry data to worker processes
-        placed at compile time (Muniz & Zaluska 4.3): nothing to unpack or install.
+        is charged the unpack as debt (the policy's :meth:`~mimd.Policy.unpack_cost` a unit).
         """
         xp, m = self.xp, self.m
-        cost = 0.0 if self.is_farmer else self.net.unpack
+        cost = self.pol.unpack_cost(self.net)
         first = m.send(arrive, d, size=self.P, combine="min", fill=INF)
         cnt = m.send(xp.ones(d.size, dtype=np.int64), d, size=self.P, combine="add")
         procs = xp.flatnonzero(cnt > 0)
@@ -656,11 +489,7 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
     def dispatch(self):
         """Idle processors take the head of their queue (splitting a bundle if needed)."""
         xp, m, N = self.xp, self.m, self.N
-        if self.is_farmer:
-            self.farmer_self_dispatch()
-        need = (self.cur < 0) & (self.qcount > 0)
-        if self.is_farmer:
-            need &= self.pid != self.pol.farmer
+        need = self.pol.dispatchers(self, (self.cur < 0) & (self.qcount > 0))
         if not bool(need.any()):
             return
         queued = (self.state == QUEUED) & need[self.owner]
@@ -699,29 +528,6 @@ class _Sim(FarmerProtocol, GradientProtocol, DiffusionProtocol):
         self.cur[procs] = h
         self.rem[procs] = work - c
         self.qcount[procs] -= 1
-
-    # protocols ---------------------------------------------------------------------------
-    def protocol(self):
-        if self.is_farmer:
-            self.farmer_serve()
-        elif self.is_eg:
-            self.eg_handshakes()
-            self.gradient_status()
-        elif self.is_gradient:
-            self.gradient_status()
-        elif self.is_diff:
-            self.diffusion_queries()
-            self.migration_requests()
-        elif self.is_ws:
-            self.migration_requests()
-
-    def protocol_after_dispatch(self):
-        if self.is_farmer:
-            self.farmer_requests()
-        elif self.is_gradient:
-            self.gradient_spawn()
-        elif isinstance(self.pol, Diffusion):
-            self.start_requests()
 
     # result ------------------------------------------------------------------------------
     def result(self) -> SimResult:
