@@ -309,7 +309,7 @@ def gpu_throughput(quick: bool) -> dict[str, Any] | None:
     Floor: 8 bytes a point and iteration (read and write a float32) over the device copy
     bandwidth measured here (``a[...] = b``, read plus write). Times are CUDA event
     intervals over back-to-back iterations: ``kernel`` runs the kernels alone
-    (:func:`diffusion._cupy.pm_iterate`, the goal is a ratio of at least 0.7),
+    (:func:`diffusion.fused.pm_iterate`, the goal is a ratio of at least 0.7),
     ``call`` the whole ``anisotropic_diffusion`` (validation included), and
     ``epsilon`` the fused fixed-point path (one read back every 8 iterations).
     """
@@ -322,7 +322,7 @@ def gpu_throughput(quick: bool) -> dict[str, Any] | None:
             return {"skipped": detail}
         import cupy
 
-        from diffusion._cupy import pm_iterate
+        from diffusion.fused import pm_iterate
         from diffusion.dense import PMParameters
     except Exception as exc:  # pragma: no cover - no CuPy at all
         print(f"dense GPU: skipped ({exc})")

@@ -1,46 +1,44 @@
-"""The dense path with the image split in blocks of rows across MPI ranks.
+"""The image split in blocks of rows across MPI ranks, for the dense paths.
 
 Each rank holds a block of rows (along axis 0) of the image or volume. The iteration loops
-are the one-rank ones (:func:`diffusion.dense.pm_diffuse`, :func:`diffusion.dense.itk_diffuse`)
-given a layout, :class:`_Blocks`, whose blocks have neighbours: an iteration sends the
+are the one-rank ones (:func:`diffusion.dense.pm_diffuse`, :func:`diffusion.itk.itk_diffuse`)
+given a layout, :class:`Blocks`, whose blocks have neighbours: an iteration sends the
 block's first and last rows to the neighbour ranks (:meth:`simd.ranks.Ranks.exchange_faces`)
 as ghost rows of theirs, runs the one-rank update on the block with its ghost rows around
 it, and keeps the block's own rows: every update reads the point's neighbours only, so each
 kept row sees exactly what it sees on one rank. At the global border nothing is added and
 the one-rank boundary rule applies. On device arrays that update is the fused kernel
-(:mod:`diffusion._cupy`) on a buffer holding the block and its ghost rows, computing and
+(:mod:`diffusion.fused`) on a buffer holding the block and its ghost rows, computing and
 writing only the block's rows. Global quantities are made exact: counts by an integer sum
 over the ranks (with ``epsilon`` on the device, once every
-:data:`diffusion._cupy.CHECK_EVERY` iterations, when they are read), ITK's mean squared
-gradient from per-row sums gathered in row order (:func:`diffusion.dense.gradient_row_sums`).
+:data:`diffusion.fused.CHECK_EVERY` iterations, when they are read), ITK's mean squared
+gradient from per-row sums gathered in row order (:func:`diffusion.itk.gradient_row_sums`).
 The result equals the one-rank result of the same backend bit for bit, whatever the number
 of ranks and the layout (empty blocks included).
 
 Reached through ``anisotropic_diffusion(block, ..., machine=m)`` and
 ``gradient_anisotropic_diffusion(block, ..., machine=m)`` with ``m`` a machine made with a
-communicator; the functions here take the same arguments.
+communicator: both check their input with :func:`image_layout`.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from diffusion.dense import (
-    ITKParameters,
-    Layout,
-    PMParameters,
-    check_image,
-    itk_diffuse,
-    pm_diffuse,
-)
+from diffusion.checks import check_image, check_machine
+from diffusion.layout import Layout
 
-__all__ = ["block_anisotropic_diffusion", "block_gradient_anisotropic_diffusion"]
+__all__ = ["Blocks", "image_layout"]
 
 
-class _Blocks(Layout):
-    """The layout of the image over the ranks, and the halo exchange of its blocks."""
+class Blocks(Layout):
+    """The layout of the image over the ranks of ``machine``, whose block here is
+    ``block``, and the halo exchange of its blocks. Collective: the ranks compare their
+    blocks' shapes and ``settings`` and all raise alike when they differ."""
 
     def __init__(self, machine: Any, block: Any, settings: Any) -> None:
         """``settings``: the run's parameters (hashable), which must be the same on every
@@ -85,58 +83,24 @@ class _Blocks(Layout):
         return self.ranks.gather(np.ascontiguousarray(sums.T), root=None).T
 
 
-def block_anisotropic_diffusion(
-    block: Any,
-    niter: int = 1,
-    kappa: float = 50,
-    gamma: float = 0.1,
-    voxelspacing: Any = None,
-    option: int = 1,
-    *,
-    epsilon: float = 0.0,
-    freeze: bool = False,
-    return_info: bool = False,
-    machine: Any,
-) -> Any:
-    """:func:`diffusion.anisotropic_diffusion` of the image whose rows the ranks of
-    ``machine`` hold: returns this rank's rows of the result (and the global info)."""
-    ranks = machine.ranks
-    with ranks.collective_errors():
-        xp, out = check_image(block, allow_empty=True)
-        p = PMParameters.check(
-            out.ndim, niter, kappa, gamma, voxelspacing, option, epsilon=epsilon, freeze=freeze
-        )
-    blocks = _Blocks(machine, out, p)
-    if ranks.is_root:  # one warning, not one per rank, at the caller of anisotropic_diffusion
-        p.warn_if_unstable(stacklevel=3)
-    out, info = pm_diffuse(xp, out, blocks, p, return_info)
-    return (out, info) if return_info else out
+def image_layout(image: Any, machine: Any, settings_of: Callable[[int], Any]) -> tuple:
+    """``(xp, block, layout, settings)``: ``image`` checked and copied to float32, the
+    layout it has (the whole image, or on a ``machine`` spread over MPI ranks this rank's
+    block of rows, which may be empty: :class:`Blocks`), and the run's settings made by
+    ``settings_of(ndim)``, which checks the user's values. Across ranks a bad argument
+    on one rank raises the same error on every rank (collective).
 
-
-def block_gradient_anisotropic_diffusion(
-    block: Any,
-    time_step: float = 0.125,
-    conductance: float = 3.0,
-    conductance_scaling_update_interval: int = 1,
-    number_of_iterations: int = 5,
-    spacing: Any = None,
-    *,
-    machine: Any,
-) -> Any:
-    """:func:`diffusion.gradient_anisotropic_diffusion` of the image whose rows the ranks
-    of ``machine`` hold: returns this rank's rows of the result."""
-    ranks = machine.ranks
-    with ranks.collective_errors():
-        xp, out = check_image(block, allow_empty=True)
-        p = ITKParameters.check(
-            out.ndim,
-            time_step,
-            conductance,
-            conductance_scaling_update_interval,
-            number_of_iterations,
-            spacing,
-        )
-    blocks = _Blocks(machine, out, p)
-    if ranks.is_root:
-        p.warn_if_unstable(stacklevel=3)  # at the caller of gradient_anisotropic_diffusion
-    return itk_diffuse(xp, out, blocks, p)
+    Examples
+    --------
+    >>> xp, block, layout, ndim = image_layout([[1, 2], [3, 4]], None, lambda ndim: ndim)
+    >>> block.dtype, layout.shape, ndim
+    (dtype('float32'), (2, 2), 2)
+    """
+    check_machine(machine)
+    ranks = getattr(machine, "ranks", None)
+    with contextlib.nullcontext() if ranks is None else ranks.collective_errors():
+        xp, block = check_image(image, allow_empty=ranks is not None)
+        settings = settings_of(block.ndim)
+    if ranks is None:
+        return xp, block, Layout(block.shape), settings
+    return xp, block, Blocks(machine, block, settings), settings

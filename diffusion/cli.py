@@ -15,13 +15,20 @@ the one-process result bit for bit. Rank 0 reads the input, prints and writes th
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from diffusion.cli_shared import (
+    announce_outputs,
+    barely_changed,
+    fail,
+    one_line_warnings,
+    read_input,
+    share_thresholds,
+)
 
 __all__ = ["register", "run"]
 
@@ -53,14 +60,24 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
 
 def register(subparsers: Any) -> None:
     """Add the ``diffuse`` subcommand to ``simd-emu``."""
-    from diffusion.images import BUILTIN
-
     p = subparsers.add_parser(
         "diffuse",
         help="anisotropic diffusion of an image on the PE grid, with load balancing",
         description=__doc__,
         formatter_class=_HelpFormatter,
     )
+    # In this order in the help: the input and output, the diffusion, the PE mesh, the run.
+    _add_image_arguments(p)
+    _add_diffusion_arguments(p)
+    _add_mesh_arguments(p)
+    _add_run_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _add_image_arguments(p: argparse.ArgumentParser) -> None:
+    """The input image and the output file."""
+    from diffusion.images import BUILTIN
+
     p.add_argument(
         "image",
         nargs="?",
@@ -81,6 +98,10 @@ def register(subparsers: Any) -> None:
         help="where to write the result: .tif or .npy keep the input's value type, .dcm "
         "(for a DICOM input) its tags, .png is 8-bit",
     )
+
+
+def _add_diffusion_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the diffusion itself (both paths)."""
     p.add_argument("--niter", type=int, default=100, help="most iterations")
     p.add_argument(
         "--kappa",
@@ -120,6 +141,10 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--freeze", action="store_true", help="points that stop changing stay frozen for good"
     )
+
+
+def _add_mesh_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the PE mesh and its balancing (:data:`MESH_OPTIONS`)."""
     p.add_argument(
         "--pes",
         type=int,
@@ -158,6 +183,10 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also run without balancing and print the ratios of load and times",
     )
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """Colour input and float output, the backend, the path, and what to print and plot."""
     p.add_argument(
         "--grey",
         action="store_true",
@@ -196,7 +225,6 @@ def register(subparsers: Any) -> None:
         metavar="PNG",
         help="save a map of how many iterations each pixel was computed in",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -204,13 +232,13 @@ def run(args: argparse.Namespace) -> int:
     from simd.launch import world
 
     if args.mesh is not None:
-        return _fail("--mesh R C is renamed --pes R C (--mesh names a mesh file elsewhere)")
+        return fail("--mesh R C is renamed --pes R C (--mesh names a mesh file elsewhere)")
     try:
         comm = world()
         dense = _dense_selected(args)
     except (RuntimeError, ValueError) as exc:
         # Every rank has the same arguments and reaches the same verdict: rank 0 says it.
-        return _fail(exc, quiet=comm_rank() > 0)
+        return fail(exc, quiet=comm_rank() > 0)
     if dense:
         from diffusion.cli_dense import run_dense
 
@@ -221,7 +249,6 @@ def run(args: argparse.Namespace) -> int:
 def _run_mesh(args: argparse.Namespace, comm: Any) -> int:
     """The PE-mesh run on one process (``comm`` None) or across the ranks of ``comm``:
     rank 0 reads the input, prints and writes; a bad input fails on every rank alike."""
-    from diffusion.dense import DiffusionStabilityWarning
     from simd.errors import SimdError
 
     errors: tuple[type[BaseException], ...] = (ValueError, SimdError)
@@ -229,33 +256,27 @@ def _run_mesh(args: argparse.Namespace, comm: Any) -> int:
     source = None
     try:
         if comm is None:
-            source = _read_input(args)  # every output is checked before this reads anything
+            source = read_input(args)  # every output is checked before this reads anything
         else:
             from simd.ranks import CollectiveError, Ranks
 
             errors += (CollectiveError,)
             with Ranks(comm).collective_errors():
                 if root:
-                    source = _read_input(args)
+                    source = read_input(args)
     except (OSError, *errors) as exc:
-        return _fail(exc, quiet=not root)
-    if comm is not None:  # the threshold comes from the image, which rank 0 read
-        args.kappa, args.epsilon, args.data_range = comm.bcast(
-            (args.kappa, args.epsilon, getattr(args, "data_range", None))
-        )
+        return fail(exc, quiet=not root)
+    share_thresholds(args, comm)  # the thresholds come from the image, which rank 0 read
     if root:
-        _announce_outputs(args)
+        announce_outputs(args)
     hint = _balancing_hint(source.data.shape, args) if root else None
     if hint:
         print(hint)
-    with warnings.catch_warnings():
-        # One line per distinct warning, without the source line of a traceback.
-        warnings.simplefilter("always", DiffusionStabilityWarning)
-        warnings.showwarning = _WarningPrinter()
+    with one_line_warnings():
         try:
             runs, machine = _run(source.data if root else None, args, comm)
         except errors as exc:
-            return _fail(exc, quiet=not root)
+            return fail(exc, quiet=not root)
     if not root:
         return 0
     if args.verbose:
@@ -264,120 +285,6 @@ def _run_mesh(args: argparse.Namespace, comm: Any) -> int:
         print(_ratios(runs, args))
     _write_outputs(source, runs, machine, args)
     return 0
-
-
-def _announce_outputs(args: argparse.Namespace) -> None:
-    """``replacing PATH`` for each output that exists, once the checks passed and before
-    the run (so that a user can still stop it)."""
-    from simd.outputs import announce_replace
-
-    announce_replace([args.output, args.plot_load, args.activity_map])
-
-
-def _read_input(args: argparse.Namespace, *, mesh: bool = True) -> Any:
-    """Check every option and output path, then read the input as a 2-D image (a
-    SourceImage); ``mesh``: for the PE mesh (``--pes`` must fit the image). Sets
-    ``args.kappa`` and ``args.epsilon`` (scaled to the image's range of values with
-    ``--relative``) and ``args.data_range``."""
-    from diffusion.images import builtin_path, check_dicom_output, check_output_path, read_image
-    from simd.operands import MAX_PES
-    from simd.outputs import check_not_inputs, check_output_file
-
-    # the counts here, before the input is read (the library checks the rest, in the
-    # warm-up on a tiny image, before the run)
-    if args.niter < 0:
-        raise ValueError(f"--niter must be 0 or more, got {args.niter}")
-    if args.every < 0:
-        raise ValueError(f"--every must be 0 (never balance) or more, got {args.every}")
-    if min(args.pes) < 1:
-        raise ValueError(
-            f"--pes must be two positive numbers of PEs, got {args.pes[0]} {args.pes[1]}"
-        )
-    if args.pes[0] * args.pes[1] > MAX_PES:
-        raise ValueError(
-            f"--pes {args.pes[0]} {args.pes[1]} is {args.pes[0] * args.pes[1]:,} PEs; the "
-            f"machine's limit is {MAX_PES:,} (2**24)"
-        )
-    if args.buffer is not None and args.buffer < 1:
-        raise ValueError(f"--buffer must be a positive number of points, got {args.buffer}")
-    if args.kappa is not None and not (math.isfinite(args.kappa) and args.kappa > 0):
-        raise ValueError(f"--kappa must be a positive number, got {args.kappa:g}")
-    if args.spacing is not None and not all(math.isfinite(s) and s > 0 for s in args.spacing):
-        raise ValueError(
-            f"--spacing must be two positive numbers (DY DX), got {args.spacing[0]:g} "
-            f"{args.spacing[1]:g}"
-        )
-    suffix = Path(args.output).suffix.lower()
-    if args.float and suffix not in (".tif", ".tiff", ".npy"):
-        raise ValueError(
-            f"--float writes float32 values, which a {suffix or 'file without a suffix'} "
-            "cannot hold: use .tif or .npy for -o"
-        )
-
-    output = check_output_path(args.output)
-    seen = {output.resolve()}
-    for picture in (args.plot_load, args.activity_map):
-        if picture is not None:  # an empty name is refused, not taken as no picture
-            check_output_file(picture)
-            path = Path(picture)
-            _check_picture_path(path)
-            if path.resolve() in seen:
-                raise ValueError(f"{path} is named for two outputs")
-            seen.add(path.resolve())
-    check_not_inputs([args.output, args.plot_load, args.activity_map], [args.image])
-    source = read_image(builtin_path(args.builtin) if args.image is None else args.image)
-    name = args.image or f"the built-in {args.builtin}"
-    if source.is_colour:
-        if not args.grey:
-            h, w, c = source.data.shape
-            raise ValueError(
-                f"{name} is a colour image ({h} x {w}, {c} channels): pass --grey to diffuse "
-                "its grey version, or diffuse the channels one by one as grey images"
-            )
-        source = source.grey()
-    if source.data.ndim != 2:
-        raise ValueError(
-            f"need a 2-D image for the 2-D PE mesh, got shape {source.data.shape} (for a "
-            "volume, use diffusion.anisotropic_diffusion, or save one slice)"
-        )
-    if output.suffix.lower() == ".dcm":
-        check_dicom_output(source)
-    h, w = source.data.shape
-    if not np.isfinite(source.data).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-    if mesh and (args.pes[0] > h or args.pes[1] > w):
-        raise ValueError(
-            f"--pes {args.pes[0]} {args.pes[1]} is more PEs than {name} has pixels ({h} x {w}): "
-            "every PE must hold at least one; give a smaller --pes"
-        )
-    args.data_range = (float(source.data.min()), float(source.data.max()))
-    if args.kappa is None:
-        args.kappa = DEFAULT_KAPPA
-    if args.relative:  # thresholds as on the 8-bit version: scaled to the range of values
-        span = args.data_range[1] - args.data_range[0]
-        scale = span / 255 if span > 0 else 1.0
-        args.kappa, args.epsilon = args.kappa * scale, args.epsilon * scale
-    return source
-
-
-#: The edge threshold when --kappa is not given.
-DEFAULT_KAPPA = 20.0
-
-
-def _barely_changed(source: Any, image: Any, args: argparse.Namespace) -> str | None:
-    """A note when the result differs from the input by less than a thousandth of the
-    input's range of values (a ``--kappa`` far too small for the data's units), else None."""
-    lo, hi = args.data_range
-    if hi <= lo:
-        return None
-    change = float(np.nanmax(np.abs(np.asarray(image, np.float64) - source.data))) / (hi - lo)
-    if change >= 1e-3:
-        return None
-    return (
-        f"the result differs from the input by at most {change:.1e} of its range of values "
-        f"({lo:g} to {hi:g}): --kappa {args.kappa:g} is in the image's units; try "
-        "--relative (or a larger --kappa)"
-    )
 
 
 def comm_rank() -> int:
@@ -594,7 +501,7 @@ def _write_outputs(source: Any, runs: dict[str, Any], m: Any, args: argparse.Nam
         f"{how}; model {m.cost.seconds(final.cycles['total']):.4f} s, "
         f"wall {final.wall['total']:.2f} s"
     )
-    note = _barely_changed(source, final.image, args)
+    note = barely_changed(source, final.image, args)
     if note:
         print(f"simd-emu diffuse: note: {note}", file=sys.stderr)
 
@@ -606,36 +513,6 @@ def _ratio(a: float, b: float) -> str:
 
 def _mesh(m: Any) -> str:
     return f"{m.pes[0]} x {m.pes[1]} PEs"
-
-
-def _fail(problem: object, *, quiet: bool = False) -> int:
-    """Print the one line of error (unless ``quiet``: another rank says it); returns 2."""
-    if not quiet:
-        print(f"simd-emu diffuse: {problem}", file=sys.stderr)
-    return 2
-
-
-class _WarningPrinter:
-    """``warnings.showwarning`` that prints each distinct message once, on one line."""
-
-    def __init__(self) -> None:
-        self.seen: set[str] = set()
-
-    def __call__(self, message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
-        if str(message) not in self.seen:
-            self.seen.add(str(message))
-            print(f"simd-emu diffuse: warning: {message}", file=sys.stderr)
-
-
-def _check_picture_path(path: Path) -> None:
-    """ValueError unless matplotlib can write a picture at ``path``."""
-    from matplotlib.figure import Figure
-
-    kinds = Figure().canvas.get_supported_filetypes()
-    if path.suffix.lower().lstrip(".") not in kinds:
-        raise ValueError(
-            f"cannot write {path}: unknown picture type {path.suffix!r} (use .png, .pdf, .svg)"
-        )
 
 
 def _plot_load(path: Path, runs: dict[str, Any], every: int, *, title: str) -> None:

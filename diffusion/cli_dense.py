@@ -11,18 +11,18 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from diffusion.cli import (
-    _announce_outputs,
-    _barely_changed,
-    _fail,
-    _read_input,
-    _WarningPrinter,
+from diffusion.cli_shared import (
+    announce_outputs,
+    barely_changed,
+    fail,
+    one_line_warnings,
+    read_input,
+    share_thresholds,
 )
 
 __all__ = ["run_dense"]
@@ -31,7 +31,7 @@ __all__ = ["run_dense"]
 def run_dense(args: argparse.Namespace, comm: Any) -> int:
     """The dense run of ``simd-emu diffuse`` on the ranks of ``comm`` (None: one process);
     returns the exit status (2 on bad input, on every rank)."""
-    from diffusion.dense import DiffusionStabilityWarning, anisotropic_diffusion
+    from diffusion.dense import anisotropic_diffusion
     from simd import Machine
     from simd.errors import SimdError
 
@@ -45,23 +45,18 @@ def run_dense(args: argparse.Namespace, comm: Any) -> int:
     source = None
     try:
         if machine.ranks is None:
-            source = _read_input(args, mesh=False)
+            source = read_input(args, mesh=False)
         else:
             with machine.ranks.collective_errors():
                 if root:
-                    source = _read_input(args, mesh=False)
+                    source = read_input(args, mesh=False)
     except errors as exc:
-        return _fail(exc, quiet=not root)
-    if comm is not None:  # the threshold comes from the image, which rank 0 read
-        args.kappa, args.epsilon, args.data_range = comm.bcast(
-            (args.kappa, args.epsilon, getattr(args, "data_range", None))
-        )
+        return fail(exc, quiet=not root)
+    share_thresholds(args, comm)  # the thresholds come from the image, which rank 0 read
     if root:
-        _announce_outputs(args)
+        announce_outputs(args)
     block = machine.scatter(source.data if root else None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", DiffusionStabilityWarning)
-        warnings.showwarning = _WarningPrinter()
+    with one_line_warnings():
         start = time.perf_counter()
         try:
             out, info = anisotropic_diffusion(
@@ -77,7 +72,7 @@ def run_dense(args: argparse.Namespace, comm: Any) -> int:
                 machine=machine,
             )
         except errors as exc:
-            return _fail(exc, quiet=not root)
+            return fail(exc, quiet=not root)
         wall = time.perf_counter() - start
     image = machine.gather(out)
     if root:
@@ -115,6 +110,6 @@ def _write(
         f"wrote {Path(args.output)}: {h} x {w}, {info.iterations} iterations{done}, "
         f"dense path on {where}; wall {wall:.2f} s"
     )
-    note = _barely_changed(source, image, args)
+    note = barely_changed(source, image, args)
     if note:
         print(f"simd-emu diffuse: note: {note}", file=sys.stderr)

@@ -33,19 +33,20 @@ from typing import Any
 
 import numpy as np
 
+from diffusion.checks import check_count, check_image, check_machine
 from diffusion.conduction import flux
-from diffusion.dense import PMParameters, check_count, check_image, check_machine
-from simd.balance.scan_directed import (
-    AxisReport,
-    LocalityError,
-    TiledGrid,
-    balance,
-    hierarchical_boundaries,
-    locality_violations,
+from diffusion.mesh_grid import (
+    busiest_and_total,
+    check_grid,
+    initial_grid,
+    static_max_load,
+    to_host,
 )
+from diffusion.settings import PMParameters
+from simd.balance.scan_directed import AxisReport, TiledGrid, balance, hierarchical_boundaries
 from simd.stats import DeviceInterval, PhaseRecord, PhaseStats
 
-__all__ = ["FLAG_OPS", "UPDATE_OPS", "MeshResult", "mesh_diffusion"]
+__all__ = ["FLAG_OPS", "UPDATE_OPS", "MeshResult", "MeshSettings", "mesh_diffusion"]
 
 #: Operations (32-bit, each ``CostModel.elementwise`` cycles) to update one active point:
 #: per axis two differences, two conductances (a division, a square, a negation and an
@@ -145,62 +146,97 @@ class MeshResult:
         return sum(r.aborted is not None for step in self.balance_reports for r in step)
 
 
-def _static_max(m: Any, grid: TiledGrid, row_bounds: np.ndarray, col_bounds: np.ndarray) -> int:
-    """Largest active count over the blocks of a fixed decomposition (summed-area table of
-    the data rows held here; across ranks the blocks' counts are summed over the ranks)."""
-    xp = grid.xp
-    active = grid.gather("active")
-    start, stop = grid.data_rows()
-    s = xp.zeros((active.shape[0] + 1, active.shape[1] + 1), dtype=np.int64)
-    s[1:, 1:] = active.astype(np.int64).cumsum(0).cumsum(1)
-    r = xp.asarray(np.clip(row_bounds, start, stop) - start)
-    c = xp.asarray(col_bounds)
-    blocks = (
-        s[r[1:, None], c[None, 1:]]
-        - s[r[:-1, None], c[None, 1:]]
-        - s[r[1:, None], c[None, :-1]]
-        + s[r[:-1, None], c[None, :-1]]
-    )
-    if m.ranks is None:
-        return int(m.fetch(blocks.max())[0])
-    return int(m.ranks.allreduce(m.asnumpy(blocks), "add").max())
+@dataclass(frozen=True, kw_only=True)
+class MeshSettings:
+    """The settings of one run on the mesh, checked once (:meth:`check`) where the user's
+    values enter; the run below takes the object and trusts its fields. Across MPI ranks
+    every rank must hold the same settings.
 
+    Attributes
+    ----------
+    pm : PMParameters
+        The Perona-Malik parameters (those of :func:`diffusion.anisotropic_diffusion`).
+    buffer : int or None
+        Buffer side per PE (None: twice the largest tile side).
+    balance_every : int
+        Balance every this many iterations (0: never).
+    balance_axes : tuple of int
+        Axes to balance.
+    limited_buffers : bool
+        Algorithm 4 (pseudo-load of inactive points) instead of Algorithm 3.
+    check_locality : bool
+        Check the decomposition from the data after every put/get cycle (for tests).
+    track_static : bool
+        Also record the busiest PE's load under the unbalanced decomposition.
 
-def _host(a: Any) -> np.ndarray:
-    """``a`` as a NumPy array (copied from the device when it is a CuPy array)."""
-    return a.get() if hasattr(a, "get") else np.asarray(a)
-
-
-def check_grid(grid: TiledGrid, n_points: int, machine: Any = None) -> None:
-    """Independent check of a decomposition from where the data physically are.
-
-    Reads the global index carried in every valid buffer slot (channel ``"index"``),
-    verifies that every point is held exactly once (nothing lost or duplicated), rebuilds
-    the mapping ``mu`` from the slots' PE coordinates and checks the Locality Constraints
-    on it. Raises :class:`LocalityError`. Across MPI ranks (``machine`` spread over them)
-    every rank's slots are gathered on every rank, which all raise alike.
+    Examples
+    --------
+    >>> pm = PMParameters.check(2, niter=3)
+    >>> MeshSettings.check(pm, balance_every=2, balance_axes=[1]).balance_axes
+    (1,)
+    >>> MeshSettings.check(pm, balance_axes=(2,))
+    Traceback (most recent call last):
+    ...
+    ValueError: balance_axes must name axes 0 and/or 1, got (2,)
     """
-    xp = grid.xp
-    valid = grid.valid()
-    index = _host(grid.channels["index"][valid])
-    coords = [_host(c) for c in xp.nonzero(valid)[: grid.ndim]]  # every slot's PE
-    coords[0] = coords[0] + grid.rows[0]
-    if machine is not None and machine.ranks is not None:
-        index = machine.gather(index, root=None)
-        coords = [machine.gather(c, root=None) for c in coords]
-    counts = np.bincount(index, minlength=n_points)
-    if counts.size != n_points or np.any(counts != 1):
-        lost = int((counts[:n_points] == 0).sum())
-        dup = int((counts > 1).sum())
-        raise LocalityError(f"data points lost: {lost}, duplicated: {dup}")
-    mu = []
-    for c in coords:
-        m = np.empty(n_points, dtype=np.int64)
-        m[index] = c
-        mu.append(m.reshape(grid.shape))
-    problems = locality_violations(mu, grid.pes)
-    if problems:
-        raise LocalityError("; ".join(problems))
+
+    pm: PMParameters
+    buffer: int | None = None
+    balance_every: int = 0
+    balance_axes: tuple[int, ...] = (0, 1)
+    limited_buffers: bool = True
+    check_locality: bool = False
+    track_static: bool = True
+
+    @classmethod
+    def check(
+        cls,
+        pm: PMParameters,
+        *,
+        buffer: int | None = None,
+        balance_every: Any = 0,
+        balance_axes: Any = (0, 1),
+        limited_buffers: bool = True,
+        check: bool = False,
+        track_static: bool = True,
+    ) -> MeshSettings:
+        """The mesh arguments of :func:`mesh_diffusion` validated and normalised (the
+        Perona-Malik ones are ``pm``, already checked); ValueError naming the first bad
+        one."""
+        balance_every = check_count(balance_every, "balance_every")
+        balance_axes = tuple(int(a) for a in balance_axes)
+        if not balance_axes or any(a not in (0, 1) for a in balance_axes):
+            raise ValueError(f"balance_axes must name axes 0 and/or 1, got {balance_axes!r}")
+        return cls(
+            pm=pm,
+            buffer=buffer,
+            balance_every=balance_every,
+            balance_axes=balance_axes,
+            limited_buffers=bool(limited_buffers),
+            check_locality=bool(check),
+            track_static=bool(track_static),
+        )
+
+
+def _check_fits(pes: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """ValueError unless every PE of the ``pes`` mesh holds at least one pixel of an image
+    of ``shape``."""
+    if pes[0] > shape[0] or pes[1] > shape[1]:
+        raise ValueError(
+            f"the mesh {pes} is larger than the image {shape}: every PE must hold at least "
+            "one pixel"
+        )
+
+
+def _new_machine(mesh: Any, backend: str, shape: tuple[int, int]) -> Any:
+    """The machine of a run given none: a ``mesh`` of PEs (checked against the image)."""
+    from simd import Machine
+
+    mesh = tuple(int(s) for s in mesh)
+    if len(mesh) != 2 or min(mesh) < 1:
+        raise ValueError(f"mesh must be two positive integers, got {mesh!r}")
+    _check_fits(mesh, shape)
+    return Machine(pes=mesh, backend=backend)
 
 
 def mesh_diffusion(
@@ -284,166 +320,202 @@ def mesh_diffusion(
     across = getattr(machine, "ranks", None) is not None
     if not across:
         xp_in, img = check_image(image, ndims=(2,))
-        host = _host(img)
+        host = to_host(img)
         shape = host.shape
     # Across ranks a bad argument on one rank raises on every rank (none waits).
     with machine.ranks.collective_errors() if across else contextlib.nullcontext():
-        p = PMParameters.check(
+        pm = PMParameters.check(
             2, niter, kappa, gamma, voxelspacing, option, epsilon=epsilon, freeze=freeze
         )
-        check_count(balance_every, "balance_every")
-        balance_axes = tuple(int(a) for a in balance_axes)
-        if not balance_axes or any(a not in (0, 1) for a in balance_axes):
-            raise ValueError(f"balance_axes must name axes 0 and/or 1, got {balance_axes!r}")
-        if machine is None:
-            from simd import Machine
-
-            mesh = tuple(int(s) for s in mesh)
-            if len(mesh) != 2 or min(mesh) < 1:
-                raise ValueError(f"mesh must be two positive integers, got {mesh!r}")
-            if mesh[0] > shape[0] or mesh[1] > shape[1]:
-                raise ValueError(
-                    f"the mesh {mesh} is larger than the image {shape}: every PE must hold "
-                    "at least one pixel"
-                )
-            machine = Machine(pes=mesh, backend=backend)
-        m = machine
+        settings = MeshSettings.check(
+            pm,
+            buffer=buffer,
+            balance_every=balance_every,
+            balance_axes=balance_axes,
+            limited_buffers=limited_buffers,
+            check=check,
+            track_static=track_static,
+        )
+        m = _new_machine(mesh, backend, shape) if machine is None else machine
         if len(m.pes) != 2:
             raise ValueError(f"mesh diffusion needs a 2-D machine, got pes={m.pes}")
     if across:
-        settings = (p, buffer, balance_every, balance_axes, limited_buffers, check, track_static)
         xp_in, host, shape = _image_on_root(m, image, settings)
-    if m.pes[0] > shape[0] or m.pes[1] > shape[1]:
-        raise ValueError(
-            f"the mesh {m.pes} is larger than the image {shape}: every PE must hold at "
-            "least one pixel"
-        )
+    _check_fits(m.pes, shape)
     if m.is_root:
-        p.warn_if_unstable()
-    xp = m.xp
-    R, C = m.pes
-    rows0 = hierarchical_boundaries(shape[0], R)
-    cols0 = hierarchical_boundaries(shape[1], C)
-    pe_rows, host = _rows_of_ranks(m, host, shape, rows0)
-    n = shape[0] * shape[1]
-    start_row = int(rows0[pe_rows[0]])
-    arrays = {"value": host, "active": np.ones(host.shape, dtype=bool)}
-    uncharged = ["index"] if check else []
-    if check:
-        first = start_row * shape[1]
-        arrays["index"] = np.arange(first, first + host.size, dtype=np.int64).reshape(host.shape)
-    if track_static:
-        # The activity map travels with the points (balancing moves them between ranks).
-        arrays["activity"] = np.zeros(host.shape, dtype=np.int32)
-        uncharged.append("activity")
-    grid = TiledGrid.from_arrays(
-        arrays, m.pes, buffer=buffer, xp=xp, uncharged=uncharged, rows=pe_rows, shape=shape
-    )
-    B = grid.buffer
-    npes = R * C
-    res = MeshResult(image=None, grid=grid)
-    bar = None
-    if progress is True and m.is_root:
-        from tqdm.auto import tqdm
+        pm.warn_if_unstable()
+    return _MeshRun(m, host, shape, settings).run(progress, xp_in)
 
-        bar = tqdm(total=p.niter, desc="diffuse", unit="it")
-    start = time.perf_counter()
-    records: dict[str, list[PhaseRecord]] = {"diffusion": [], "balancing": []}
-    valid = grid.valid()
-    bookkeeping = 0.0
-    for it in range(p.niter):
-        if balance_every and it > 0 and it % balance_every == 0:
-            with m.phase("balancing") as record:
-                reports = balance(
-                    grid,
-                    machine=m,
-                    load="active",
-                    axes=balance_axes,
-                    limited=limited_buffers,
-                    on_cycle=(lambda g: check_grid(g, n, m)) if check else None,
-                )
-            records["balancing"].append(record)
-            res.balance_reports.append(reports)
-            valid = grid.valid()
-            if check:
-                check_grid(grid, n, m)
-        with m.phase("diffusion") as record:
-            values = grid.channels["value"]
-            active = grid.channels["active"]
-            heights, widths = grid.extents
-            act = active & valid
-            busiest, total = _busiest_and_total(m, act.sum(axis=(2, 3)))
-        records["diffusion"].append(record)
-        if total == 0:
-            res.converged = True
-            break
-        res.max_load.append(busiest)
-        res.active_fraction.append(total / n)
-        if track_static:
-            # The emulator's own bookkeeping, not machine work: kept off both clocks.
-            t0 = time.perf_counter()
-            grid.channels["activity"] += act
-            # One read back, which also waits for the bookkeeping (kept off the wall clock).
-            res.static_max_load.append(_static_max(m, grid, rows0, cols0))
-            bookkeeping += time.perf_counter() - t0
-        with m.phase("diffusion") as record:
-            halo = m.halo_exchange(values, heights, widths, width=1, boundary="edge")
-            # The busiest PE sets the pace: charge its active count.
-            m.charge("local", npes * busiest, ops=UPDATE_OPS[p.option])
-            # Every buffer slot is computed and only the active ones are stored (a fixed-shape
-            # masked update: no read back of the active positions).
-            v = halo[:, :, 1:-1, 1:-1]
-            # Same float32 operations as the dense path (diffusion.dense.pm_update).
-            kappa, (s0, s1), option = p.kappa, p.spacing, p.option
-            u0 = flux(xp, halo[:, :, 2:, 1:-1] - v, kappa, s0, option) - flux(
-                xp, v - halo[:, :, :-2, 1:-1], kappa, s0, option
-            )
-            u1 = flux(xp, halo[:, :, 1:-1, 2:] - v, kappa, s1, option) - flux(
-                xp, v - halo[:, :, 1:-1, :-2], kappa, s1, option
-            )
-            upd = p.gamma * (u0 + u1)
-            if p.epsilon > 0:
-                ch = act & (xp.abs(upd) >= p.epsilon)
-                values[...] = xp.where(ch, v + upd, values)
-                m.charge("local", npes * B * B, ops=FLAG_OPS)
-                if p.freeze:
-                    active &= ch | ~act
-                else:
-                    # Flags travel as bytes (the halo kernels move numbers).
-                    changed = ch.astype(np.uint8)
-                    hc = m.halo_exchange(changed, heights, widths, width=1, boundary="zero")
-                    woke = (
-                        hc[:, :, 1:-1, 1:-1]
-                        | hc[:, :, :-2, 1:-1]
-                        | hc[:, :, 2:, 1:-1]
-                        | hc[:, :, 1:-1, :-2]
-                        | hc[:, :, 1:-1, 2:]
-                    )
-                    active[...] = (woke != 0) & valid
-            else:
-                values[...] = xp.where(act, v + upd, values)
-            res.iterations += 1
-        records["diffusion"].append(record)
+
+class _MeshRun:
+    """One run on the mesh: the decomposed image, the phase records and the result, and
+    the steps of an iteration (each charged to the machine as :func:`mesh_diffusion`
+    describes)."""
+
+    def __init__(
+        self, m: Any, host: np.ndarray | None, shape: tuple[int, int], settings: MeshSettings
+    ) -> None:
+        self.m, self.settings, self.pm = m, settings, settings.pm
+        R, C = m.pes
+        self.rows0 = hierarchical_boundaries(shape[0], R)
+        self.cols0 = hierarchical_boundaries(shape[1], C)
+        self.n = shape[0] * shape[1]
+        self.npes = R * C
+        self.grid = initial_grid(
+            m,
+            host,
+            shape,
+            self.rows0,
+            buffer=settings.buffer,
+            index=settings.check_locality,
+            activity=settings.track_static,
+        )
+        self.res = MeshResult(image=None, grid=self.grid)
+        self.records: dict[str, list[PhaseRecord]] = {"diffusion": [], "balancing": []}
+        self.valid = None  # the slots holding data, set when the run starts
+        self.bookkeeping = 0.0  # seconds of the emulator's own bookkeeping
+
+    def run(self, progress: Any, xp_in: Any) -> MeshResult:
+        """The iterations, balancing every ``balance_every``; the image comes back as an
+        array of ``xp_in`` (see :func:`_result`)."""
+        res, s = self.res, self.settings
+        bar = None
+        if progress is True and self.m.is_root:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=self.pm.niter, desc="diffuse", unit="it")
+        start = time.perf_counter()
+        self.valid = self.grid.valid()
+        for it in range(self.pm.niter):
+            if s.balance_every and it > 0 and it % s.balance_every == 0:
+                self.balance()
+            if not self.iterate():
+                break
+            if bar is not None:
+                bar.update(1)
+            elif callable(progress):
+                progress(it, res)
+        else:
+            still = self.count_active(self.grid.channels["active"] & self.valid)[1]
+            res.converged = self.pm.niter > 0 and self.pm.epsilon > 0 and still == 0
         if bar is not None:
-            bar.update(1)
-        elif callable(progress):
-            progress(it, res)
-    else:
-        still = _busiest_and_total(m, (grid.channels["active"] & valid).sum(axis=(2, 3)))[1]
-        res.converged = p.niter > 0 and p.epsilon > 0 and still == 0
-    if bar is not None:
-        bar.close()
-    m.sync()
-    for recs in records.values():  # the device has passed every phase's events
-        for r in recs:
-            if isinstance(r.interval, DeviceInterval):
-                r.interval.read_done()
-    res.image = _result(m, grid.gather("value"), xp_in)
-    res.elapsed = time.perf_counter() - start - bookkeeping
-    res.phases = {name: PhaseStats.of(recs) for name, recs in records.items()}
-    if track_static:
-        res.activity = m.gather(grid.gather("activity"))
-    return res
+            bar.close()
+        self.finish(start, xp_in)
+        return res
+
+    def balance(self) -> None:
+        """One balancing step (scan-directed, along the settings' axes), in its phase."""
+        m, grid, s = self.m, self.grid, self.settings
+        check = (lambda g: check_grid(g, self.n, m)) if s.check_locality else None
+        with m.phase("balancing") as record:
+            reports = balance(
+                grid,
+                machine=m,
+                load="active",
+                axes=s.balance_axes,
+                limited=s.limited_buffers,
+                on_cycle=check,
+            )
+        self.records["balancing"].append(record)
+        self.res.balance_reports.append(reports)
+        self.valid = grid.valid()
+        if s.check_locality:
+            check_grid(grid, self.n, m)
+
+    def iterate(self) -> bool:
+        """One iteration: count the active points, then update them; False (the run has
+        converged) when none is active."""
+        with self.m.phase("diffusion") as record:
+            act = self.grid.channels["active"] & self.valid
+            busiest, total = self.count_active(act)
+        self.records["diffusion"].append(record)
+        if total == 0:
+            self.res.converged = True
+            return False
+        self.res.max_load.append(busiest)
+        self.res.active_fraction.append(total / self.n)
+        if self.settings.track_static:
+            self.track_static(act)
+        with self.m.phase("diffusion") as record:
+            self.update(act, busiest)
+            self.res.iterations += 1
+        self.records["diffusion"].append(record)
+        return True
+
+    def count_active(self, act: Any) -> tuple[int, int]:
+        """The busiest PE's and the total count of the active points ``act``."""
+        return busiest_and_total(self.m, act.sum(axis=(2, 3)))
+
+    def track_static(self, act: Any) -> None:
+        """Record the activity map and the busiest PE's load without balancing: the
+        emulator's own bookkeeping, not machine work, kept off both clocks."""
+        t0 = time.perf_counter()
+        self.grid.channels["activity"] += act
+        # One read back, which also waits for the bookkeeping (kept off the wall clock).
+        self.res.static_max_load.append(static_max_load(self.m, self.grid, self.rows0, self.cols0))
+        self.bookkeeping += time.perf_counter() - t0
+
+    def update(self, act: Any, busiest: int) -> None:
+        """Update the active points ``act`` (the busiest PE holds ``busiest``) and wake or
+        retire points for the next iteration."""
+        m, p, grid, xp = self.m, self.pm, self.grid, self.m.xp
+        values, active = grid.channels["value"], grid.channels["active"]
+        heights, widths = grid.extents
+        halo = m.halo_exchange(values, heights, widths, width=1, boundary="edge")
+        # The busiest PE sets the pace: charge its active count.
+        m.charge("local", self.npes * busiest, ops=UPDATE_OPS[p.option])
+        # Every buffer slot is computed and only the active ones are stored (a fixed-shape
+        # masked update: no read back of the active positions).
+        v = halo[:, :, 1:-1, 1:-1]
+        upd = _pm_update(xp, halo, p)
+        if p.epsilon == 0:
+            values[...] = xp.where(act, v + upd, values)
+            return
+        ch = act & (xp.abs(upd) >= p.epsilon)
+        values[...] = xp.where(ch, v + upd, values)
+        m.charge("local", self.npes * grid.buffer * grid.buffer, ops=FLAG_OPS)
+        if p.freeze:
+            active &= ch | ~act
+            return
+        # Flags travel as bytes (the halo kernels move numbers).
+        hc = m.halo_exchange(ch.astype(np.uint8), heights, widths, width=1, boundary="zero")
+        woke = (
+            hc[:, :, 1:-1, 1:-1]
+            | hc[:, :, :-2, 1:-1]
+            | hc[:, :, 2:, 1:-1]
+            | hc[:, :, 1:-1, :-2]
+            | hc[:, :, 1:-1, 2:]
+        )
+        active[...] = (woke != 0) & self.valid
+
+    def finish(self, start: float, xp_in: Any) -> None:
+        """Wait for the device, read the phases' times and gather the result (across ranks
+        the image and the activity map on rank 0)."""
+        m, res = self.m, self.res
+        m.sync()
+        for recs in self.records.values():  # the device has passed every phase's events
+            for r in recs:
+                if isinstance(r.interval, DeviceInterval):
+                    r.interval.read_done()
+        res.image = _result(m, self.grid.gather("value"), xp_in)
+        res.elapsed = time.perf_counter() - start - self.bookkeeping
+        res.phases = {name: PhaseStats.of(recs) for name, recs in self.records.items()}
+        if self.settings.track_static:
+            res.activity = m.gather(self.grid.gather("activity"))
+
+
+def _pm_update(xp: Any, halo: Any, p: PMParameters) -> Any:
+    """The update of every buffer slot from the slots and their halo ``halo``, with the
+    float32 operations of the dense path (:func:`diffusion.conduction.pm_update`)."""
+    v = halo[:, :, 1:-1, 1:-1]
+    kappa, (s0, s1), option = p.kappa, p.spacing, p.option
+    u0 = flux(xp, halo[:, :, 2:, 1:-1] - v, kappa, s0, option) - flux(
+        xp, v - halo[:, :, :-2, 1:-1], kappa, s0, option
+    )
+    u1 = flux(xp, halo[:, :, 1:-1, 2:] - v, kappa, s1, option) - flux(
+        xp, v - halo[:, :, 1:-1, :-2], kappa, s1, option
+    )
+    return p.gamma * (u0 + u1)
 
 
 def _image_on_root(
@@ -456,42 +528,13 @@ def _image_on_root(
     with m.ranks.collective_errors():
         if m.is_root:
             xp_in, img = check_image(image, ndims=(2,))
-            host = _host(img)
+            host = to_host(img)
             shape = host.shape
     every = m.ranks.allgather((shape, repr(settings)))
     # Every rank reaches the same verdict from the same gathered data: no rank waits.
     if len({e[1] for e in every}) != 1:
         raise ValueError("the ranks were given different diffusion parameters")
     return xp_in, host, tuple(every[0][0])
-
-
-def _rows_of_ranks(
-    m: Any, host: np.ndarray | None, shape: tuple[int, int], rows0: np.ndarray
-) -> tuple[tuple[int, int], np.ndarray]:
-    """This rank's PE rows (the machine's canonical blocks of the mesh's rows) and the
-    image rows they hold at the start, sent from rank 0 (one ``Alltoallv``)."""
-    R = m.pes[0]
-    if m.ranks is None:
-        return (0, R), host
-    bounds = m.ranks.bounds(R)
-    lo, hi = int(bounds[m.rank]), int(bounds[m.rank + 1])
-    counts = np.diff(rows0[bounds]) if m.is_root else np.zeros(m.nranks, np.int64)
-    send = host if m.is_root else np.zeros((0, shape[1]), np.float32)
-    return (lo, hi), m.ranks.alltoallv(send, counts)
-
-
-def _busiest_and_total(m: Any, counts: Any) -> tuple[int, int]:
-    """The largest and the sum of the PEs' active counts (across every rank): the
-    iteration's one read back (one host sync on a GPU)."""
-    xp = m.xp
-    if counts.size:
-        busiest, total = (int(v) for v in m.fetch(xp.stack([counts.max(), counts.sum()]))[0])
-    else:  # a rank that holds no PE row
-        busiest, total = 0, 0
-    if m.ranks is None:
-        return busiest, total
-    both = m.ranks.allgather((busiest, total))
-    return max(b for b, _ in both), sum(t for _, t in both)
 
 
 def _result(m: Any, rows: Any, xp_in: Any) -> Any:

@@ -16,7 +16,7 @@ from tests import gpu_compile
 PACKAGES = ("kernels", "simd", "renderer", "diffusion", "mimd")
 
 #: The packages of the test-gpu-compile extra that a module may import at its top (CuPy's
-#: kernels, diffusion._cupy).
+#: kernels, diffusion.cuda_kernels).
 GPU_PACKAGES = ("cupy", "cupyx", "numba_cuda", "cuda")
 
 

@@ -1,6 +1,6 @@
 """Run CUDA C kernel sources on the CPU, one OS thread per CUDA thread (for tests).
 
-The kernels of :mod:`diffusion.cuda_source` use only thread and block indices, shared
+The kernels of :mod:`diffusion.cuda_kernels` use only thread and block indices, shared
 memory, ``__syncthreads``, atomics and a few intrinsics, so their text compiles as C++
 with a small prelude: the threads of one block are OS threads, which run the blocks one
 after the other; ``__shared__`` variables become function statics and ``__syncthreads`` a
@@ -9,7 +9,7 @@ tiling, halo and seam logic then runs for real on NumPy arrays, without a GPU; t
 arithmetic is the host's (no fused multiply-add, glibc's ``expf``).
 
 :data:`cpu_cuda` is an array namespace shaped like ``cupy`` for the host loops of
-:mod:`diffusion._cupy`: NumPy arrays, and ``RawKernel`` compiling with ``g++``.
+:mod:`diffusion.fused`: NumPy arrays, and ``RawKernel`` compiling with ``g++``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@
 - The kernel text itself runs on the CPU (:mod:`tests.diffusion.cuda_on_cpu`: one OS
   thread per CUDA thread) on odd shapes smaller and larger than a tile, with the default
   tiles and with tiny ones (many seams), through the host loops of
-  :mod:`diffusion._cupy`, against the NumPy dense path (tolerance below) and against the
+  :mod:`diffusion.fused`, against the NumPy dense path (tolerance below) and against the
   NumPy model the counting stand-in runs.
 
 Tolerance: the kernel multiplies by host reciprocals, applies the spacing to the
@@ -31,17 +31,22 @@ import numpy as np
 import pytest
 
 from diffusion import anisotropic_diffusion
-from diffusion._cupy import _active_args, _model_active, _model_step, _scalars, _shape_args
-from diffusion.cuda_source import (
+from diffusion.cuda_kernels import (
     ACTIVE_NAME,
     Tile,
+    active_args,
     active_launch,
     active_source,
+    model_active,
+    model_step,
     pm_source,
+    shape_args,
     step_launch,
     step_name,
+    step_scalars,
 )
-from diffusion.dense import DiffusionInfo, Layout, PMParameters, _fused, dilate
+from diffusion.dense import DiffusionInfo, Layout, PMParameters, _fused
+from diffusion.update import dilate
 from tests import gpu_compile
 from tests.diffusion.cuda_on_cpu import cpu_cuda, unavailable
 from tests.nvrtc_support import compile_sm90, nvrtc_unavailable
@@ -259,8 +264,9 @@ TINY = Tile(tx=2, by=2, r=3)  # many block, strip and row seams on small images
     ],
 )
 def test_tiny_tiles_on_cpu_match_the_model(shape, eps, vec, index64):
-    """One launch with tiny tiles against the NumPy model (:func:`diffusion._cupy._model_step`,
-    what the counting stand-in runs): same values to float32 rounding, same flags and count."""
+    """One launch with tiny tiles against the NumPy model
+    (:func:`diffusion.cuda_kernels.model_step`, what the counting stand-in runs): same
+    values to float32 rounding, same flags and count."""
     ndim = len(shape)
     if shape[-1] % 4:
         assert vec == 1
@@ -269,7 +275,7 @@ def test_tiny_tiles_on_cpu_match_the_model(shape, eps, vec, index64):
     kernel = cpu_cuda.RawKernel(pm_source(1, ndim, eps, vec, index64, TINY), "")
     kernel.name = step_name(1, ndim, eps, vec, index64)
     p = PMParameters(spacing=(1.0, 1.3, 0.9)[:ndim], kappa=25.0, option=1)
-    args = _shape_args(shape, index64) + _scalars(p)
+    args = shape_args(shape, index64) + step_scalars(p)
     outs = []
     for _ in range(2):  # the kernel, then the model
         out = np.zeros(shape, np.float32)
@@ -279,7 +285,7 @@ def test_tiny_tiles_on_cpu_match_the_model(shape, eps, vec, index64):
         extra = (np.float32(0.4), frozen, mask, count) if eps else ()
         outs.append((out, frozen, mask, count, (img, out, *args, *extra)))
     kernel(grid, block, outs[0][4])
-    _model_step(1, ndim, eps, None, outs[1][4])
+    model_step(1, ndim, eps, None, outs[1][4])
     (a, fa, ma, ca, _), (b, fb, mb, cb, _) = outs
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-4)
     if eps:
@@ -309,7 +315,7 @@ def test_ghost_rows_are_read_not_written(shape, eps, vec, lo, hi):
     grid, block, _, _ = step_launch(shape, TINY)
     kernel = cpu_cuda.RawKernel(pm_source(2, ndim, eps, vec, False, TINY), "")
     kernel.name = step_name(2, ndim, eps, vec, False)
-    scalars = _scalars(PMParameters(spacing=(1.0, 1.3, 0.9)[:ndim], kappa=25.0, option=2))
+    scalars = step_scalars(PMParameters(spacing=(1.0, 1.3, 0.9)[:ndim], kappa=25.0, option=2))
     runs = []
     for rows in ((0, shape[0]), (lo, hi)):
         out = np.full(shape, -1.0, np.float32)
@@ -317,7 +323,7 @@ def test_ghost_rows_are_read_not_written(shape, eps, vec, lo, hi):
         mask = np.full(shape, 7, np.uint8)
         count = np.zeros(1, np.uint64)
         extra = (np.float32(0.4), frozen, mask, count) if eps else ()
-        kernel(grid, block, (img, out, *_shape_args(shape, False, *rows), *scalars, *extra))
+        kernel(grid, block, (img, out, *shape_args(shape, False, *rows), *scalars, *extra))
         runs.append((out, frozen, mask, count))
     (a, fa, ma, _), (b, fb, mb, cb) = runs
     own = slice(lo, hi)
@@ -338,18 +344,18 @@ def test_active_kernel_on_cpu_matches_dilate(shape):
     mask = (np.random.default_rng(1).random(shape) < 0.05).astype(np.uint8)
     grid, block, index64 = active_launch(shape)
     got, want = np.zeros(1, np.uint64), np.zeros(1, np.uint64)
-    args = _active_args(shape, index64, 0, shape[0])
+    args = active_args(shape, index64, 0, shape[0])
     cpu_cuda.RawKernel(active_source(index64), ACTIVE_NAME)(grid, block, (mask, *args, got))
-    _model_active(None, (mask, *args, want))
+    model_active(None, (mask, *args, want))
     assert got[0] == want[0] > mask.sum()
     # Rows 2 .. n - 2 only (in 3-D the planes): the rows outside are ghosts, only read.
     lo, hi = 2, shape[0] - 1
     got, want = np.zeros(1, np.uint64), np.zeros(1, np.uint64)
-    args = _active_args(shape, index64, lo, hi)
+    args = active_args(shape, index64, lo, hi)
     cpu_cuda.RawKernel(active_source(index64), ACTIVE_NAME)(grid, block, (mask, *args, got))
     full = dilate(np, mask.astype(bool))
     assert got[0] == full[lo:hi].sum()
-    _model_active(None, (mask, *args, want))
+    model_active(None, (mask, *args, want))
     assert want[0] == got[0]
 
 
@@ -383,13 +389,13 @@ def test_ghost_rows_on_the_gpu_give_the_same_bits(option, eps):
     whole image, though the strips start one row later (the first step of a strip computes
     the face behind it instead of carrying it), and the ghost rows are not written."""
     cupy = pytest.importorskip("cupy")
-    from diffusion._cupy import _device, _step_kernel
+    from diffusion.cuda_kernels import device_id, step_kernel
 
     for shape in ((70, 96), (67, 93), (40, 9, 12)):
         img = cupy.asarray(_image(shape, seed=option))
         grid, block, vec, index64 = step_launch(shape)
-        kernel = _step_kernel(cupy, option, len(shape), eps, vec, index64, _device(cupy))
-        scalars = _scalars(
+        kernel = step_kernel(cupy, option, len(shape), eps, vec, index64, device_id(cupy))
+        scalars = step_scalars(
             PMParameters(spacing=(1.0, 1.3, 0.9)[: len(shape)], kappa=25.0, option=option)
         )
         runs = []
@@ -399,7 +405,7 @@ def test_ghost_rows_on_the_gpu_give_the_same_bits(option, eps):
             count = cupy.zeros(1, cupy.uint64)
             frozen = cupy.zeros(shape, cupy.uint8)
             extra = (np.float32(0.4), frozen, mask, count) if eps else ()
-            kernel(grid, block, (img, out, *_shape_args(shape, index64, *rows), *scalars, *extra))
+            kernel(grid, block, (img, out, *shape_args(shape, index64, *rows), *scalars, *extra))
             runs.append((cupy.asnumpy(out), cupy.asnumpy(mask), int(count[0])))
         (a, ma, _), (b, mb, cb) = runs
         assert a[1:-1].tobytes() == b[1:-1].tobytes(), shape

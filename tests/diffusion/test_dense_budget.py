@@ -2,7 +2,7 @@
 
 The run goes through the CuPy code path on the counting stand-in (``kernels.counting``):
 arrays from ``counting.cupy.asarray``, one counted launch per fused kernel, computed by
-the NumPy model of the kernel (``diffusion._cupy._model_step``). Per iteration is the
+the NumPy model of the kernel (``diffusion.cuda_kernels.model_step``). Per iteration is the
 difference between runs of 16 and 8 iterations, so the one-off work cancels.
 
 As array code (``SIMD_FORCE_REFERENCE=1``) the ``epsilon`` path costs 3 syncs, about 43
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from diffusion import anisotropic_diffusion
-from diffusion._cupy import CHECK_EVERY
+from diffusion.fused import CHECK_EVERY
 from kernels import counting
 
 SHAPE = (48, 64)

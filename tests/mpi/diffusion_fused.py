@@ -1,7 +1,7 @@
 """Run on N ranks by tests/diffusion/test_distributed.py: the fused step across ranks.
 
 On the counting backend (the CuPy code path: the fused kernel of
-:mod:`diffusion.cuda_source` run by :mod:`diffusion._cupy`, computed by its NumPy model), a
+:mod:`diffusion.cuda_kernels` run by :mod:`diffusion.fused`, computed by its NumPy model), a
 block of rows with a ghost row from each neighbour block gives, gathered, the one-rank
 result of the same backend bit for bit, with the same info (iterations, ``converged``,
 the active and updated fractions): plain, ``epsilon``, ``freeze``, ``return_info``,
@@ -18,8 +18,8 @@ import numpy as np
 from mpi4py import MPI
 
 from diffusion import anisotropic_diffusion
-from diffusion._cupy import CHECK_EVERY
 from diffusion.dense import DiffusionStabilityWarning
+from diffusion.fused import CHECK_EVERY
 from kernels import counting
 from simd import Machine
 
@@ -159,7 +159,7 @@ for name, (kw, (launches, _, _, _)) in budgets.items():
 from tests.diffusion.cuda_on_cpu import cpu_cuda, unavailable  # noqa: E402
 
 if unavailable() is None:
-    from diffusion.blocks import _Blocks
+    from diffusion.blocks import Blocks
     from diffusion.dense import Layout, PMParameters, pm_diffuse
 
     host = Machine(pes=16, backend="numpy", comm=MPI.COMM_WORLD)
@@ -171,7 +171,7 @@ if unavailable() is None:
         whole = (np.random.default_rng(9).random(shape) * 255).astype(np.float32)
         mine = host.scatter(whole if host.is_root else None)
         args = (PMParameters.check(len(shape), 12, 30.0, 0.08, **kw), True)
-        out, info = pm_diffuse(cpu_cuda, mine.copy(), _Blocks(host, mine, shape), *args)
+        out, info = pm_diffuse(cpu_cuda, mine.copy(), Blocks(host, mine, shape), *args)
         got = host.gather(out)
         if host.is_root:
             ref, ref_info = pm_diffuse(cpu_cuda, whole.copy(), Layout(shape), *args)

@@ -1,10 +1,14 @@
-"""CUDA source of the fused Perona-Malik step (the dense path on a GPU).
+"""The fused Perona-Malik kernels of the dense path on a GPU: CUDA source, launches, models.
 
 One launch per iteration reads every point once and writes it once: 8 bytes per point
 and iteration, the memory floor of the method. The update is medpy's (forward flux minus
 backward flux per axis, zero flux through the border faces, times ``gamma``), as in
-:func:`diffusion.dense.pm_update`. This module only builds source text and launch shapes,
-so it compiles with NVRTC without a GPU; :mod:`diffusion._cupy` runs it.
+:func:`diffusion.update.pm_update`. The source text, launch shapes and arguments are built
+without a GPU (the source compiles with NVRTC anywhere); :func:`step_kernel` and
+:func:`active_kernel` compile it with CuPy's ``RawKernel`` once per namespace, device and
+variant, and on the counting stand-in (:mod:`kernels.counting`) register the kernels'
+NumPy models (:func:`model_step`, :func:`model_active`), which its launches run instead.
+:mod:`diffusion.fused` runs the iterations.
 
 How the kernel reaches the floor (a plain version issues about 224 instructions per point
 and runs at about 2.6x the floor):
@@ -51,17 +55,33 @@ rounding of ``epsilon`` may fall on the other side of the test.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from diffusion.settings import PMParameters
+from diffusion.update import dilate
+from kernels import fastpaths
 
 __all__ = [
     "ACTIVE_NAME",
     "INDEX32_LIMIT",
     "Tile",
+    "active_args",
+    "active_kernel",
     "active_launch",
     "active_source",
+    "device_id",
+    "model_active",
+    "model_step",
     "pm_source",
+    "shape_args",
+    "step_kernel",
     "step_launch",
     "step_name",
+    "step_scalars",
 ]
 
 #: Entry point of the counting kernel (points with a changed point in their neighbourhood).
@@ -441,3 +461,118 @@ def active_launch(shape: tuple[int, ...]) -> tuple[tuple[int, int, int], tuple[i
     bx, by = _ACTIVE_BLOCK
     grid = (-(-cols // bx), min(-(-rows // by), _GRID_YZ), min(planes, _GRID_YZ))
     return grid, _ACTIVE_BLOCK, planes * rows * cols >= INDEX32_LIMIT
+
+
+# ------------------------------------------------------------------ launch arguments
+
+
+def step_scalars(p: PMParameters) -> tuple:
+    """``ik, kt, gamma, is0, is1, is2`` of ``p`` in float32: reciprocals of the float32
+    values NumPy divides by (``kappa``, ``kappa sqrt 2`` for option 3, the spacings)."""
+    k = np.float32(p.kappa * (2**0.5) if p.option == 3 else p.kappa)
+    inv = [np.float32(1.0 / float(np.float32(s))) for s in p.spacing]
+    if len(inv) == 2:
+        inv = [inv[0], np.float32(1.0), inv[1]]  # is1 (the middle axis) is 3-D only
+    return (np.float32(1.0 / float(k)), k, np.float32(p.gamma), *inv)
+
+
+def shape_args(shape: tuple[int, ...], index64: bool, lo: int = 0, hi: int | None = None) -> tuple:
+    """``n0, n1, n2, lo, hi``: the shape as three axes, and the rows (along axis 0) that the
+    step computes (all by default; the others are ghost rows, only read)."""
+    n = (1,) * (3 - len(shape)) + tuple(int(s) for s in shape)
+    t = np.int64 if index64 else np.int32
+    return tuple(t(s) for s in n) + (t(lo), t(shape[0] if hi is None else hi))
+
+
+def active_args(shape: tuple[int, ...], index64: bool, lo: int, hi: int) -> tuple:
+    """``n0, n1, n2, lo, hi`` of the counting kernel: its rows are ``z * n1 + y``, so in
+    3-D the range of planes becomes one of rows."""
+    n0, n1, n2, _, _ = shape_args(shape, index64)
+    per = int(n1) if len(shape) == 3 else 1
+    t = np.int64 if index64 else np.int32
+    return (n0, n1, n2, t(lo * per), t(hi * per))
+
+
+# ----------------------------------------------------------------- compiled kernels
+
+
+@functools.cache
+def step_kernel(
+    xp: Any, option: int, ndim: int, eps: int, vec: int, index64: bool, device: int
+) -> Any:
+    """The step kernel of one variant (see :func:`pm_source`) as ``xp.RawKernel``, made
+    once per namespace, ``device`` and variant (the arguments of the cache)."""
+    name = step_name(option, ndim, eps, vec, index64)
+    if hasattr(xp, "launch_emulated"):  # the counting stand-in: a NumPy model
+        fastpaths.emulates(name)(functools.partial(model_step, option, ndim, eps))
+    source = pm_source(option, ndim, eps, vec, index64)
+    return xp.RawKernel(source, name, options=("-std=c++17",))
+
+
+@functools.cache
+def active_kernel(xp: Any, index64: bool, device: int) -> Any:
+    """The counting kernel (:data:`ACTIVE_NAME`) as ``xp.RawKernel``, made once per
+    namespace, ``device`` and index width."""
+    if hasattr(xp, "launch_emulated"):
+        fastpaths.emulates(ACTIVE_NAME)(model_active)
+    return xp.RawKernel(active_source(index64), ACTIVE_NAME, options=("-std=c++17",))
+
+
+def device_id(xp: Any) -> int:
+    """The current device of ``xp`` (a key of the kernels' cache)."""
+    return int(xp.cuda.Device().id)
+
+
+# ---------------------------------------------------------- models for the stand-in
+
+
+def _model_flux(d: np.ndarray, ik: np.float32, kt: np.float32, option: int) -> np.ndarray:
+    q = d * ik
+    if option == 1:
+        return np.exp(-(q * q)) * d
+    if option == 2:
+        return (np.float32(1.0) / (np.float32(1.0) + q * q)) * d
+    r = np.float32(1.0) - q * q
+    return np.where(np.abs(d) <= kt, np.float32(0.5) * (r * r), np.float32(0.0)) * d
+
+
+def model_step(option: int, ndim: int, eps: int, variant: Any, args: tuple) -> None:
+    """NumPy model of one launch of the step kernel (its float32 arithmetic, without the
+    tiling and without fused multiply-adds)."""
+    src, dst, n0, n1, n2, lo, hi, ik, kt, gamma, is0, is1, is2 = args[:13]
+    shape = (int(n0), int(n1), int(n2))[3 - ndim :]
+    v = np.asarray(src).reshape(shape)
+    rows = slice(int(lo), int(hi))  # the rows computed; the others are ghosts
+    inv = (is0, is1, is2) if ndim == 3 else (is0, is2)
+    acc = np.zeros(shape, np.float32)
+    for axis in range(ndim):
+        f = _model_flux(np.diff(v, axis=axis), ik, kt, option)
+        pad = [(0, 0)] * ndim
+        pad[axis] = (1, 1)  # no flux through the border faces
+        f = np.pad(f, pad)
+        hi = tuple(slice(1, None) if a == axis else slice(None) for a in range(ndim))
+        lo = tuple(slice(None, -1) if a == axis else slice(None) for a in range(ndim))
+        acc += (f[hi] - f[lo]) * inv[axis]
+    v, acc = v[rows], acc[rows]
+    res = dst.reshape(shape)[rows]
+    if eps == 0:
+        res[...] = v + gamma * acc
+        return
+    epsilon, frozen, mask, count = args[13:]
+    u = gamma * acc
+    ch = np.abs(u) >= epsilon
+    if eps == 2:
+        ch &= frozen.reshape(shape)[rows] == 0
+        frozen.reshape(shape)[rows] = ~ch
+    res[...] = np.where(ch, v + u, v)
+    if isinstance(mask, np.ndarray):
+        mask.reshape(shape)[rows] = ch
+    count[0] += np.uint64(ch.sum())
+
+
+def model_active(variant: Any, args: tuple) -> None:
+    """NumPy model of one launch of the counting kernel (the NumPy path's dilation)."""
+    mask, n0, n1, n2, lo, hi, count = args
+    m = np.asarray(mask).reshape(int(n0) * int(n1), int(n2)).astype(bool)
+    a = dilate(np, m.reshape(int(n0), int(n1), int(n2))).reshape(m.shape)
+    count[0] += np.uint64(a[int(lo) : int(hi)].sum())
