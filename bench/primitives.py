@@ -283,14 +283,14 @@ HOST_INSTRUCTIONS: dict[str, Any] = {
 @contextlib.contextmanager
 def _stand_in_timer() -> Iterator[list[float]]:
     """Time the counting stand-in's own operations: the whole of every outermost counted
-    operation (``kernels.counting._run`` and ``_sync``, its wrapper included), summed in
+    operation (``kernels.counting.device_array.run`` and ``sync``, its wrapper included), summed in
     seconds into the yielded one-element list. Its ``host_seconds`` less this is our own
     Python; the timing wrappers add about 0.2 us per operation to the stand-in's share."""
-    from kernels import counting
+    from kernels.counting import device_array as counted
 
     total = [0.0]
     depth = [0]
-    saved = counting._run, counting._sync
+    saved = counted.run, counted.sync
 
     def timed(fn: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -306,11 +306,11 @@ def _stand_in_timer() -> Iterator[list[float]]:
 
         return wrapper
 
-    counting._run, counting._sync = timed(saved[0]), timed(saved[1])
+    counted.run, counted.sync = timed(saved[0]), timed(saved[1])
     try:
         yield total
     finally:
-        counting._run, counting._sync = saved
+        counted.run, counted.sync = saved
 
 
 def host_overhead(*, n: int = 1024, calls: int = 200, rounds: int = 5) -> dict[str, Any]:

@@ -121,10 +121,8 @@ def halo(tiles, heights, widths, out, width, mode, fill):
     (``boundary``: wrap to the other side, replicate the edge or fill), or beyond the valid
     window ``[0, h + 2 * width)``, where the output is zero like the reference's padding.
     """
-    n_r = tiles.shape[0]
-    n_c = tiles.shape[1]
-    span_y = out.shape[2]
-    span_x = out.shape[3]
+    n_r, n_c = tiles.shape[0], tiles.shape[1]
+    span_y, span_x = out.shape[2], out.shape[3]
     x0, y0, z0 = cuda.grid(3)
     sx = cuda.gridDim.x * cuda.blockDim.x
     sy = cuda.gridDim.y * cuda.blockDim.y
@@ -138,15 +136,12 @@ def halo(tiles, heights, widths, out, width, mode, fill):
     c = z0 - r * n_c
     p = z0
     while p < n_pe:
-        h = heights[r]
-        w = widths[c]
+        h, w = heights[r], widths[c]
         yo = y0
         while yo < span_y:
             yy = yo - width
             # 0: take from tile (rs, ly); 1: boundary fill; 2: outside the window (zero).
-            rk = 0
-            rs = r
-            ly = yy
+            rk, rs, ly = 0, r, yy
             if yy < 0:
                 if r > 0:
                     rs = r - 1
@@ -174,9 +169,7 @@ def halo(tiles, heights, widths, out, width, mode, fill):
             xo = x0
             while xo < span_x:
                 xx = xo - width
-                ck = 0
-                cs = c
-                lx = xx
+                ck, cs, lx = 0, c, xx
                 if xx < 0:
                     if c > 0:
                         cs = c - 1

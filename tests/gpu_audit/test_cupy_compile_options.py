@@ -18,7 +18,7 @@ import re
 import numpy as np
 import pytest
 
-from diffusion import cuda_source as pm_src
+from diffusion import cuda_kernels as pm_src
 from kernels import cuda_router_source as router_src
 from kernels import cuda_scan_source as scan_src
 from tests import gpu_compile

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from diffusion import anisotropic_diffusion
-from diffusion import cuda_source as pm_src
-from diffusion._cupy import _active_args, _scalars, _shape_args
+from diffusion import cuda_kernels as pm_src
 from diffusion.dense import PMParameters
 from kernels import counting
 from kernels import cuda_router_source as router_src
 from kernels import cuda_scan_source as scan_src
 from kernels.counting import cupy as xp
+from kernels.counting.records import state as counting_state
 from kernels.cuda_args import (
     KernelArgumentError,
     check_launch,
@@ -167,8 +167,8 @@ def test_diffusion_argument_builders_match_the_step_kernel(index64, ndim, eps):
         src = pm_src.pm_source(option, ndim, eps, 4, index64)
         k = kernel_params(src, pm_src.step_name(option, ndim, eps, 4, index64))
         img = xp.zeros(shape, dtype=np.float32)
-        args = (img, img, *_shape_args(shape, index64, 1, 5))
-        args += _scalars(PMParameters(spacing=(1.0,) * ndim, kappa=1.5, option=option))
+        args = (img, img, *pm_src.shape_args(shape, index64, 1, 5))
+        args += pm_src.step_scalars(PMParameters(spacing=(1.0,) * ndim, kappa=1.5, option=option))
         if eps:
             args += (np.float32(1e-3), np.uint64(0), np.uint64(0), xp.zeros(2, np.uint64)[0:])
         grid, block, _, _ = pm_src.step_launch(shape)
@@ -176,7 +176,7 @@ def test_diffusion_argument_builders_match_the_step_kernel(index64, ndim, eps):
     active = kernel_params(pm_src.active_source(index64), pm_src.ACTIVE_NAME)
     grid, block, _ = pm_src.active_launch(shape)
     mask = xp.zeros(shape, dtype=np.uint8)
-    a_args = (mask, *_active_args(shape, index64, 1, 5), xp.zeros(1, np.uint64))
+    a_args = (mask, *pm_src.active_args(shape, index64, 1, 5), xp.zeros(1, np.uint64))
     check_launch(active, grid, block, a_args, device_array=counting.DeviceArray)
 
 
@@ -234,4 +234,4 @@ def test_replays_skip_the_checks():
     with counting.replaying(tape):
         block()
     assert dict(counting.checked_launches) == before
-    assert counting._state.strict
+    assert counting_state.strict

@@ -139,6 +139,17 @@ def test_host_arrays_mixed_into_device_work_are_flagged(a):
     assert not c.implicit
 
 
+def test_arrays_name_the_counting_namespace_and_cost_nothing_for_it(a):
+    """``__array_namespace__`` gives the stand-in's ``cupy`` (as a CuPy array gives
+    ``cupy``), for every array it makes, views included; asking counts nothing."""
+    views = (a, a[1:4], a.reshape(3, 4), a.sum(), a.astype(np.float32))
+    spaces, c = counts(lambda: [v.__array_namespace__() for v in views])
+    assert all(s is xp for s in spaces)
+    assert (c.launches, c.syncs, c.h2d_bytes, c.d2h_bytes) == (0, 0, 0, 0)
+    assert a.__array_namespace__(api_version="2023.12") is xp
+    assert np.arange(3).__array_namespace__() is np  # host arrays keep NumPy's
+
+
 def test_events_time_without_a_sync_until_read():
     with measure() as c:
         interval = DeviceInterval(xp.cuda)
