@@ -503,8 +503,8 @@ def step_kernel(
     """The step kernel of one variant (see :func:`pm_source`) as ``xp.RawKernel``, made
     once per namespace, ``device`` and variant (the arguments of the cache)."""
     name = step_name(option, ndim, eps, vec, index64)
-    if hasattr(xp, "launch_emulated"):  # the counting stand-in: a NumPy model
-        fastpaths.emulates(name)(functools.partial(model_step, option, ndim, eps))
+    # its NumPy model, which the counting stand-in runs for a launch
+    fastpaths.emulates(name)(functools.partial(model_step, option, ndim, eps))
     source = pm_source(option, ndim, eps, vec, index64)
     return xp.RawKernel(source, name, options=("-std=c++17",))
 
@@ -513,8 +513,7 @@ def step_kernel(
 def active_kernel(xp: Any, index64: bool, device: int) -> Any:
     """The counting kernel (:data:`ACTIVE_NAME`) as ``xp.RawKernel``, made once per
     namespace, ``device`` and index width."""
-    if hasattr(xp, "launch_emulated"):
-        fastpaths.emulates(ACTIVE_NAME)(model_active)
+    fastpaths.emulates(ACTIVE_NAME)(model_active)
     return xp.RawKernel(active_source(index64), ACTIVE_NAME, options=("-std=c++17",))
 
 
