@@ -14,10 +14,12 @@ import numpy as np
 
 from renderer.camera import Camera
 from renderer.picture import background_rgb, check_supersample
+from simd import balance
 
 __all__ = ["CLOCKS", "FrameSettings", "LOOP_FORMS", "MAX_SIZE", "SHADINGS", "parse_size"]
 
-LOOP_FORMS = ("original", "cost-effective", "expand")
+#: The balanced loop's forms, by name (``simd.balance.LOOP_FORMS``, in its order).
+LOOP_FORMS = tuple(balance.LOOP_FORMS)
 SHADINGS = ("gouraud", "flat")
 CLOCKS = ("model", "wall")
 MAX_SIZE = 4096

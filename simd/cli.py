@@ -21,9 +21,10 @@ by the extra of ``simd-emu`` that installs it, as the names the packages are imp
     REQUIRES = {"data": ("PIL", "skimage", "tqdm")}
 
 Before calling a command's handler, :func:`main` looks for each of those packages of the
-handler's module (:func:`missing_requirements`, with :func:`importlib.util.find_spec`,
-which imports nothing); when one is missing the command does no work, prints one line
-naming the packages and the extra to install, and exits with status 2.
+handler's module (:func:`~simd.programs.missing_requirements`, with
+:func:`importlib.util.find_spec`, which imports nothing); when one is missing the command
+does no work, prints one line naming the packages and the extra to install, and exits with
+status 2.
 
 Where the commands come from (:func:`command_entry_points`): the installed distributions'
 metadata, as ``pip install`` (editable or not) writes it. A source tree that is used
@@ -41,17 +42,16 @@ import argparse
 import contextlib
 import importlib
 import importlib.metadata
-import importlib.util
 import io
 import json
 import logging
 import sys
 import warnings
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from simd.info import environment
+from simd.programs import DISTRIBUTION, entry_points, missing_requirements
 
 __all__ = [
     "GROUP",
@@ -64,9 +64,6 @@ __all__ = [
 
 #: Entry-point group of the programs' subcommands.
 GROUP = "simd_emu.commands"
-
-#: The distribution whose version ``--version`` prints.
-DISTRIBUTION = "simd-emu"
 
 #: Namespace attributes holding the full name of the command parsed ("simd-emu bench mimd")
 #: and its parser.
@@ -81,29 +78,6 @@ def command_entry_points() -> dict[str, str]:
     ``pyproject.toml`` (see the module docstring); otherwise empty (``info`` only).
     """
     return entry_points(GROUP)
-
-
-def entry_points(group: str) -> dict[str, str]:
-    """The entry points of ``group`` as ``{name: "module:function"}``, sorted by name: from
-    the installed metadata, else from this source tree's ``pyproject.toml``."""
-    found: dict[str, str] = {}
-    for ep in importlib.metadata.entry_points(group=group):
-        found.setdefault(ep.name, ep.value)
-    return dict(sorted((found or _source_tree_entry_points(group)).items()))
-
-
-def _source_tree_entry_points(group: str) -> dict[str, str]:
-    """``group`` as declared in the ``pyproject.toml`` of the checkout ``simd`` runs from."""
-    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
-    try:
-        import tomllib
-
-        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
-    except (OSError, ValueError):
-        return {}
-    if project.get("name") != "simd-emu":
-        return {}
-    return {str(k): str(v) for k, v in project.get("entry-points", {}).get(group, {}).items()}
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -155,40 +129,6 @@ def version() -> str:
         import simd
 
         return simd.__version__
-
-
-def _requirements(func: Any) -> Mapping[str, tuple[str, ...]]:
-    """``REQUIRES`` of the module that defines the handler ``func`` (empty if none)."""
-    module = sys.modules.get(getattr(func, "__module__", None) or "")
-    requires = getattr(module, "REQUIRES", None) or {}
-    return {extra: tuple(names) for extra, names in requires.items()}
-
-
-def _installed(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):  # a parent package missing, or a broken entry
-        return False
-
-
-def missing_requirements(func: Any, command: str = "this command") -> str | None:
-    """One line saying which packages the handler ``func`` needs and how to install them,
-    or None when every package its module declares in ``REQUIRES`` is installed."""
-    missing: list[str] = []
-    extras: list[str] = []
-    for extra, names in _requirements(func).items():
-        absent = [name for name in names if not _installed(name)]
-        if absent:
-            missing += [name for name in absent if name not in missing]
-            extras.append(extra)
-    if not missing:
-        return None
-    quoted = [repr(name) for name in missing]
-    if len(quoted) == 1:
-        what = f"the package {quoted[0]}, which is not installed"
-    else:
-        what = f"the packages {', '.join(quoted[:-1])} and {quoted[-1]}, which are not installed"
-    return f"'{command}' needs {what}: pip install '{DISTRIBUTION}[{','.join(extras)}]'"
 
 
 def _name_commands(parser: argparse.ArgumentParser) -> None:

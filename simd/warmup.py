@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``simd-emu warmup``; returns the exit status."""
     from kernels import numba_launch
     from simd.backend import resolve_backend
-    from simd.cli import entry_points, missing_requirements
     from simd.errors import MissingPackageError, SimdError, one_line
+    from simd.programs import entry_points, missing_requirements
 
     try:
         backend = resolve_backend(args.backend)[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from simd.balance.cost_effective import (
     FORMS,
+    LOOP_FORMS,
     Calibration,
     CostOverestimateWarning,
     Information,
@@ -20,6 +21,7 @@ from simd.balance.cost_effective import (
 
 __all__ = [
     "FORMS",
+    "LOOP_FORMS",
     "Calibration",
     "CostOverestimateWarning",
     "Information",

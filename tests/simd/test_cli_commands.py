@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import simd.cli
+import simd.programs
 from simd.cli import GROUP, build_parser, command_entry_points, main
 from tests.entry_points import pyproject_commands
 
@@ -58,7 +59,7 @@ def test_without_metadata_the_source_trees_pyproject_is_read(monkeypatch):
 
 def test_without_metadata_or_pyproject_only_info(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [])
-    monkeypatch.setattr(simd.cli, "__file__", str(tmp_path / "simd" / "cli.py"))
+    monkeypatch.setattr(simd.programs, "__file__", str(tmp_path / "simd" / "programs.py"))
     assert command_entry_points() == {}
     with pytest.raises(SystemExit):
         main(["--help"])
@@ -206,7 +207,7 @@ def test_missing_requirement_stops_the_command_before_its_handler(needy_program,
 
 
 def test_requirements_present_run_the_handler(needy_program, monkeypatch):
-    monkeypatch.setattr(simd.cli, "_installed", lambda name: True)
+    monkeypatch.setattr(simd.programs, "_installed", lambda name: True)
     assert main(["group", "sub"], commands=needy_program) == 0
     assert len(sys.modules["needy.cli"].CALLS) == 1
 
@@ -240,7 +241,7 @@ def test_each_command_without_the_data_extra_says_so_in_one_line(
     argv, monkeypatch, tmp_path, capsys
 ):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(simd.cli, "_installed", lambda name: name not in ("skimage", "PIL"))
+    monkeypatch.setattr(simd.programs, "_installed", lambda name: name not in ("skimage", "PIL"))
     assert main(argv, commands=pyproject_commands()) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1

@@ -87,8 +87,13 @@ Modules
 ``search_kernels``
     The same search fused into one kernel (a scalar body for ``numba.njit`` and
     ``numba.cuda.jit``), which the expansion runs where it charges the same.
+``forms``
+    What every form shares (the loop's state, the live processors) and two of the forms:
+    original and expand.
+``cost_effective_form``
+    The cost-effective form (Figure 2).
 ``loops``
-    :func:`run_loop` and its three forms.
+    :func:`run_loop`, and ``LOOP_FORMS``, the table of the three forms by name.
 ``store``, ``estimate``, ``calibration``
     Stored overestimates, the overestimate in use, :func:`calibrate`.
 
@@ -102,7 +107,7 @@ References
 from __future__ import annotations
 
 from simd.balance.cost_effective.calibration import Calibration, calibrate
-from simd.balance.cost_effective.loops import run_loop
+from simd.balance.cost_effective.loops import FORMS, LOOP_FORMS, run_loop
 from simd.balance.cost_effective.phases import (
     Information,
     Redistribution,
@@ -111,7 +116,6 @@ from simd.balance.cost_effective.phases import (
     redistribute,
 )
 from simd.balance.cost_effective.records import (
-    FORMS,
     PHASE_DECISION,
     PHASE_EXPANSION,
     PHASE_INFORMATION,
@@ -132,6 +136,7 @@ from simd.balance.cost_effective.store import (
 
 __all__ = [
     "FORMS",
+    "LOOP_FORMS",
     "PHASE_DECISION",
     "PHASE_EXPANSION",
     "PHASE_INFORMATION",

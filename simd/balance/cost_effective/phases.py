@@ -183,11 +183,7 @@ def gather_information(
     # step-by-step code below (each read is charged as the instruction it stands for).
     spec = _speculate(m, workload, idle, max_workload is None) if m.backend == "cupy" else None
     if max_workload is None:
-        if spec is not None:
-            m.charge("reduce", n, nbytes=workload.nbytes)
-            max_workload = spec.max_workload
-        else:
-            max_workload = int(m.reduce(workload, "max"))
+        max_workload = _scalar(m, spec, "max_workload", workload, lambda: m.reduce(workload, "max"))
 
     def stop(bound: int, num_idle: int, total: int = -1) -> Information | None:
         if threshold is None or max_workload - bound > threshold:
@@ -199,20 +195,12 @@ def gather_information(
 
     # Step 1.
     m.charge("elementwise", n, ops=IDLE_TEST_OPS)
-    if spec is not None:
-        m.charge("reduce", n, label="count", nbytes=idle.nbytes)
-        num_idle = spec.num_idle
-    else:
-        num_idle = m.count(idle)
+    num_idle = _scalar(m, spec, "num_idle", idle, lambda: m.count(idle), label="count")
     early = stop(-(-max_workload // (num_idle + 1)), num_idle)
     if early is not None:
         return early
     # Step 2.
-    if spec is not None:
-        m.charge("reduce", n, nbytes=workload.nbytes)
-        total = spec.total
-    else:
-        total = int(m.reduce(workload, "add"))
+    total = _scalar(m, spec, "total", workload, lambda: m.reduce(workload, "add"))
     avg = total // n
     early = stop(max(-(-max_workload // (num_idle + 1)), -(-total // n)), num_idle, total)
     if early is not None:
@@ -220,11 +208,9 @@ def gather_information(
     act_mask = spec.act_mask if spec is not None else workload > avg
     m.charge("elementwise", n, ops=ACTIVE_TEST_OPS)
     # Step 3.
-    if spec is not None:
-        m.charge("reduce", n, nbytes=workload.nbytes)  # the masked reduction's charge
-        sum_workload = spec.sum_workload
-    else:
-        sum_workload = int(m.reduce(workload, "add", mask=act_mask))
+    sum_workload = _scalar(
+        m, spec, "sum_workload", workload, lambda: m.reduce(workload, "add", mask=act_mask)
+    )
     # The heaviest processor's own share, computed on the front end from the scalars.
     if max_workload > avg:
         helpers = (max_workload * num_idle) // max(sum_workload, 1)
@@ -239,11 +225,13 @@ def gather_information(
             xp, workload, act_mask, num_idle, max(sum_workload, 1)
         )
     m.charge("elementwise", n, ops=ASSIGNMENT_OPS)
-    if spec is not None:
-        m.charge("reduce", n, nbytes=new_workload_values.nbytes)
-        max_new = spec.max_new_workload
-    else:
-        max_new = int(m.reduce(new_workload_values, "max"))
+    max_new = _scalar(
+        m,
+        spec,
+        "max_new_workload",
+        new_workload_values,
+        lambda: m.reduce(new_workload_values, "max"),
+    )
     return Information(
         num_idle=num_idle,
         total=total,
@@ -255,6 +243,18 @@ def gather_information(
         max_workload=max_workload,
         max_new_workload=max_new,
     )
+
+
+def _scalar(
+    m: Any, spec: Any, name: str, operand: Any, instruction: Any, label: str = "reduce"
+) -> int:
+    """A scalar of the gathering, as an int: the machine's ``instruction()`` (a reduction
+    of ``operand``, or a count) read on the front end, or on a GPU the value ``name`` of the
+    speculation ``spec``, read back already and charged as that instruction."""
+    if spec is None:
+        return int(instruction())
+    m.charge("reduce", operand.size, label=label, nbytes=operand.nbytes)
+    return getattr(spec, name)
 
 
 def _assign(xp: Any, workload: Any, act_mask: Any, num_idle: Any, divisor: Any):
@@ -403,22 +403,10 @@ def redistribute_state(
     # Step 2's message of workload and task index is made first, before the pointers, so
     # that the two arrays it replaces are gone by then (its charge stays in the paper's
     # order, after the first send, below).
-    if m.backend == "cupy" and n:  # both maxima in one read back (one host sync)
-        (highs,) = m.fetch(xp.stack([xp.max(workload), xp.max(parallel_index)]))
-        high_w, high_pi = highs.tolist()
-    else:
-        high_w = int(xp.max(workload)) if n else PACK_LIMIT
-        high_pi = int(xp.max(parallel_index)) if n else PACK_LIMIT
-    packable = max(high_w, high_pi) < PACK_LIMIT
+    words = _message_words(m, workload, parallel_index)
     w_dtype, pi_dtype = workload.dtype, parallel_index.dtype
-    if packable:
-        # One two-word message (as a CM program sends a struct): workload and index, in
-        # 32 bits where both fit in 16 (a span's pixels, a triangle's scan lines: what a
-        # frame balances), else in 64 bits; unpacked back into the state's integers after
-        # the last send (so that at most three of the five per-processor arrays handed
-        # in or sent out are held at each send).
-        small = high_w < PACK_LIMIT_32 // 2 and high_pi < PACK_LIMIT_32
-        limit, word = (PACK_LIMIT_32, np.int32) if small else (PACK_LIMIT, np.int64)
+    if words is not None:
+        limit, word = words
         packed = xp.multiply(workload, limit, dtype=word)
         packed += parallel_index
         del workload, parallel_index
@@ -443,7 +431,7 @@ def redistribute_state(
     sent_nwv = m.send(info.new_workload_values, pointers_scan, n, mask=active, fill=0)
     if not steps:  # the gathering's arrays are read: they go before the sends' results
         info.new_workload_values = None
-    if packable:
+    if words is not None:
         m.charge("elementwise", n, ops=PACK_OPS)  # the packing, above
         sent = m.send(packed, pointers_scan, n, mask=active, fill=0)
         del packed
@@ -454,12 +442,58 @@ def redistribute_state(
         del workload, parallel_index
     sent_pd = m.send(problem_data, pointers_scan, n, mask=active, fill=0)
     del problem_data
-    if packable:
+    if words is not None:
         sent_w = xp.floor_divide(sent, limit, out=xp.empty(n, dtype=w_dtype))
         sent_pi = xp.remainder(sent, limit, out=xp.empty(n, dtype=pi_dtype))
         del sent
     keep(pointers_scan=pointers_scan)
     del pointers_scan, active
+    # handed over, so that each goes once read
+    sent_arrays = [sent_nwv, sent_w, sent_pi, sent_pd]
+    del sent_nwv, sent_w, sent_pi, sent_pd
+    new_w, new_pi, new_problem_data = _spread_blocks(m, n, sent_arrays, total_assigned, keep)
+    fields = ("pointers_scan", "pointers", "sent_new_workload_values", "sent_workload",
+              "sent_parallel_index", "sent_problem_data", "heads", "new_workload",
+              "copied_parallel_index", "scan_add_new_workload")  # fmt: skip
+    return Redistribution(
+        **{f: kept.get(f) for f in fields},
+        problem_data=new_problem_data,
+        parallel_index=new_pi,
+        workload=new_w,
+    )
+
+
+def _message_words(m: Any, workload: Any, parallel_index: Any) -> tuple[int, Any] | None:
+    """How workload and task index travel in one two-word message (as a CM program sends
+    a struct): ``(limit, dtype)``, the message being ``workload * limit + parallel_index``,
+    in 32 bits where both fit in 16 (a span's pixels, a triangle's scan lines: what a frame
+    balances), else in 64 bits; None where they do not fit in 64 (two sends). Unpacked
+    back into the state's integers after the last send, so that at most three of the five
+    per-processor arrays handed in or sent out are held at each send."""
+    xp = m.xp
+    n = int(workload.size)
+    if m.backend == "cupy" and n:  # both maxima in one read back (one host sync)
+        (highs,) = m.fetch(xp.stack([xp.max(workload), xp.max(parallel_index)]))
+        high_w, high_pi = highs.tolist()
+    else:
+        high_w = int(xp.max(workload)) if n else PACK_LIMIT
+        high_pi = int(xp.max(parallel_index)) if n else PACK_LIMIT
+    if max(high_w, high_pi) >= PACK_LIMIT:
+        return None
+    if high_w < PACK_LIMIT_32 // 2 and high_pi < PACK_LIMIT_32:
+        return PACK_LIMIT_32, np.int32
+    return PACK_LIMIT, np.int64
+
+
+def _spread_blocks(
+    m: Any, n: int, sent: list, total_assigned: Any, keep: Any
+) -> tuple[Any, Any, Any]:
+    """Steps 3 and 4 on the ``n`` processors' ``sent = [new_workload_values, workload,
+    parallel_index, problem_data]`` as the sends left them at the block heads (emptied:
+    each array goes once read): the new workload, task index and problem data."""
+    xp = m.xp
+    sent_nwv, sent_w, sent_pi, sent_pd = sent
+    sent.clear()
     # Segments: every block head, plus the first unassigned processor so that the
     # processors after the last block stay idle (processor 7 of the paper's example).
     processor = xp.arange(n, dtype=np.int64)
@@ -493,12 +527,4 @@ def redistribute_state(
     del copied_pi, heads, offset
     new_pi = xp.where(new_w > 0, new_pi, 0)
     m.charge("elementwise", n, ops=RENUMBER_OPS)
-    fields = ("pointers_scan", "pointers", "sent_new_workload_values", "sent_workload",
-              "sent_parallel_index", "sent_problem_data", "heads", "new_workload",
-              "copied_parallel_index", "scan_add_new_workload")  # fmt: skip
-    return Redistribution(
-        **{f: kept.get(f) for f in fields},
-        problem_data=new_problem_data,
-        parallel_index=new_pi,
-        workload=new_w,
-    )
+    return new_w, new_pi, new_problem_data

@@ -10,7 +10,6 @@ from simd.stats import PhaseRecord
 
 __all__ = [
     "CLOCKS",
-    "FORMS",
     "PHASE_DECISION",
     "PHASE_EXPANSION",
     "PHASE_INFORMATION",
@@ -22,9 +21,6 @@ __all__ = [
     "PhaseTiming",
     "check_clock",
 ]
-
-#: Loop forms accepted by :func:`~simd.balance.run_loop`.
-FORMS = ("original", "cost-effective", "expand")
 
 #: Phase names, as in the paper (Figure 2, Table 4).
 PHASE_INFORMATION = "information gathering"

@@ -1,0 +1,241 @@
+"""The router: ``send`` (a put, with combiners) and ``get``.
+
+These are methods of :class:`simd.Machine` (its class body binds them), written as
+functions of the machine ``self``. Each checks its operands (an error agreed on every
+rank); the addresses are checked against the destination (or the source) at once or,
+deferred on a GPU, at the next read back (:mod:`simd.transfers`). On a machine across MPI
+ranks the messages go to their owners (:mod:`simd.distributed`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kernels import reference
+from simd import distributed
+from simd.errors import CollisionError
+from simd.operands import scalar
+
+__all__ = ["COMBINERS", "get", "send"]
+
+#: Combiners of ``send``.
+COMBINERS = ("overwrite", "add", "max", "min", "and", "or", "unique")
+
+
+def send(
+    self,
+    values,
+    dest,
+    size: int | tuple[int, ...] | None = None,
+    *,
+    combine: str = "overwrite",
+    mask=None,
+    fill: Any = 0,
+    into=None,
+):
+    """Router put: every message ``values[i]`` goes to address ``dest[i]``.
+
+    Parameters
+    ----------
+    values : array or scalar
+        Messages, broadcast to the shape of ``dest``.
+    dest : int array
+        Flat destination address of every message (global addresses on a machine
+        across ranks: of the whole destination, whose blocks the ranks hold).
+    size : int or tuple, optional
+        Shape of a new destination array filled with ``fill``; addresses that receive
+        messages get their combination.
+    combine : {"overwrite", "add", "max", "min", "and", "or", "unique"}
+        How messages to one address combine. ``overwrite`` keeps the message of the
+        highest sender index; ``unique`` raises :class:`CollisionError` if two
+        messages share an address. With ``into``, the result also combines with the
+        value already there (``overwrite`` and ``unique`` replace it).
+    mask : bool array like ``dest``, optional
+        Only senders where ``mask`` is True send.
+    fill : scalar
+        What addresses of a new array (``size``) that receive nothing hold; it must
+        be exactly representable in the dtype of ``values``.
+    into : array, optional
+        Existing destination, updated in place and returned (instead of ``size``).
+        ``values`` go into its dtype only where NumPy's same-kind casting allows
+        (int64 into int32, float64 into float32; not float into int, nor a number
+        into bool); a scalar ``values`` must be exactly representable in it.
+
+    Notes
+    -----
+    Messages combine in the destination's dtype, as ``numpy.ufunc.at`` does: integer
+    sums wrap around (send into a wider ``into`` to count). ``add`` is refused for bool
+    destinations (it would be a logical or), ``and`` and ``or`` for float ones.
+
+    Examples
+    --------
+    >>> from simd import Machine
+    >>> m = Machine(backend="numpy")
+    >>> zbuf = m.asarray([9.0, 9.0, 9.0])
+    >>> m.send(m.asarray([4.0, 2.0, 7.0]), m.asarray([1, 1, 2]), combine="min", into=zbuf)
+    array([9., 2., 7.])
+    """
+    with self._agreed():
+        values, dest, out, fill, mask = _send_operands(
+            self, values, dest, size, combine, mask, fill, into
+        )
+    flat_dest = dest if dest.ndim == 1 else dest.reshape(-1)
+    flat_values = values if values.ndim == 1 else values.reshape(-1)
+    if self.ranks is not None:
+        return distributed.send(
+            self, flat_values, flat_dest, mask, out, combine, new=into is None, fill=fill
+        )
+    return _send_here(self, flat_values, flat_dest, mask, out, combine, new=into is None, fill=fill)
+
+
+def _send_operands(m, values, dest, size, combine: str, mask, fill: Any, into) -> tuple:
+    """``send``'s operands checked: (values broadcast to ``dest``, ``dest`` as int64, the
+    destination (``into``, or a new block filled with ``fill``), ``fill`` as a scalar of its
+    dtype, the flat ``mask`` or None)."""
+    if combine not in COMBINERS:
+        raise ValueError(f"unknown combiner {combine!r}; expected one of {COMBINERS}")
+    dest = m._indices(dest, "dest")
+    if (size is None) == (into is None):
+        raise ValueError("send needs exactly one of size= (a new array) and into=")
+    if into is not None:
+        out = m._values(into, "into")
+        values = m._messages(values, out.dtype)
+    else:
+        values = m._values(values, "values")
+        fill = scalar(fill, values.dtype, "fill")
+        local = size if m.ranks is None else distributed.block_shape(m, size)
+        out = m.xp.full(local, fill, dtype=values.dtype)
+    if values.shape != dest.shape:
+        try:
+            values = m.xp.broadcast_to(values, dest.shape)
+        except ValueError:
+            raise ValueError(
+                f"send has values of shape {values.shape} for destinations of shape "
+                f"{dest.shape} ({values.size} values, {dest.size} destinations): give one "
+                "value per destination, or a scalar or an array that broadcasts to dest"
+            ) from None
+    if combine in ("and", "or") and out.dtype.kind == "f":
+        raise TypeError(f"combine={combine!r} needs integer or bool values, got {out.dtype}")
+    if combine == "add" and out.dtype == np.bool_:
+        raise TypeError(
+            "combine='add' on bool values would be a logical or: use combine='or', or "
+            "send integers (e.g. .astype(np.int64)) to count"
+        )
+    if mask is not None:
+        mask = m._flags(mask, dest.shape, "mask").reshape(-1)
+    return values, dest, out, fill, mask
+
+
+def _send_here(m, flat_values, flat_dest, mask, out, combine: str, *, new: bool, fill: Any):
+    """``send`` on one process: the addresses checked, the messages charged and combined
+    into ``out`` (a new array's receivers get their messages' combination alone)."""
+    n = flat_dest.size  # the VPs, senders or not
+    senders = mask  # for the cost models that charge the busiest node's messages
+    if mask is not None:
+        if m._eager or combine == "unique":
+            # The senders packed (a data-dependent size: a host sync on a GPU).
+            flat_dest = flat_dest[mask]
+            flat_values = flat_values[mask]
+            mask = None
+    if mask is None:
+        m._check_range(flat_dest, out.size, "send destination")
+    else:
+        # Deferred checks on a GPU: the masked-off senders send to an address the
+        # router drops (-1), so nothing waits for the number of senders.
+        routed = m.xp.where(mask, flat_dest, -1)
+        m._check_range(flat_dest, out.size, "send destination", mask=mask, high=routed)
+        flat_dest = routed
+    if combine == "unique" and flat_dest.size > 1:
+        _refuse_collisions(m.xp, flat_dest)
+    m._account("router", n, flat_values.nbytes + flat_dest.nbytes, label="send", senders=senders)
+    fn = m._kernel("send")
+    if not new:
+        if not out.flags.c_contiguous:  # the kernels address it flat, so give them a copy
+            out[...] = fn(m.xp, flat_values, flat_dest, m.xp.ascontiguousarray(out), combine)
+            return out
+        return fn(m.xp, flat_values, flat_dest, out, combine)
+    if combine in ("overwrite", "unique"):
+        return fn(m.xp, flat_values, flat_dest, out, combine)
+    # A new array: receivers get the combination of their messages alone, the others
+    # keep `fill`. Combining into the identity gives the former; where `fill` is the
+    # identity (bit for bit: add's default 0), `out` holds it already and that is all.
+    identity, is_fill = _identity(combine, out.dtype, fill)
+    if is_fill:
+        return fn(m.xp, flat_values, flat_dest, out, combine)
+    out[...] = identity
+    out = fn(m.xp, flat_values, flat_dest, out, combine)
+    if mask is None:
+        received = m.xp.zeros(out.size, dtype=bool)
+        received[flat_dest] = True
+    else:  # the dropped messages mark a spare address past the end
+        received = m.xp.zeros(out.size + 1, dtype=bool)
+        received[m.xp.where(mask, flat_dest, out.size)] = True
+        received = received[: out.size]
+    return m.xp.where(received.reshape(out.shape), out, m.xp.asarray(fill, out.dtype))
+
+
+def _refuse_collisions(xp: Any, flat_dest: Any) -> None:
+    """``combine="unique"``: raise :class:`CollisionError` if two messages share an address."""
+    ordered = xp.sort(flat_dest)
+    clash = ordered[1:] == ordered[:-1]
+    if bool(clash.any()):
+        first = int(ordered[1:][clash][0])
+        raise CollisionError(
+            f"send(combine='unique'): {int(clash.sum())} message(s) collided, the "
+            f"first at address {first}"
+        )
+
+
+def get(self, source, index, *, mask=None, fill: Any = 0):
+    """Router get: every VP reads ``source.flat[index]`` (``fill`` where masked off).
+
+    Examples
+    --------
+    >>> from simd import Machine
+    >>> m = Machine(backend="numpy")
+    >>> m.get(m.asarray([10, 20, 30]), m.asarray([2, 0]))
+    array([30, 10])
+    """
+    with self._agreed():
+        source = self._values(source, "source")
+        index = self._indices(index, "index")
+        fill = scalar(fill, source.dtype, "fill")
+        if mask is not None and self.ranks is not None:
+            mask = self._flags(mask, index.shape, "mask")
+    if self.ranks is not None:
+        return distributed.get(self, source, index, mask, fill)
+    if mask is None:
+        self._check_range(index, source.size, "get index")
+    elif source.size == 0:  # nothing can be read: legal only if every VP is masked off
+        mask = self._flags(mask, index.shape, "mask")
+        self._check_range(index, 0, "get index", mask=mask)
+    else:
+        mask = self._flags(mask, index.shape, "mask")
+        index = self.xp.where(mask, index, 0)  # masked-off VPs read a valid address
+        self._check_range(index, source.size, "get index")
+    self._account("router", index.size, index.nbytes * 2, label="get")
+    if source.size == 0:  # every VP is masked off, or there are none
+        return self.xp.full(index.shape, fill, dtype=source.dtype)
+    out = self._kernel("get")(self.xp, source, index)
+    if mask is not None:
+        out = self.xp.where(mask, out, self.xp.asarray(fill, dtype=out.dtype))
+    return out
+
+
+#: (combine, dtype, fill's bytes) -> (identity of combine for dtype, whether fill is it).
+_IDENTITIES: dict[tuple[str, np.dtype, bytes], tuple[Any, bool]] = {}
+
+
+def _identity(combine: str, dtype: np.dtype, fill: Any) -> tuple[Any, bool]:
+    """The identity of ``combine`` on ``dtype`` and whether the scalar ``fill`` (of ``dtype``)
+    is that identity bit for bit (so -0.0 is not 0.0), memoised."""
+    key = (combine, dtype, fill.tobytes())
+    hit = _IDENTITIES.get(key)
+    if hit is None:
+        identity = reference.identity(combine, dtype)
+        hit = (identity, identity.tobytes() == key[2])
+        if len(_IDENTITIES) < 4096:
+            _IDENTITIES[key] = hit
+    return hit

@@ -1,0 +1,201 @@
+"""What crosses between the device and the host, and the router's deferred address checks.
+
+These are methods of :class:`simd.Machine` (its class body binds them), written as
+functions of the machine ``self``: :meth:`~simd.Machine.asarray`,
+:meth:`~simd.Machine.asnumpy`, :meth:`~simd.Machine.fetch` (any arrays in one transfer,
+the pending address checks riding along), :meth:`~simd.Machine.check`,
+:meth:`~simd.Machine.sync`, and ``check_range``, which the router's ``send`` and ``get``
+call to check (or defer the check of) their addresses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simd.operands import check_addresses
+
+__all__ = [
+    "MAX_PENDING_CHECKS",
+    "asarray",
+    "asnumpy",
+    "check",
+    "check_range",
+    "fetch",
+    "min_into",
+    "sync",
+]
+
+#: Deferred address checks kept before they are read back anyway (one sync per this many
+#: sends and gets when nothing else checks).
+MAX_PENDING_CHECKS = 1024
+
+
+def asarray(self, a: Any, dtype: Any = None):
+    """``a`` as an array of this machine's backend (copied to the device if needed).
+
+    Examples
+    --------
+    >>> from simd import Machine
+    >>> Machine(backend="numpy").asarray([1, 2]).tolist()
+    [1, 2]
+    """
+    given = type(a).__name__
+    if not hasattr(a, "dtype"):  # lists and scalars: read as NumPy reads them, ...
+        a = np.asarray(a, dtype=dtype)
+    if a.dtype == object:  # ... which makes object arrays of anything; no device can
+        raise TypeError(f"asarray needs numbers or bools, got {given} holding Python objects")
+    return self.xp.asarray(a, dtype=dtype)
+
+
+def asnumpy(self, a: Any) -> np.ndarray:
+    """``a`` as a NumPy array (copied to the host if needed; runs the deferred checks
+    in the same transfer, see :meth:`fetch`)."""
+    if self.backend == "cupy":
+        if self._pending:
+            return self.fetch(a)[0]
+        out = self.xp.asnumpy(a)
+        self._settled = len(self._unread)  # the copy waited for the device
+        return out
+    return np.asarray(a)
+
+
+def fetch(self, *arrays: Any) -> tuple[np.ndarray, ...]:
+    """Copy ``arrays`` to the host in one transfer (one host sync on a GPU).
+
+    Returns C-contiguous host arrays. ``arrays`` may be strided views (for example rows
+    reversed with ``[::-1]``): the one device copy that gathers them into the transfer
+    buffer follows their strides, so they land on the host in their own order at no
+    extra launch or host copy. The deferred address checks ride along: after the copy,
+    the first failed one raises its ``IndexError`` (as :meth:`check`).
+
+    Examples
+    --------
+    >>> from simd import Machine
+    >>> m = Machine(backend="numpy")
+    >>> a, b = m.fetch(m.asarray([1, 2]), m.asarray([[0.5], [1.5]])[::-1])
+    >>> a.tolist(), b.tolist(), b.flags.c_contiguous
+    ([1, 2], [[1.5], [0.5]], True)
+    """
+    if self.backend != "cupy":
+        self.check()
+        return tuple(np.asarray(a, order="C") for a in arrays)
+    xp, own = self.xp, self._array
+    pending, self._pending = self._pending, []
+    arrays = tuple(a if type(a) is own else xp.asarray(a) for a in arrays)
+    parts = arrays + ((self._bounds[: len(pending)],) if pending else ())
+    if not parts:
+        return ()
+    offsets, end = [], 0
+    for a in parts:  # each part aligned for its dtype, in the buffer and on the host
+        end = -(-end // a.dtype.alignment) * a.dtype.alignment
+        offsets.append(end)
+        end += a.size * a.dtype.itemsize
+    if len(parts) == 1:
+        host = xp.ascontiguousarray(parts[0]).reshape(-1).view(np.uint8).get()
+    else:
+        # One copy launch per part into one buffer (as concatenate would), any strides.
+        buffer = xp.empty(end, dtype=np.uint8)
+        for a, offset in zip(parts, offsets, strict=True):
+            _part(buffer, offset, a)[...] = a
+        host = buffer.get()
+    self._settled = len(self._unread)  # the copy waited for the device
+    out = []
+    for a, offset in zip(parts, offsets, strict=True):
+        # Views of the one fresh host buffer (not copied again), unless misaligned.
+        view = np.ndarray(a.shape, a.dtype, buffer=host, offset=offset)
+        out.append(view if view.flags.aligned else view.copy())
+    if pending:
+        _raise_first(pending, out.pop().reshape(-1, 2))
+    return tuple(out)
+
+
+def check(self) -> None:
+    """Raise the first deferred address check that failed (``IndexError``).
+
+    A no-op when nothing is pending (always on the NumPy backend, whose checks are
+    eager). On a GPU it reads every pending check in one transfer (one host sync): the
+    renderer calls it once per frame, through :meth:`fetch`.
+    """
+    if self._pending:
+        self.fetch()
+
+
+def sync(self) -> None:
+    """Wait for the device to finish (no-op on NumPy); runs the deferred checks."""
+    if self.backend == "cupy":
+        if self._pending:
+            self.fetch()  # the read back waits for the device too
+        else:
+            self.xp.cuda.get_current_stream().synchronize()
+
+
+def check_range(self, index, size: int, what: str, mask=None, high=None) -> None:
+    """Every address of ``index`` (where ``mask``) must lie in ``[0, size)``.
+
+    Eager: read back and raise now. Deferred: the range is folded into two device
+    scalars and checked later (:meth:`check`); ``high``, when given, is ``index``
+    with -1 where masked off (the caller has it already).
+    """
+    if index.size == 0:
+        return
+    if self._eager:
+        if mask is not None:
+            index = index[mask]
+            if index.size == 0:
+                return
+        low, high = int(index.min()), int(index.max())
+        check_addresses(what, size, low, high)
+        return
+    xp = self.xp
+    if self._bounds is None:
+        self._bounds = xp.empty((MAX_PENDING_CHECKS, 2), dtype=np.int64)
+        self._bound_views = [None] * MAX_PENDING_CHECKS
+    k = len(self._pending)
+    # 0-d views of row k (no launch; written in place by the reductions), made once
+    views = self._bound_views[k]
+    if views is None:
+        row = self._bounds[k]
+        views = self._bound_views[k] = (row[0:1].reshape(()), row[1:2].reshape(()))
+    low, high_out = views
+    if mask is None:
+        min_into(xp, index, low)
+        xp.max(index, out=high_out)
+    else:  # masked off: an address in range for the minimum, -1 for the maximum
+        min_into(xp, xp.where(mask, index, 0), low)
+        xp.max(xp.where(mask, index, -1) if high is None else high, out=high_out)
+    self._pending.append((what, int(size), low, high_out))
+    if len(self._pending) >= MAX_PENDING_CHECKS:
+        self.check()
+
+
+def min_into(xp: Any, x: Any, out: Any) -> None:
+    """``xp.min(x)`` written into the 0-d array ``out``, on the device.
+
+    Not ``xp.min(x, out=out)``: CuPy 14.2's minimum with ``out=`` fails wherever its CUB
+    reduction is enabled (it compares ``out`` with a dtype, which NumPy 2.5 refuses), so
+    the minimum is reduced first and then copied in (one small extra launch).
+
+    Examples
+    --------
+    >>> out = np.empty((), dtype=np.int64)
+    >>> min_into(np, np.array([4, 2, 9]), out)
+    >>> int(out)
+    2
+    """
+    out[...] = xp.min(x)
+
+
+def _raise_first(pending: list, bounds: np.ndarray) -> None:
+    """Raise the first failed check of ``pending`` given their (low, high) on the host."""
+    # A loop: a frame has a few checks (array operations cost more than it), and at most
+    # MAX_PENDING_CHECKS of them are read at once.
+    for (what, size, _, _), (low, high) in zip(pending, bounds.tolist(), strict=True):
+        check_addresses(what, size, low, high)
+
+
+def _part(buffer: Any, offset: int, like: Any) -> Any:
+    """The bytes of ``buffer`` from ``offset`` viewed as a C-contiguous array like ``like``."""
+    nbytes = like.size * like.dtype.itemsize
+    return buffer[offset : offset + nbytes].view(like.dtype).reshape(like.shape)
