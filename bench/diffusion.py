@@ -322,8 +322,8 @@ def gpu_throughput(quick: bool) -> dict[str, Any] | None:
             return {"skipped": detail}
         import cupy
 
-        from diffusion.fused import pm_iterate
         from diffusion.dense import PMParameters
+        from diffusion.fused import pm_iterate
     except Exception as exc:  # pragma: no cover - no CuPy at all
         print(f"dense GPU: skipped ({exc})")
         return {"skipped": str(exc)}

@@ -142,7 +142,7 @@ class _FixedPoint:
         return dilate(self.xp, self.wide)[own]
 
 
-def anisotropic_diffusion(
+def anisotropic_diffusion(  # noqa: PLR0913 (medpy's signature)
     image: Any,
     niter: int = 1,
     kappa: float = 50,

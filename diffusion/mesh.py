@@ -239,7 +239,7 @@ def _new_machine(mesh: Any, backend: str, shape: tuple[int, int]) -> Any:
     return Machine(pes=mesh, backend=backend)
 
 
-def mesh_diffusion(
+def mesh_diffusion(  # noqa: PLR0913 (the public signature: medpy's and the mesh's options)
     image: Any,
     niter: int = 1,
     kappa: float = 50,

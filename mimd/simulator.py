@@ -69,7 +69,7 @@ from .result import SimResult
 __all__ = ["SimResult", "simulate", "initial_placement"]
 
 
-def simulate(
+def simulate(  # noqa: PLR0913 (the public signature)
     costs,
     policy: Policy,
     *,

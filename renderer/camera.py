@@ -217,7 +217,7 @@ FRAMINGS = ("sphere", "fit")
 FIT_MARGIN = 0.05
 
 
-def default_camera(
+def default_camera(  # noqa: PLR0913 (the public signature)
     mesh: Mesh,
     view: tuple[float, float] = (45.0, 45.0),
     magnification: float = 1.0,
@@ -283,29 +283,7 @@ def default_camera(
     >>> np.round(cam.eye, 3).tolist()
     [1.0, 1.0, 4.147]
     """
-    try:
-        az, el = (float(v) for v in view)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"view must be (azimuth, elevation) in degrees, got {view!r}") from err
-    if not (math.isfinite(az) and math.isfinite(el)):
-        raise ValueError(f"view angles must be finite, got {view!r}")
-    if isinstance(magnification, bool) or not isinstance(magnification, int | float | np.number):
-        raise TypeError(f"magnification must be a number, got {magnification!r}")
-    if not (magnification > 0 and math.isfinite(magnification)):
-        raise ValueError(f"magnification must be a positive number, got {magnification!r}")
-    if not (_number(fovy) and 0 < fovy < 180):
-        raise ValueError(f"field of view must be a number of degrees in (0, 180), got {fovy!r}")
-    if framing not in FRAMINGS:
-        raise ValueError(f"framing must be one of {', '.join(FRAMINGS)}; got {framing!r}")
-    if distance is not None:
-        if not (_number(distance) and distance > 0 and math.isfinite(distance)):
-            raise ValueError(f"distance must be a positive number, got {distance!r}")
-        if framing == "fit":
-            raise ValueError(
-                "framing='fit' chooses the distance itself; give the field of view instead"
-            )
-    if not (_number(margin) and 0 <= margin < 0.5):
-        raise ValueError(f"margin must be a fraction in [0, 0.5), got {margin!r}")
+    az, el = _check_view_options(view, magnification, fovy, distance, framing, margin)
     if callable(getattr(mesh, "bounding_sphere", None)):  # a renderer.Scene keeps it
         centre, radius = mesh.bounding_sphere()
     else:
@@ -316,15 +294,7 @@ def default_camera(
     fit = min(half, math.atan(aspect * math.tan(half)))
     if distance is None:
         distance = radius / math.sin(fit)
-    a, e = math.radians(az), math.radians(el)
-    direction = np.array([math.cos(e) * math.sin(a), math.sin(e), math.cos(e) * math.cos(a)])
-    view_up = (0.0, 1.0, 0.0)
-    if abs(direction[1]) > 1.0 - 1e-9:  # looking straight down or up: y cannot be up
-        view_up = (0.0, 0.0, -1.0 if direction[1] > 0 else 1.0)
-    if up is not None:  # turn the whole frame of directions so that y goes to `up`
-        turn = _rotation_from_y(unit_vector(up, "up"))
-        direction = turn @ direction
-        view_up = tuple(float(c) for c in turn @ np.asarray(view_up))
+    direction, view_up = _view_direction(az, el, up)
     fovy_m = math.degrees(2.0 * math.atan(math.tan(half) / magnification))
     if not (fovy_m > 0 and math.isfinite(1.0 / math.tan(math.radians(fovy_m) / 2.0))):
         raise ValueError(
@@ -349,6 +319,50 @@ def default_camera(
         near=near,
         far=far,
     )
+
+
+def _check_view_options(view, magnification, fovy, distance, framing, margin):
+    """The view's (azimuth, elevation) in degrees after checking the camera's options (a
+    one-line error for each bad one)."""
+    try:
+        az, el = (float(v) for v in view)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"view must be (azimuth, elevation) in degrees, got {view!r}") from err
+    if not (math.isfinite(az) and math.isfinite(el)):
+        raise ValueError(f"view angles must be finite, got {view!r}")
+    if isinstance(magnification, bool) or not isinstance(magnification, int | float | np.number):
+        raise TypeError(f"magnification must be a number, got {magnification!r}")
+    if not (magnification > 0 and math.isfinite(magnification)):
+        raise ValueError(f"magnification must be a positive number, got {magnification!r}")
+    if not (_number(fovy) and 0 < fovy < 180):
+        raise ValueError(f"field of view must be a number of degrees in (0, 180), got {fovy!r}")
+    if framing not in FRAMINGS:
+        raise ValueError(f"framing must be one of {', '.join(FRAMINGS)}; got {framing!r}")
+    if distance is not None:
+        if not (_number(distance) and distance > 0 and math.isfinite(distance)):
+            raise ValueError(f"distance must be a positive number, got {distance!r}")
+        if framing == "fit":
+            raise ValueError(
+                "framing='fit' chooses the distance itself; give the field of view instead"
+            )
+    if not (_number(margin) and 0 <= margin < 0.5):
+        raise ValueError(f"margin must be a fraction in [0, 0.5), got {margin!r}")
+    return az, el
+
+
+def _view_direction(az: float, el: float, up) -> tuple[np.ndarray, tuple]:
+    """The unit direction from the target to the eye for azimuth ``az`` and elevation ``el``
+    (degrees), and the up vector of the view, both turned so that y goes to ``up``."""
+    a, e = math.radians(az), math.radians(el)
+    direction = np.array([math.cos(e) * math.sin(a), math.sin(e), math.cos(e) * math.cos(a)])
+    view_up = (0.0, 1.0, 0.0)
+    if abs(direction[1]) > 1.0 - 1e-9:  # looking straight down or up: y cannot be up
+        view_up = (0.0, 0.0, -1.0 if direction[1] > 0 else 1.0)
+    if up is not None:  # turn the whole frame of directions so that y goes to `up`
+        turn = _rotation_from_y(unit_vector(up, "up"))
+        direction = turn @ direction
+        view_up = tuple(float(c) for c in turn @ np.asarray(view_up))
+    return direction, view_up
 
 
 def _number(v) -> bool:

@@ -96,19 +96,9 @@ def as_mesh(mesh: Any, *, name: str | None = None, allow_empty: bool = False) ->
         ...
     ValueError: mesh face indices out of range: found 0..3, valid 0..2
     """
+    vertices, faces, normals = _parts(mesh)
     if isinstance(mesh, Mesh):
-        vertices, faces, normals = mesh.vertices, mesh.faces, mesh.normals
         name = name or mesh.name
-    elif hasattr(mesh, "vertices") and hasattr(mesh, "faces"):
-        vertices, faces, normals = mesh.vertices, mesh.faces, None
-    elif isinstance(mesh, tuple | list) and len(mesh) == 2:
-        vertices, faces = mesh
-        normals = None
-    else:
-        raise TypeError(
-            "mesh must have 'vertices' and 'faces' attributes or be a (vertices, faces) pair, "
-            f"got {type(mesh).__name__}"
-        )
     vertices = np.asarray(_host(vertices))
     faces = np.asarray(_host(faces))
     if vertices.ndim != 2 or vertices.shape[1] != 3:
@@ -153,6 +143,20 @@ def as_mesh(mesh: Any, *, name: str | None = None, allow_empty: bool = False) ->
         if normals.shape != vertices.shape or not np.isfinite(normals).all():
             normals = None
     return Mesh(vertices, faces, normals, name or "mesh")
+
+
+def _parts(mesh: Any) -> tuple[Any, Any, Any]:
+    """The vertices, faces and normals (or None) of any kind of mesh :func:`as_mesh` takes."""
+    if isinstance(mesh, Mesh):
+        return mesh.vertices, mesh.faces, mesh.normals
+    if hasattr(mesh, "vertices") and hasattr(mesh, "faces"):
+        return mesh.vertices, mesh.faces, None
+    if isinstance(mesh, tuple | list) and len(mesh) == 2:
+        return mesh[0], mesh[1], None
+    raise TypeError(
+        "mesh must have 'vertices' and 'faces' attributes or be a (vertices, faces) pair, "
+        f"got {type(mesh).__name__}"
+    )
 
 
 def _host(a: Any) -> Any:

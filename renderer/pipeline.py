@@ -46,7 +46,7 @@ __all__ = [
 STAGES = tuple(name for name, _ in STAGE_STEPS)
 
 
-def render(
+def render(  # noqa: PLR0913 (the public signature: every picture option by keyword)
     mesh: Any,
     view: tuple[float, float] = (45.0, 45.0),
     magnification: float = 1.0,

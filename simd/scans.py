@@ -24,7 +24,7 @@ from simd.operands import check_axis, check_op, check_shape, check_value_dtype, 
 __all__ = ["broadcast", "count", "enumerate", "pack", "reduce", "scan", "spread"]
 
 
-def scan(
+def scan(  # noqa: PLR0913 (the scan instruction's options, by keyword)
     self,
     x,
     op: str = "add",

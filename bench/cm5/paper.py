@@ -130,8 +130,8 @@ def charge_rest_of_frame(m: Machine, n_polygons: int, image: int = IMAGE) -> Non
     """What the renderer charges outside its two loops for a frame of ``n_polygons``
     triangles (about half as many vertices, none clipped) and ``image``-square pixels."""
     from renderer.clip import OUTCODE_OPS, TRIANGLE_TEST_OPS
-    from renderer.stages import SHADING_OPS, TRANSFORM_OPS
     from renderer.scan import SETUP_OPS
+    from renderer.stages import SHADING_OPS, TRANSFORM_OPS
 
     with m.phase("rest of frame"):
         m.charge("elementwise", n_polygons // 2, ops=TRANSFORM_OPS)

@@ -105,7 +105,7 @@ def _stub(spec: Any) -> Any:
 
 
 @entry
-def run(
+def run(  # noqa: PLR0913 (an operation and its cost model, by keyword)
     op: str,
     fn: Callable,
     args: tuple,

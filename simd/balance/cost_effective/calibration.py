@@ -29,7 +29,7 @@ class Calibration:
     path: Path | None = None
 
 
-def calibrate(
+def calibrate(  # noqa: PLR0913 (the public signature)
     workloads: Iterable[Any],
     body: Callable[[Any, Any], None] | None = None,
     *,

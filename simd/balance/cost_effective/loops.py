@@ -36,7 +36,7 @@ LOOP_FORMS: dict[str, Callable[[LoopState, Any], None]] = {
 FORMS = tuple(LOOP_FORMS)
 
 
-def run_loop(
+def run_loop(  # noqa: PLR0913 (the public signature)
     workload: Any,
     body: Callable[[Any, Any], None] | None,
     *,
@@ -182,9 +182,31 @@ def _validate_workload(
     Sum, maximum and minimum (the check) are read back together: one host sync; none when
     the caller passes them (``known``: total, max, min).
     """
+    arr = _workload_array(workload, machine)
+    xp = machine.xp
+    out = machine.asarray(arr, dtype=np.int32 if arr.dtype == np.int32 else np.int64)
+    if not out.size:
+        return out, 0, 0
+    if known is not None:
+        total, high, low = (int(v) for v in known)
+    elif machine.backend == "cupy":  # three reductions into one buffer, one read back
+        buf = xp.empty(3, dtype=np.int64)
+        xp.sum(out, out=buf[0:1].reshape(()))
+        xp.max(out, out=buf[1:2].reshape(()))
+        min_into(xp, out, buf[2:3].reshape(()))
+        total, high, low = machine.asnumpy(buf).tolist()
+    else:
+        total, high, low = int(out.sum()), int(out.max()), int(xp.min(out))
+    if low < 0:
+        raise ValueError("workload must be non-negative (a number of tasks per datum)")
+    return out, total, high
+
+
+def _workload_array(workload: Any, machine: Any) -> Any:
+    """``workload`` as an array of whole, finite task counts in one dimension (not yet
+    checked for negative entries), or a one-line error."""
     if isinstance(workload, (str, bytes)):
         raise TypeError("workload must be a 1-D array of non-negative integers, got a string")
-    xp = machine.xp
     if not hasattr(workload, "__array__") and not hasattr(workload, "__cuda_array_interface__"):
         try:
             workload = np.asarray(workload)
@@ -210,22 +232,7 @@ def _validate_workload(
             raise ValueError("workload must hold whole numbers of tasks, got fractions")
     elif kind not in "iu":
         raise TypeError(f"workload must be an integer array, got dtype {arr.dtype}")
-    out = machine.asarray(arr, dtype=np.int32 if arr.dtype == np.int32 else np.int64)
-    if not out.size:
-        return out, 0, 0
-    if known is not None:
-        total, high, low = (int(v) for v in known)
-    elif machine.backend == "cupy":  # three reductions into one buffer, one read back
-        buf = xp.empty(3, dtype=np.int64)
-        xp.sum(out, out=buf[0:1].reshape(()))
-        xp.max(out, out=buf[1:2].reshape(()))
-        min_into(xp, out, buf[2:3].reshape(()))
-        total, high, low = machine.asnumpy(buf).tolist()
-    else:
-        total, high, low = int(out.sum()), int(out.max()), int(xp.min(out))
-    if low < 0:
-        raise ValueError("workload must be non-negative (a number of tasks per datum)")
-    return out, total, high
+    return arr
 
 
 def _progress_callback(progress: Any, total: int) -> tuple[Callable[[int], None], Callable]:
