@@ -12,11 +12,16 @@ rasterisation rules so images compare pixel for pixel with Mesa.
 Under ``mpiexec`` the same call renders sort-last over the ranks: give ``render`` a machine
 made with ``comm=`` and each rank's share (``mesh_share``, ``load_dataset_slab``); rank 0
 gets the frame (see :mod:`renderer.sortlast`).
+
+Meshes to render come from files (``load_mesh``), the built-in data sets
+(``load_dataset``), or volumes: ``isosurface`` extracts a surface by data-parallel
+marching cubes on the emulated machine, from an array or a volume file (``read_volume``).
 """
 
 from __future__ import annotations
 
 from renderer.camera import Camera, default_camera
+from renderer.contour import isosurface
 from renderer.datasets import load_dataset, load_dataset_slab
 from renderer.image import save_depth, save_image
 from renderer.mesh import Mesh, as_mesh, load_mesh, mesh_share
@@ -30,6 +35,7 @@ from renderer.pipeline import (
     render,
 )
 from renderer.scene import Scene
+from renderer.volumes import Volume, read_volume
 
 __all__ = [
     "Camera",
@@ -40,13 +46,16 @@ __all__ = [
     "LoopWorkloads",
     "Mesh",
     "Scene",
+    "Volume",
     "as_mesh",
     "default_camera",
+    "isosurface",
     "load_dataset",
     "load_dataset_slab",
     "load_mesh",
     "loop_workloads",
     "mesh_share",
+    "read_volume",
     "render",
     "save_depth",
     "save_image",

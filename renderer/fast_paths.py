@@ -36,6 +36,15 @@ FAST_PATHS = {
     ),
     "decode": ("renderer.zbuffer_kernels:decode_cpu", "renderer.cuda_kernels:decode_device"),
     "shade": ("renderer.shading_kernels:shade_cpu", "renderer.cuda_kernels:shade_device"),
+    # the isosurface program (renderer.contour)
+    "contour.classify": (
+        "renderer.contour_kernels:classify_cpu",
+        "renderer.contour_cuda_kernels:classify_device",
+    ),
+    "contour.emit": (
+        "renderer.contour_kernels:emit_cpu",
+        "renderer.contour_cuda_kernels:emit_device",
+    ),
 }
 
 for _name, (_cpu, _device) in FAST_PATHS.items():
