@@ -61,6 +61,7 @@ RESERVE = 75
 #: against NumPy, then every instruction, then the long and the multi-process cases.
 TESTS = (
     "tests/renderer/test_forms.py",
+    "tests/renderer/test_isosurface_backends.py",
     "tests/kernels/test_numba_shift_gpu.py",
     "tests/balance/test_cost_effective.py",
     "tests/diffusion/test_cuda_source.py",

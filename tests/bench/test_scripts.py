@@ -34,6 +34,7 @@ SCRIPTS = {
     "render_speed": ("measure", "render_speed-quick.json"),
     "render_scale": ("measure", "render_scale-quick.json"),
     "gpu_budget": ("measure", "gpu_budget-quick.json"),
+    "isosurface": ("measure", "isosurface-quick.json"),
     "scaling": ("measure", "scaling-quick.json"),
     "table1": ("measure", "table1-quick.json"),
 }
