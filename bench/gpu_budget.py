@@ -1,6 +1,6 @@
 """What one frame would cost a GPU: launches, host syncs and transfers, counted without one.
 
-Renders the built-in balanced isosurface (``renderer.load_dataset("balanced")``: 241,802
+Renders the built-in balanced isosurface (``renderer.load_dataset("balanced")``: 241,498
 triangles) at 512x512 in each loop form on the counting backend (``kernels.counting``, the
 CuPy code path run on NumPy) and prints, per pipeline stage and per frame: kernel launches,
 device-to-host synchronisations, host-to-device and device-to-host bytes, elementwise

@@ -1,6 +1,6 @@
 """Frame time of the emulated renderer against Mesa's llvmpipe, side by side in one run.
 
-Renders the built-in balanced isosurface (241,802 triangles; ``--quick``: a small one) at
+Renders the built-in balanced isosurface (241,498 triangles; ``--quick``: a small one) at
 512x512 in view (45, 45) with ``renderer.render`` in each loop form and with OpenGL
 (moderngl on a headless EGL context, depth and face ids read back), the same mesh, view
 and size, alternating so that both see the same machine load. Each is warmed up once, then

@@ -2,7 +2,7 @@
 Render the built-in isosurface
 ==============================
 
-The built-in data set is the isosurface of the Marschner-Lobb test signal, 241,802
+The built-in data set is the isosurface of the Marschner-Lobb test signal, 241,498
 triangles. :func:`renderer.render` draws it on the emulated CM-5 of 512 nodes with the
 cost-effective load balancing of Ahrens & Hansen (1995); the frame holds the image, the
 depth buffer and the face drawn at every pixel. The same frame comes from

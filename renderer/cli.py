@@ -1,4 +1,5 @@
-"""``simd-emu render``: render an isosurface or a mesh file on the emulated SIMD machine.
+"""``simd-emu render``: render a volume's isosurface, a mesh file or a built-in data set on
+the emulated SIMD machine.
 
 Quiet by default: one line saying what was written and how long the frame took.
 ``--verbose`` adds, per loop (scan conversion, z-buffer), the iterations, the largest and
@@ -41,7 +42,9 @@ from renderer.pipeline import LOOP_FORMS
 __all__ = ["register", "run"]
 
 DESCRIPTION = (
-    "Render an isosurface or a mesh file on the emulated SIMD machine and write the image. "
+    "Render a volume's isosurface (VOLUME --level L: extracted by marching cubes on the "
+    "machine), a mesh file or a built-in data set on the emulated SIMD machine and write "
+    "the image. "
     "Under mpiexec -n N it runs on N ranks, sort-last (each rank its share of the "
     "triangles; rank 0 writes). "
     "Prints one line (what was written, the time); --verbose adds the workload and time "
@@ -115,29 +118,40 @@ def _prepare(args: argparse.Namespace) -> tuple[list[str], Any, Any, float]:
                 "--orbit renders a turntable; it takes no --compare, --table1 or --depth"
             )
     outputs = check_outputs(args)
-    t0 = time.perf_counter()
-    mesh = _load(args)
-    t_load = time.perf_counter() - t0
     machine = Machine(pes=args.pes, backend=args.backend)
+    t0 = time.perf_counter()
+    mesh = _load(args, machine)
+    t_load = time.perf_counter() - t0
     return outputs, mesh, machine, t_load
 
 
-def _load(args: argparse.Namespace) -> Any:
-    """The mesh file, or the whole built-in data set."""
+def _load(args: argparse.Namespace, machine: Any) -> Any:
+    """The volume's isosurface (extracted on ``machine``), the mesh file, or the whole
+    built-in data set."""
     from renderer.datasets import load_dataset
     from renderer.mesh import load_mesh
 
+    if args.volume:
+        from renderer.cli_volumes import volume_surface
+
+        return volume_surface(args, machine)
     if args.mesh:
         return load_mesh(args.mesh)
     return load_dataset(args.dataset, dataset_size(args))
 
 
 def _describe(args: argparse.Namespace, mesh: Any, machine: Any, t_load: float) -> None:
-    """The ``--verbose`` lines before the first frame: mesh, machine, view."""
+    """The ``--verbose`` lines before the first frame: mesh (and the extraction's phases
+    for a volume), machine, view."""
+    made = "extracted" if args.volume else "loaded"
     print(
         f"mesh     : {mesh.name}, {mesh.n_faces} triangles, {len(mesh.vertices)} vertices "
-        f"(loaded in {t_load:.2f} s)"
+        f"({made} in {t_load:.2f} s)"
     )
+    if args.volume:
+        from renderer.cli_volumes import phase_table
+
+        print("\n".join(phase_table(machine)))
     print(f"machine  : {machine}")
     print(view_line(args))
 
@@ -327,7 +341,7 @@ def _table1(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
     """Table 1 of Ahrens & Hansen: max and average workload per loop, per data set and view."""
     from renderer.datasets import load_dataset, workload_table
 
-    if args.mesh:
+    if args.mesh or args.volume:
         meshes = {mesh.name: mesh}
     else:
         size = dataset_size(args)
@@ -344,8 +358,10 @@ def _table1(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
 
 
 def warm_up(backend: str) -> str:
-    """``simd-emu warmup``'s part for rendering: the built-in 250k-triangle data set, and a
-    small frame of it in every loop form on ``backend`` (compiling what a frame runs)."""
+    """``simd-emu warmup``'s part for rendering: the built-in 250k-triangle data set, a
+    small frame of it in every loop form and a small isosurface on ``backend`` (compiling
+    what a frame and an extraction run)."""
+    from renderer.cli_isosurface import warm_up as warm_up_isosurface
     from renderer.datasets import load_dataset
     from renderer.pipeline import render
     from simd import Machine
@@ -353,7 +369,11 @@ def warm_up(backend: str) -> str:
     mesh = load_dataset("balanced", "250k")
     for form in LOOP_FORMS:
         render(mesh, size=64, loop=form, machine=Machine(backend=backend))
-    return f"the built-in data set ({mesh.n_faces} triangles) and every loop form"
+    warm_up_isosurface(backend)
+    return (
+        f"the built-in data set ({mesh.n_faces} triangles), every loop form and the "
+        "isosurface kernels"
+    )
 
 
 def _auto_bar(n_faces: int, n_pixels: int) -> bool | None:

@@ -170,7 +170,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_scene_arguments(p: argparse.ArgumentParser) -> None:
-    """What is rendered and how it is seen: the mesh or data set, the view, the size."""
+    """What is rendered and how it is seen: a volume's isosurface, the mesh or data set,
+    the view, the size."""
+    from renderer.cli_volumes import add_volume_arguments
+
+    add_volume_arguments(p, required=False)
     p.add_argument(
         "--mesh",
         metavar="FILE",

@@ -94,6 +94,9 @@ def check_options(args: argparse.Namespace) -> None:
     >>> args.dataset, args.dataset_size
     ('balanced', '250k')
     """
+    from renderer.cli_volumes import check_volume_options
+
+    check_volume_options(args)
     if args.mesh is not None and not args.mesh.strip():
         raise ValueError("--mesh: empty file name")
     if args.mesh is not None:
@@ -115,8 +118,9 @@ def check_options(args: argparse.Namespace) -> None:
             raise ValueError(
                 f"--table1 prints a table and writes nothing; it takes no {names(given)}"
             )
-    args.dataset = args.dataset or "balanced"
-    args.dataset_size = args.dataset_size or "250k"
+    if getattr(args, "volume", None) is None:
+        args.dataset = args.dataset or "balanced"
+        args.dataset_size = args.dataset_size or "250k"
 
 
 def _given(flags: tuple[tuple[str, Any], ...]) -> list[str]:
@@ -165,7 +169,7 @@ def check_outputs(args: argparse.Namespace) -> list[str]:
     if args.json is not None:
         check_output_file(args.json, example="--json stats.json")
     paths = [p for p in (args.output, args.depth, args.json) if p]
-    check_not_inputs(paths, [args.mesh])
+    check_not_inputs(paths, [args.mesh, getattr(args, "volume", None)])
     real = [os.path.realpath(p) for p in paths]
     for i, path in enumerate(real):
         if path in real[:i]:

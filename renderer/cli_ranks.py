@@ -2,7 +2,9 @@
 
 :func:`renderer.cli.run` hands over here when :func:`simd.launch.world` gives a
 communicator (more than one rank); ``-n 1`` never gets here. Every rank loads or builds
-only its share: for ``--mesh``, its contiguous range of the file's faces
+only its share: for a VOLUME, its slab's isosurface, extracted by the ranks together
+(:func:`renderer.isosurface` on the machine across the ranks; a ``.npy`` file is mapped,
+so each rank reads only its slab); for ``--mesh``, its contiguous range of the file's faces
 (:func:`~renderer.mesh.mesh_share`, with the whole mesh's normals, so the image is the one
 of ``-n 1``); for the built-in data sets, its marching-cubes slab
 (:func:`~renderer.datasets.load_dataset_slab`, so ``--dataset-size`` may name grids no one
@@ -48,6 +50,10 @@ def run_ranks(args: argparse.Namespace, comm: Any) -> int:
     try:
         with ranks.collective_errors():
             outputs, share, picture = _prepare(args, ranks, root)
+        if args.volume:  # the volume read; its surface extracted by the ranks together
+            share = share.isosurface(args.level, machine=machine)
+            with ranks.collective_errors():
+                picture = picture_options(args, share)
     except errors as err:
         return fail(err, say=root)
     if root:
@@ -55,6 +61,10 @@ def run_ranks(args: argparse.Namespace, comm: Any) -> int:
 
         announce_replace(outputs)
         if args.verbose:
+            if args.volume:
+                from renderer.cli_volumes import phase_table
+
+                print("\n".join(phase_table(machine)))
             print(f"machine  : {machine} on {ranks.size} MPI ranks")
             print(view_line(args))
     warm_up_loops(args, (args.loop,))  # each rank alone, on a machine of its own
@@ -104,14 +114,19 @@ def _prepare(args: argparse.Namespace, ranks: Any, root: bool) -> tuple[list[str
         )
     outputs = check_outputs(args) if root else []
     share = _load_share(args, ranks.rank, ranks.size)
-    return outputs, share, picture_options(args, share)
+    return outputs, share, None if args.volume else picture_options(args, share)
 
 
 def _load_share(args: argparse.Namespace, rank: int, nranks: int) -> Any:
-    """This rank's share: its faces of the mesh file, or its slab of the data set."""
+    """This rank's share: its faces of the mesh file, or its slab of the data set; for a
+    volume, the volume (a ``.npy`` file mapped, so that each rank reads only its slab)."""
     from renderer.datasets import load_dataset_slab
     from renderer.mesh import load_mesh, mesh_share
 
+    if args.volume:
+        from renderer.volumes import read_volume
+
+        return read_volume(args.volume, mmap=True)
     if args.mesh:
         return mesh_share(load_mesh(args.mesh), rank, nranks)
     return load_dataset_slab(args.dataset, dataset_size(args), rank, nranks)

@@ -164,7 +164,7 @@ def _vertices(xp: Any, vol: Any, level: float, geometry: tuple, flags: list, ids
     """The vertices and unit normals of the crossed edges, at their ids."""
     verts = xp.empty((n_vertices, 3), dtype=xp.float64)
     normals = xp.empty((n_vertices, 3), dtype=xp.float64)
-    spacing, origin, inverse = geometry[:3], geometry[3:6], geometry[6:]
+    spacing, origin, inverse, first = geometry[:3], geometry[3:6], geometry[6:9], geometry[9]
     grads = _gradients(xp, vol)
     for axis in range(3):
         at = xp.nonzero(flags[axis])
@@ -176,6 +176,8 @@ def _vertices(xp: Any, vol: Any, level: float, geometry: tuple, flags: list, ids
         v = ids[axis][at]
         for a in range(3):
             p = at[a].astype(xp.float64)
+            if a == 0:
+                p = p + first  # a slab's planes: their global index
             if a == axis:
                 p = p + t
             verts[v, a] = origin[a] + spacing[a] * p
@@ -187,12 +189,13 @@ def _vertices(xp: Any, vol: Any, level: float, geometry: tuple, flags: list, ids
     return verts, normals
 
 
-def _faces(xp: Any, vol: Any, level: float, ids: list, tri_starts: Any,
-           n_triangles: int) -> Any:  # fmt: skip
-    """The triangles of every cell, in cell order and the case table's order."""
+def _faces(xp: Any, vol: Any, level: float, ids: list, tri_starts: Any, n_triangles: int,
+           emitted: Any) -> Any:  # fmt: skip
+    """The triangles of every cell of the ``emitted`` rows, in cell order and the case
+    table's order."""
     n0, n1, n2 = vol.shape
     case = _corner_bits(xp, vol >= level)
-    kept = _kept(xp, vol, level, case)
+    kept = [k & emitted for k in _kept(xp, vol, level, case)]
     per_cell = sum(k.astype(xp.int64) for k in kept)
     starts = xp.cumsum(per_cell, axis=2) - per_cell
     starts += tri_starts.reshape(n0, n1)[:-1, :-1, None]
@@ -215,16 +218,20 @@ def _faces(xp: Any, vol: Any, level: float, ids: list, tri_starts: Any,
 def emit_arrays(xp: Any, vol: Any, level: float, geometry: tuple, rows: Any, offsets: tuple,
                 sizes: tuple[int, int]) -> tuple:  # fmt: skip
     """:func:`renderer.contour_kernels.emit_row` for every row: ``vertices``, ``normals``
-    (V, 3) float64 and ``faces`` (T, 3) int64 (``rows`` and the spans are not needed;
-    ``geometry``: the spacing and the origin, and maybe the inverse spacing after them)."""
+    (V, 3) float64 and ``faces`` (T, 3) int64 (``rows`` is not needed; ``geometry``: the
+    spacing and the origin, and for a slab the global index of its first plane; only the
+    rows with a span are emitted)."""
     n0, n1, _ = vol.shape
-    starts, tri_starts, _ = offsets
+    starts, tri_starts, spans = offsets
     flags = _crossed(xp, vol >= level)
     ids = []
     for axis in range(3):
         f = flags[axis].astype(xp.int64)
         ids.append(starts[:, axis].reshape(n0, n1, 1) + xp.cumsum(f, axis=2) - f)
-    geometry = emission_geometry(geometry[:6])
-    verts, normals = _vertices(xp, vol, level, geometry, flags, ids, sizes[0])
-    faces = _faces(xp, vol, level, ids, tri_starts, sizes[1])
+    # a row without a span writes nothing (in a slab, the rows another rank emits)
+    emitted = (spans[:, 1] > spans[:, 0]).reshape(n0, n1, 1)
+    written = [f & emitted for f in flags]
+    geometry = emission_geometry(geometry[:7])
+    verts, normals = _vertices(xp, vol, level, geometry, written, ids, sizes[0])
+    faces = _faces(xp, vol, level, ids, tri_starts, sizes[1], emitted[:-1, :-1])
     return verts, normals, faces

@@ -217,6 +217,7 @@ def _count(variant: Any, args: tuple) -> None:
 @fastpaths.emulates(KERNEL_NAMES["emit"])
 def _emit(variant: Any, args: tuple) -> None:
     volume, level, geometry, rows, _, starts, tri_starts, spans, *outs = args
+    geometry = geometry[:6] + geometry[9:]  # emit_arrays takes what emit_device does
     offsets = (np.asarray(starts), np.asarray(tri_starts), np.asarray(spans))
     sizes = (outs[0].shape[0], outs[2].shape[0])
     got = emit_arrays(np, np.asarray(volume), level, geometry, np.asarray(rows), offsets, sizes)

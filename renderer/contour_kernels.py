@@ -173,10 +173,20 @@ def thresholds(dtype: Any, level: float) -> tuple:
 
 
 def emission_geometry(geometry: tuple) -> tuple:
-    """The spacing and the origin (6 floats) with the inverse spacing appended, as
-    :func:`emit_row` takes them."""
+    """The geometry as :func:`emit_row` takes it (10 floats: the spacing, the origin, the
+    inverse spacing and the global index of the volume's plane 0 along axis 0) from the
+    spacing and the origin (6 floats) and, for a slab of a larger volume, that index (a
+    7th; 0 when absent).
+
+    Examples
+    --------
+    >>> emission_geometry((2.0, 4.0, 1.0, 0.0, 0.0, 0.0, 5))[6:]
+    (0.5, 0.25, 1.0, 5.0)
+    """
     spacing = tuple(float(g) for g in geometry[:3])
-    return spacing + tuple(float(g) for g in geometry[3:6]) + tuple(1.0 / g for g in spacing)
+    first = float(geometry[6]) if len(geometry) > 6 else 0.0
+    return (spacing + tuple(float(g) for g in geometry[3:6]) + tuple(1.0 / g for g in spacing)
+            + (first,))  # fmt: skip
 
 
 def classify_row(vol, above, at, r, rows):
@@ -299,8 +309,7 @@ def _gradient(vol, i, j, k):
 
 def _vertex(vol, level, geometry, i, j, k, axis, v, verts, normals):
     """Write vertex ``v``: the crossing on the edge from grid point ``(i, j, k)`` along
-    ``axis``, with its unit normal (``geometry``: the spacing, the origin and the inverse
-    spacing, 3 floats each)."""
+    ``axis``, with its unit normal (``geometry``: :func:`emission_geometry`)."""
     i1 = i
     j1 = j
     k1 = k
@@ -312,7 +321,7 @@ def _vertex(vol, level, geometry, i, j, k, axis, v, verts, normals):
         k1 = k + 1
     s0 = np.float64(vol[i, j, k])
     t = (level - s0) / (np.float64(vol[i1, j1, k1]) - s0)
-    p0 = np.float64(i)
+    p0 = np.float64(i) + geometry[9]  # the plane's global index (exact: whole numbers)
     p1 = np.float64(j)
     p2 = np.float64(k)
     if axis == 0:
@@ -550,7 +559,8 @@ def classify_cpu(volume: np.ndarray, level: float) -> tuple:
 def emit_cpu(volume: np.ndarray, level: float, geometry: tuple, rows: np.ndarray,
              offsets: tuple, sizes: tuple[int, int]) -> tuple:  # fmt: skip
     """The fused emission on the CPU: ``vertices``, ``normals`` (V, 3) float64 and
-    ``faces`` (T, 3) int64. ``geometry``: the spacing and the origin (6 floats);
+    ``faces`` (T, 3) int64. ``geometry``: the spacing and the origin (6 floats), and for a
+    slab the global index of its first plane (:func:`emission_geometry`);
     ``offsets``: the rows' first vertex per axis, first triangle and spans; ``sizes``:
     ``(V, T)``."""
     starts, tri_starts, spans = offsets

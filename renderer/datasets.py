@@ -3,12 +3,12 @@
 Ahrens & Hansen (1995, section 4, Table 1) render a balanced and an unbalanced
 isosurface of the same simulation output, made by two isosurface algorithms. Here:
 
-- ``balanced``: the marching-cubes isosurface (scikit-image, Lewiner) of the Marschner-Lobb
-  signal (Marschner & Lobb, "An evaluation of reconstruction filters for volume
-  rendering", Visualization '94) at ``resolution``^3 samples, isovalue 0.5. At 128^3 it has
-  about 242,000 triangles (the default "250k" surface); 256^3 gives about 970,000 and
-  512^3 about 3.9 million. All triangles are about one voxel in size, so every polygon
-  covers a few scan lines.
+- ``balanced``: the marching-cubes isosurface (:func:`renderer.isosurface`, this
+  program's, with VTK's case table) of the Marschner-Lobb signal (Marschner & Lobb, "An
+  evaluation of reconstruction filters for volume rendering", Visualization '94) at
+  ``resolution``^3 samples, isovalue 0.5. At 128^3 it has 241,498 triangles (the default
+  "250k" surface); 256^3 gives 983,434 and 512^3 3,986,802. All triangles are about one
+  voxel in size, so every polygon covers a few scan lines.
 - ``unbalanced``: the same signal polygonised by marching cubes on a multi-block
   rectilinear grid, as simulation codes write their output, instead of one uniform grid
   (Ahrens & Hansen's unbalanced set likewise comes from another isosurface algorithm on the same
@@ -26,7 +26,7 @@ isosurface of the same simulation output, made by two isosurface algorithms. Her
   one unit long along x, one voxel wide) among the small triangles. In views (45, 45) and
   M(45, 45) the slivers along y span hundreds of scan lines while staying a few pixels
   wide, as the few huge polygons of the unbalanced set of Table 1 (scan max 169 and 468
-  there; here about 220 and 360 at 512x512, averages 2 to 5).
+  there; here 223 and 341 at 512x512, averages 2 to 5).
   The signal's isosurface is a corrugated sheet only 0.32 units tall (|z| <= 0.16; linear
   interpolation along a two-sample z edge keeps vertices within |z| <= 0.25), so in the
   side views (0, 0) no polygon of it can span more than about 90 scan lines (180
@@ -41,15 +41,17 @@ isosurface of the same simulation output, made by two isosurface algorithms. Her
   (231 and 512 scan lines side on) come within a factor 1.3 of the paper's; a fracture's
   walls in a cell as long as the fracture make its long spans from (45,45); a column of
   cells three times wider about the middle bore, its z-buffer maxima of 7 to 9 pixels
-  per span; rough, steep strata give the paper's polygon count (about 256,000 and 228,000
+  per span; rough, steep strata give the paper's polygon count (about 247,000 and 219,000
   triangles at "250k").
 
-Slabs (:func:`load_dataset_slab`): on ``nranks`` MPI ranks each rank samples and
-polygonises only its slab of the grid along x (its share of the cells, one plane of overlap
-with the next rank), so a surface too large for one process never sits in one. The slabs
-in rank order make a valid mesh of the same isosurface with exactly the triangles of the
-whole-grid marching cubes (the same cells), though in another order, with the vertices on
-slab borders repeated and their normals taken from one-sided differences there.
+Slabs (:func:`load_dataset_slab`): on ``nranks`` MPI ranks each rank samples only its
+range of the blocks' planes along x (about an equal share of the samples) and the planes
+beside it that the extraction reads, and extracts its share of the surface there
+(:func:`renderer.contour.slab_isosurface`), so a surface too large for one process never
+sits in one. The slabs in rank order are the whole surface's triangles in its order, bit
+for bit (positions and normals), each slab with the vertices its triangles use (those of
+the next slab's first plane repeated), so a frame rendered sort-last is the one-process
+frame.
 
 Meshes are cached on disk after the first run, in simd-emu's cache folder
 (:func:`kernels.cache.cache_dir`: ``$SIMD_EMU_CACHE_DIR``, else
@@ -78,11 +80,10 @@ __all__ = [
     "load_dataset",
     "load_dataset_slab",
     "marschner_lobb",
-    "isosurface",
     "workload_table",
 ]
 
-#: Named sizes -> grid resolution (triangles ~ 14.8 n^2).
+#: Named sizes -> grid resolution (triangles ~ 14.7 n^2).
 SIZES = {"250k": 128, "1m": 256, "2m": 362, "4m": 512, "16m": 1040, "64m": 2080}
 #: Largest grid resolution one process builds; larger grids only as slabs over MPI ranks.
 MAX_RESOLUTION = 1024
@@ -104,11 +105,11 @@ VIEWS = {
 SPLIT_Y = 0.75
 #: The isovalue of both surfaces.
 LEVEL = 0.5
-#: Cache format and content version (4: multi-block unbalanced surface).
-_VERSION = 4
-#: The oil-well surfaces' cache version (their own, so the others' caches stay valid; 4:
-#: the wide-cell column).
-_OILWELL_VERSION = 4
+#: Cache format and content version (5: made by renderer.isosurface's marching cubes).
+_VERSION = 5
+#: The oil-well surfaces' cache version (their own, so the others' caches stay valid; 5:
+#: made by renderer.isosurface's marching cubes).
+_OILWELL_VERSION = 5
 
 
 def marschner_lobb(n: int, *, alpha: float = 0.25, f_m: float = 6.0) -> np.ndarray:
@@ -141,41 +142,6 @@ def _sample(
     zpart = 1.0 - np.sin(np.pi * t[zs] / 2.0)
     vol = (zpart[None, None, :] + alpha * (1.0 + radial[:, :, None])) / (2.0 * (1.0 + alpha))
     return vol.astype(np.float32)
-
-
-def isosurface(
-    volume: np.ndarray,
-    level: float = 0.5,
-    *,
-    step: int = 1,
-    spacing: float | tuple[float, float, float] = 1.0,
-    origin: Any = (0.0, 0.0, 0.0),
-) -> tuple[np.ndarray, ...]:
-    """Marching cubes (scikit-image, Lewiner) -> (vertices, faces, normals).
-
-    ``spacing`` is one grid step for all axes or one per axis (a rectilinear grid with
-    anisotropic cells); normals are then returned in world space (scikit-image computes
-    them from the index-space gradient, so they are divided by the per-axis spacing) but
-    not normalised.
-    """
-    from skimage.measure import marching_cubes
-
-    aniso = np.ndim(spacing) != 0
-    steps = tuple(float(x) for x in spacing) if aniso else (spacing,) * 3
-    verts, faces, normals, _ = marching_cubes(
-        volume,
-        level=level,
-        spacing=steps,
-        step_size=step,
-        allow_degenerate=False,
-        method="lewiner",
-    )
-    verts = verts.astype(np.float64) + np.asarray(origin, dtype=np.float64)
-    normals = normals.astype(np.float64)
-    if aniso:
-        # world-space gradient = index-space gradient / step, per axis
-        normals = normals / np.asarray(steps)
-    return verts, faces.astype(np.int64), normals
 
 
 def _z_up(v: np.ndarray) -> np.ndarray:
@@ -223,31 +189,33 @@ def _parts(kind: str, n: int) -> list[tuple]:
 
 
 def _build(kind: str, n: int, rank: int = 0, nranks: int = 1) -> Mesh:
-    """The isosurface of ``kind`` at resolution ``n``, or rank ``rank``'s slab of it: of
-    every block, the rank's share of the cells along x (canonical split, one shared plane)."""
+    """The isosurface of ``kind`` at resolution ``n``, or rank ``rank``'s slab of it: its
+    range of the blocks' planes along x (:func:`_slab_planes`), extracted by
+    :func:`renderer.contour.slab_isosurface` from the samples of those planes and the
+    planes beside them that the extraction reads."""
+    from renderer.contour import Planes, slab_isosurface
+    from simd import Machine
+
+    machine = Machine(backend="numpy")  # the fused CPU kernels: the same bits everywhere
     sample = oilwell.sample if kind in OILWELL else _sample
-    whole = oilwell.oilwell_field if kind in OILWELL else marschner_lobb
-    vol = whole(n) if nranks == 1 else None
+    vol = (oilwell.oilwell_field if kind in OILWELL else marschner_lobb)(n) if nranks == 1 else None
+    blocks = _parts(kind, n)
     parts = []
-    for xs, ys, zs, spacing, origin in _parts(kind, n):
-        if nranks > 1:
-            cells = len(xs) - 1
-            base, extra = divmod(cells, nranks)
-            c0 = rank * base + min(rank, extra)
-            c1 = c0 + base + (rank < extra)
-            if c1 == c0:
-                continue  # no cells of this block on this rank
-            step = spacing if np.ndim(spacing) == 0 else spacing[0]
-            origin = (origin[0] + c0 * step, *origin[1:])
-            xs = xs[c0 : c1 + 1]
-            block = sample(n, xs, ys, zs)
-            if not block.min() <= LEVEL <= block.max():
-                continue  # the surface does not cross this slab
-        else:
+    for (xs, ys, zs, spacing, origin), (lo, hi) in zip(
+        blocks, _slab_planes(blocks, rank, nranks), strict=True
+    ):
+        first, last = Planes.held(lo, hi, len(xs))
+        if last == first:
+            continue  # no planes of this block on this rank
+        if vol is not None:
             block = vol[_index(xs), ...][:, _index(ys)][:, :, _index(zs)]
-            if not block.min() <= LEVEL <= block.max():
-                continue  # the surface does not cross this block
-        parts.append(isosurface(block, LEVEL, spacing=spacing, origin=origin))
+        else:
+            block = sample(n, xs[first:last], ys, zs)
+        if block.min() < LEVEL <= block.max():  # else no surface crosses it
+            part = slab_isosurface(block, LEVEL, Planes(first, lo, hi, len(xs)),
+                                   spacing=spacing, origin=origin, machine=machine)  # fmt: skip
+            if part.n_faces:
+                parts.append(part)
     if kind in OILWELL:
         name = f"{kind}-{n}"
     else:
@@ -257,14 +225,27 @@ def _build(kind: str, n: int, rank: int = 0, nranks: int = 1) -> Mesh:
     if not parts:
         empty = np.zeros((0, 3))
         return Mesh(empty, np.zeros((0, 3), dtype=np.int64), empty, name)
-    offsets = np.cumsum([0] + [len(p[0]) for p in parts[:-1]])
-    v = np.concatenate([p[0] for p in parts])
-    f = np.concatenate([p[1] + o for p, o in zip(parts, offsets, strict=True)])
-    if len(parts) == 1:  # one block (the balanced surface): its normals as they are
-        nn = _unit(parts[0][2])
-    else:
-        nn = _unit(np.concatenate([_unit(p[2]) for p in parts]))
+    offsets = np.cumsum([0] + [len(p.vertices) for p in parts[:-1]])
+    v = np.concatenate([p.vertices for p in parts])
+    f = np.concatenate([p.faces + o for p, o in zip(parts, offsets, strict=True)])
+    nn = np.concatenate([_unit(p.normals) for p in parts])
     return Mesh(_z_up(v), f, _z_up(nn), name)
+
+
+def _slab_planes(blocks: list[tuple], rank: int, nranks: int) -> list[tuple[int, int]]:
+    """Rank ``rank``'s planes ``[lo, hi)`` along x of each block: the blocks' planes in
+    order, split into ``nranks`` contiguous ranges of about equal samples, so that the
+    ranks' triangles in rank order are the whole surface's in its order."""
+    weights = [len(ys) * len(zs) for _, ys, zs, _, _ in blocks]
+    total = sum(len(b[0]) * w for b, w in zip(blocks, weights, strict=True))
+    out, before = [], 0
+    for (xs, *_), w in zip(blocks, weights, strict=True):
+        # the rank of each plane: where its first sample falls in the even split
+        owner = (before + w * np.arange(len(xs), dtype=np.int64)) * nranks // total
+        lo, hi = np.searchsorted(owner, [rank, rank + 1])
+        out.append((int(lo), int(hi)))
+        before += len(xs) * w
+    return out
 
 
 def _index(idx: np.ndarray) -> slice | np.ndarray:
@@ -275,9 +256,10 @@ def _index(idx: np.ndarray) -> slice | np.ndarray:
 
 
 def _unit(n: np.ndarray) -> np.ndarray:
-    length = np.linalg.norm(n, axis=1)
-    n = n / np.where(length > 0, length, 1.0)[:, None]
-    n[length == 0] = (0.0, 0.0, 1.0)
+    """The extraction's unit normals, with (0, 0, 1) where the gradient vanishes (a zero
+    normal)."""
+    n = n.copy()
+    n[~n.any(axis=1)] = (0.0, 0.0, 1.0)
     return n
 
 
@@ -288,7 +270,7 @@ def load_dataset(kind: str = "balanced", size: str | int = "250k", *, cache: boo
     ----------
     kind : {"balanced", "unbalanced", "oilwell", "oilwell-unbalanced"}
     size : {"250k", "1m", "2m", "4m"} or int
-        Named size or grid resolution 8..1024 (the balanced surface has about 14.8 n^2
+        Named size or grid resolution 8..1024 (the balanced surface has about 14.7 n^2
         triangles). The larger "16m" and "64m" only as slabs (:func:`load_dataset_slab`).
     cache : bool
         Read and write the on-disk cache.
@@ -332,11 +314,11 @@ def load_dataset(kind: str = "balanced", size: str | int = "250k", *, cache: boo
 def load_dataset_slab(kind: str, size: str | int, rank: int, nranks: int) -> Mesh:
     """Rank ``rank``'s slab of a built-in isosurface made on ``nranks`` MPI ranks.
 
-    The rank samples the signal on its share of the grid cells along x only (plus the
-    plane it shares with the next rank) and runs marching cubes there, so no process holds
-    the whole grid or mesh. The slabs in rank order make a mesh of the same isosurface with
-    the same triangles (cells) as :func:`load_dataset`, in another order; a slab may be
-    empty (no faces). Not cached. With ``nranks=1`` this is the whole surface.
+    The rank samples the signal on its range of the grid's planes along x only (and the
+    planes beside it the extraction reads) and extracts its share of the surface there, so
+    no process holds the whole grid or mesh. The slabs in rank order have the triangles of
+    :func:`load_dataset` in its order, bit for bit, each with the vertices it uses; a slab
+    may be empty (no faces). Not cached. With ``nranks=1`` this is the whole surface.
 
     Parameters
     ----------
@@ -350,7 +332,8 @@ def load_dataset_slab(kind: str, size: str | int, rank: int, nranks: int) -> Mes
     --------
     >>> whole = load_dataset("balanced", 16, cache=False)
     >>> slabs = [load_dataset_slab("balanced", 16, r, 3) for r in range(3)]
-    >>> sum(s.n_faces for s in slabs) == whole.n_faces
+    >>> corners = np.concatenate([s.vertices[s.faces] for s in slabs])
+    >>> bool(np.array_equal(corners, whole.vertices[whole.faces]))
     True
     """
     n = _resolution(kind, size, MAX_SLAB_RESOLUTION)
@@ -358,16 +341,32 @@ def load_dataset_slab(kind: str, size: str | int, rank: int, nranks: int) -> Mes
         raise ValueError(f"nranks must be a positive whole number, got {nranks!r}")
     if not 0 <= rank < nranks:
         raise ValueError(f"rank must be in 0..{nranks - 1}, got {rank!r}")
-    cells = -(-(n - 1) // nranks)  # the most cells along x any rank holds
-    if (cells + 1) * n * n > MAX_SLAB_SAMPLES:
-        need = -(-(n - 1) * n * n // (MAX_SLAB_SAMPLES - n * n))
+    held = _slab_samples(_parts(kind, n), nranks)
+    if max(held) > MAX_SLAB_SAMPLES:
+        need = nranks * -(-max(held) // MAX_SLAB_SAMPLES)
         raise ValueError(
-            f"a {n}^3 grid on {nranks} ranks puts {(cells + 1) * n * n} samples on a rank "
+            f"a {n}^3 grid on {nranks} ranks puts {max(held)} samples on a rank "
             f"(at most {MAX_SLAB_SAMPLES}): run on at least {need} MPI ranks"
         )
     if nranks == 1:
         return as_mesh(_build(kind, n))
     return as_mesh(_build(kind, n, rank, nranks), allow_empty=True)
+
+
+def _slab_samples(blocks: list[tuple], nranks: int) -> list[int]:
+    """The samples each rank's slab holds (its planes and those beside them it reads)."""
+    from renderer.contour import Planes
+
+    held = []
+    for rank in range(nranks):
+        samples = 0
+        for (xs, ys, zs, *_), (lo, hi) in zip(
+            blocks, _slab_planes(blocks, rank, nranks), strict=True
+        ):
+            first, last = Planes.held(lo, hi, len(xs))
+            samples += (last - first) * len(ys) * len(zs)
+        held.append(samples)
+    return held
 
 
 def _resolution(kind: str, size: str | int, largest: int = MAX_RESOLUTION) -> int:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -89,17 +89,28 @@ class Volume:
         if np.array_equal(direction, np.eye(3)):
             mesh = isosurface(self.array, level, spacing=self.spacing, origin=self.origin,
                               machine=machine)  # fmt: skip
-            return Mesh(mesh.vertices, mesh.faces, mesh.normals, self.name)
+            return replace(mesh, name=self.name)  # on MPI ranks, this rank's share
         mesh = isosurface(self.array, level, spacing=self.spacing, machine=machine)
         vertices = mesh.vertices @ direction.T + np.asarray(self.origin, dtype=np.float64)
         normals = mesh.normals @ np.linalg.inv(direction)  # the inverse transpose, per row
         length = np.linalg.norm(normals, axis=1, keepdims=True)
         normals = np.divide(normals, length, out=np.zeros_like(normals), where=length > 0)
-        return Mesh(vertices, mesh.faces, normals, self.name)
+        return replace(mesh, vertices=vertices, normals=normals, name=self.name)
 
 
-def read_volume(path: str | PathLike[str]) -> Volume:
+def read_volume(path: str | PathLike[str], *, mmap: bool = False) -> Volume:
     """Read a volume file (or a folder of DICOM slices) into a :class:`Volume`.
+
+    Parameters
+    ----------
+    path : path
+        The file, or the folder of DICOM slices.
+    mmap : bool
+        Map a ``.npy`` file into memory instead of reading it (``numpy.load(mmap_mode=
+        "r")``): the samples are read when used, so that on MPI ranks
+        (:func:`renderer.isosurface` on a machine with ``comm``) each rank reads only
+        its slab. The other formats are read whole (and each rank takes its slab of the
+        array).
 
     Raises
     ------
@@ -134,8 +145,12 @@ def read_volume(path: str | PathLike[str]) -> Volume:
                 f"{', '.join(VOLUME_SUFFIXES)} files or a folder of DICOM files"
             )
         reader = _READERS[suffix]
-    array, spacing, origin, direction = reader(path)
-    array = np.asarray(array)
+    if reader is _read_npy:
+        array, spacing, origin, direction = _read_npy(path, mmap)
+    else:
+        array, spacing, origin, direction = reader(path)
+    if not isinstance(array, np.memmap):
+        array = np.asarray(array)
     if array.ndim != 3:
         raise ValueError(
             f"{path}: holds a {array.ndim}-D array of shape {array.shape}, not one 3-D volume"
@@ -159,9 +174,9 @@ def _reading(path: Path, what: str) -> Iterator[None]:
         raise ValueError(f"{path}: cannot read the {what} ({one_line(err)})") from None
 
 
-def _read_npy(path: Path) -> tuple:
+def _read_npy(path: Path, mmap: bool = False) -> tuple:
     with _reading(path, "NumPy file"):
-        array = np.load(path, allow_pickle=False)
+        array = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     return array, (1, 1, 1), (0, 0, 0), np.eye(3)
 
 

@@ -14,6 +14,7 @@ from renderer import datasets
 from renderer.composite import merge_min, regions
 from renderer.mesh import as_mesh, mesh_share, vertex_normals
 from renderer.rank_balance import destinations, triangle_work
+from simd.cli import main
 from tests.mpi_support import run_ranks
 
 
@@ -52,6 +53,22 @@ def test_render_command_on_two_ranks_writes_the_one_rank_png(tmp_path):
     slabs = run_ranks(3, "-m simd.cli", "render", "--dataset-size", "12", "--size", "32",
                       "-o", "slabs.png", cwd=tmp_path, timeout=120)  # fmt: skip
     assert slabs.stdout.count("wrote") == 1 and (tmp_path / "slabs.png").exists()
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize(
+    "kind",
+    ["balanced", pytest.param("unbalanced", marks=pytest.mark.slow),
+     pytest.param("oilwell-unbalanced", marks=pytest.mark.slow)],
+)  # fmt: skip
+def test_built_in_data_set_on_three_ranks_is_the_plain_runs_image(tmp_path, kind):
+    # each rank extracts its slab; in rank order the slabs are the whole surface's
+    # triangles, so the sort-last frame is the one-process frame, bit for bit
+    common = ["render", "--dataset", kind, "--dataset-size", "40", "--size", "96",
+              "--pes", "32"]  # fmt: skip
+    assert main([*common, "--backend", "numpy", "-o", str(tmp_path / "plain.png")]) == 0
+    run_ranks(3, "-m simd.cli", *common, "-o", "three.png", cwd=tmp_path, timeout=120)
+    assert (tmp_path / "plain.png").read_bytes() == (tmp_path / "three.png").read_bytes()
 
 
 @pytest.mark.mpi
@@ -120,7 +137,8 @@ def test_slabs_have_the_whole_surfaces_triangles(kind):
 
 
 def test_slab_sizes_fit_across_ranks_only(monkeypatch):
-    monkeypatch.setattr(datasets, "MAX_SLAB_SAMPLES", 12 * 20 * 20)
+    # 20 planes of 20 x 20: on 2 ranks 10 each, and the 4 beside them a slab reads
+    monkeypatch.setattr(datasets, "MAX_SLAB_SAMPLES", 14 * 20 * 20)
     with pytest.raises(ValueError, match="run on at least 2 MPI ranks"):
         datasets.load_dataset_slab("balanced", 20, 0, 1)
     assert datasets.load_dataset_slab("balanced", 20, 1, 2).n_faces > 0

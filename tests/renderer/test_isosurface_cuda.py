@@ -58,8 +58,8 @@ for dtype in (f32, f64):
         "classify": (volume, dtype, dtype, int2),
         "count": (volume, f64, int2, table, types.Array(types.uint8, 1, "C"), int2, ints,
                   int2),
-        # the spacing, origin and inverse spacing are arguments, not an array
-        "emit": (volume, f64, types.UniTuple(f64, 9), int2, table, int2, ints, int2,
+        # the spacing, origin, inverse spacing and first plane are arguments, not an array
+        "emit": (volume, f64, types.UniTuple(f64, 10), int2, table, int2, ints, int2,
                  types.Array(f64, 2, "C"), types.Array(f64, 2, "C"), int2),
     }
     for name, sig in sigs.items():

@@ -29,7 +29,7 @@ def test_warmup_runs_every_programs_warm_up(monkeypatch, tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "warming up on cupy (the counting stand-in)"
     assert [line.split()[0] for line in out[1:-1]] == ["diffuse", "render"]
-    assert "241802 triangles" in out[2] and out[-1].startswith("ready in ")
+    assert "241498 triangles" in out[2] and out[-1].startswith("ready in ")
     assert any(p.name.startswith("ml-balanced-128") for p in tmp_path.iterdir())
 
 
