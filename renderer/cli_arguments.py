@@ -63,6 +63,22 @@ def positive_number(text: str) -> float:
     return value
 
 
+def add_backend_arguments(p: argparse.ArgumentParser) -> None:
+    """The machine's options, the same for every renderer command: ``--backend``, ``--pes``."""
+    p.add_argument(
+        "--backend",
+        choices=("auto", "numpy", "cupy"),
+        default="auto",
+        help="machine backend (default: auto)",
+    )
+    p.add_argument(
+        "--pes",
+        type=pe_count,
+        default=512,
+        help="number of processors (default: 512, at most 2**24)",
+    )
+
+
 def pe_count(text: str) -> int:
     """A number of processors, 1 to the machine's limit (``simd.operands.MAX_PES``),
     refused when the arguments are read, before any work.
@@ -228,18 +244,7 @@ def add_machine_arguments(p: argparse.ArgumentParser) -> None:
         default="cost-effective",
         help="loop form (default: cost-effective)",
     )
-    p.add_argument(
-        "--backend",
-        choices=("auto", "numpy", "cupy"),
-        default="auto",
-        help="machine backend (default: auto)",
-    )
-    p.add_argument(
-        "--pes",
-        type=pe_count,
-        default=512,
-        help="number of processors (default: 512, at most 2**24)",
-    )
+    add_backend_arguments(p)
     p.add_argument("--shading", choices=("gouraud", "flat"), default="gouraud")
     p.add_argument(
         "--clock",

@@ -47,7 +47,7 @@ DESCRIPTION = (
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``isosurface`` subcommand to ``subparsers`` (``simd.cli`` calls this)."""
-    from renderer.cli_arguments import pe_count
+    from renderer.cli_arguments import add_backend_arguments
     from renderer.cli_volumes import add_volume_arguments
 
     p = subparsers.add_parser(
@@ -63,18 +63,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         default="isosurface.ply",
         help="mesh file: .ply, .obj or .stl (default: isosurface.ply)",
     )
-    p.add_argument(
-        "--backend",
-        choices=("auto", "numpy", "cupy"),
-        default="auto",
-        help="machine backend (default: auto)",
-    )
-    p.add_argument(
-        "--pes",
-        type=pe_count,
-        default=512,
-        help="number of processors (default: 512, at most 2**24)",
-    )
+    add_backend_arguments(p)
     p.add_argument("--verbose", "-v", action="store_true", help="print the extraction's phases")
     p.set_defaults(func=run)
     return p
