@@ -86,11 +86,11 @@ def run(args: argparse.Namespace) -> int:
         return _fail(err, say=launched_rank() == 0)
     if machine.ranks is not None:
         return _run_ranks(args, machine)
-    announce_replace(args.output)
     try:
         start = time.perf_counter()
         mesh = _surface(args, machine)
         seconds = time.perf_counter() - start
+        announce_replace(args.output)  # the surface is there: the file will be written
         write_mesh(mesh, args.output)
     except (ValueError, OSError, SimdError) as err:
         return _fail(err)
@@ -121,8 +121,6 @@ def _run_ranks(args: argparse.Namespace, machine: Any) -> int:
                 _check_output(args)
     except errors as err:
         return _fail(err, say=root)
-    if root:
-        announce_replace(args.output)
     try:
         start = time.perf_counter()
         mesh = gather_isosurface(_surface(args, machine), machine)
@@ -130,6 +128,7 @@ def _run_ranks(args: argparse.Namespace, machine: Any) -> int:
         error = None
         if root:
             try:
+                announce_replace(args.output)
                 write_mesh(mesh, args.output)
             except errors as err:
                 error = err

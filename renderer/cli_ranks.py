@@ -104,6 +104,7 @@ def _prepare(args: argparse.Namespace, ranks: Any, root: bool) -> tuple[list[str
         ("--orbit", args.orbit is not None),
         ("--compare", args.compare),
         ("--table1", args.table1),
+        ("--fit", getattr(args, "fit", False)),
     ):
         if given:
             raise ValueError(f"{flag} runs on one process; run it without mpiexec (or with -n 1)")

@@ -139,7 +139,7 @@ def _check_level(array: Any, value: float) -> None:
     at or above it (NaN values are the extraction's to refuse)."""
     import numpy as np
 
-    if array.size == 0 or array.ndim != 3:
+    if array.size == 0 or array.ndim != 3 or array.dtype.kind not in "biuf":
         return  # the extraction says what is wrong with it
     with np.errstate(invalid="ignore"):
         low, high = float(np.nanmin(array)), float(np.nanmax(array))

@@ -108,7 +108,9 @@ def isosurface(
         ``vtkMarchingCubes``: the same triangles with the same winding, vertex positions
         within float32 rounding of VTK's (which stores float32). Triangles with two
         vertices on one grid point (values exactly at the level) are left out, as VTK
-        leaves them out. On a machine across MPI ranks, this rank's
+        leaves them out. Where values lie within float32 rounding of the level but not on
+        it, VTK merges vertices that coincide in float32 and drops the triangles that
+        become degenerate; these are kept here. On a machine across MPI ranks, this rank's
         :class:`IsosurfaceShare` (:func:`gather_isosurface` gathers the whole mesh); the
         model clock reads the one-rank clock on every rank.
 

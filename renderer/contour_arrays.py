@@ -48,6 +48,13 @@ def _corner_bits(xp: Any, flags: Any) -> Any:
     return bits
 
 
+def _inside(vol: Any, level: float) -> Any:
+    """Whether each value is at or above ``level``, compared as the fused kernels compare
+    (:func:`renderer.contour_kernels.thresholds`: a float32 volume against the float32
+    nearest at or above it)."""
+    return vol >= thresholds(vol.dtype, level)[0]
+
+
 def _crossed(xp: Any, inside: Any) -> list:
     """Per axis, ``(n0, n1, n2)`` bool: whether the edge leaving each point is crossed."""
     out = []
@@ -114,7 +121,7 @@ def _kept(xp: Any, vol: Any, level: float, case: Any) -> list:
     """Per triangle slot of the case table (five), per cell: whether the cell has that
     triangle and it keeps some area (no two vertices on one grid point)."""
     table = xp.asarray(case_table()).astype(xp.int64)
-    equal = _corner_bits(xp, vol == level)
+    equal = _corner_bits(xp, vol == thresholds(vol.dtype, level)[1])
     kept = []
     for s in range(MAX_TRIANGLES):
         edges = table[case, 3 * s : 3 * s + 3]  # (cells..., 3), -1 past the case's last
@@ -133,7 +140,7 @@ def count_arrays(xp: Any, vol: Any, level: float, rows: Any) -> tuple:
     """:func:`renderer.contour_kernels.count_row` for every row: ``edges``, ``tris``,
     ``spans`` (int64)."""
     n0, n1, n2 = vol.shape
-    inside = vol >= level
+    inside = _inside(vol, level)
     along0, along1, _ = _crossed(xp, inside)
     edges = xp.stack([along0.sum(axis=2), along1.sum(axis=2), rows[:, 0].reshape(n0, n1)], axis=2)
     case = _corner_bits(xp, inside)
@@ -194,7 +201,7 @@ def _faces(xp: Any, vol: Any, level: float, ids: list, tri_starts: Any, n_triang
     """The triangles of every cell of the ``emitted`` rows, in cell order and the case
     table's order."""
     n0, n1, n2 = vol.shape
-    case = _corner_bits(xp, vol >= level)
+    case = _corner_bits(xp, _inside(vol, level))
     kept = [k & emitted for k in _kept(xp, vol, level, case)]
     per_cell = sum(k.astype(xp.int64) for k in kept)
     starts = xp.cumsum(per_cell, axis=2) - per_cell
@@ -223,7 +230,7 @@ def emit_arrays(xp: Any, vol: Any, level: float, geometry: tuple, rows: Any, off
     rows with a span are emitted)."""
     n0, n1, _ = vol.shape
     starts, tri_starts, spans = offsets
-    flags = _crossed(xp, vol >= level)
+    flags = _crossed(xp, _inside(vol, level))
     ids = []
     for axis in range(3):
         f = flags[axis].astype(xp.int64)

@@ -11,7 +11,11 @@ What each format's axes are:
 
 - ``.npy``: the array as saved (its axis 0 is x), unit spacing, origin 0;
 - TIFF (``.tif``, ``.tiff``, tifffile): pages are z, an image's columns x and rows y;
-  the spacing from the resolution tags and ImageJ's ``spacing`` (1 where absent);
+  the spacing from an ImageJ stack's resolution and ``spacing`` (or the resolution tags
+  when they name no unit); a resolution in pixels per inch or centimetre, a printer's
+  setting, is ignored (spacing 1);
+- NIfTI is read in its RAS+ space, NRRD and DICOM in their patient space (LPS in DICOM):
+  the same scan in two formats may come out mirrored in x and y;
 - NIfTI (``.nii``, ``.nii.gz``, nibabel): the voxel axes (i, j, k); spacing, origin and
   direction from the image's affine (to RAS+ millimetres, its shears kept in the
   direction);
@@ -95,7 +99,10 @@ class Volume:
         normals = mesh.normals @ np.linalg.inv(direction)  # the inverse transpose, per row
         length = np.linalg.norm(normals, axis=1, keepdims=True)
         normals = np.divide(normals, length, out=np.zeros_like(normals), where=length > 0)
-        return replace(mesh, vertices=vertices, normals=normals, name=self.name)
+        faces = mesh.faces
+        if np.linalg.det(direction) < 0:  # a mirror turns the winding: turn it back
+            faces = faces[:, ::-1].copy()
+        return replace(mesh, vertices=vertices, normals=normals, faces=faces, name=self.name)
 
 
 def read_volume(path: str | PathLike[str], *, mmap: bool = False) -> Volume:
@@ -185,15 +192,19 @@ def _read_tiff(path: Path) -> tuple:
     with _reading(path, "TIFF stack"), tifffile.TiffFile(path) as tif:
         array = tif.asarray()
         page = tif.pages[0]
+        meta = tif.imagej_metadata
         spacing = [1.0, 1.0, 1.0]
-        for axis, tag in ((0, "XResolution"), (1, "YResolution")):
-            found = page.tags.get(tag)
-            if found is not None:
-                numerator, denominator = found.value
-                if numerator > 0 and denominator > 0:
-                    spacing[axis] = denominator / numerator
-        meta = tif.imagej_metadata or {}
-        spacing[2] = float(meta.get("spacing", 1.0))
+        unit = page.tags.get("ResolutionUnit")
+        # pixels per unit of the stack's own (ImageJ's, or no unit): its spacing; pixels
+        # per inch or centimetre are a printer's setting, with no depth to match
+        if meta is not None or unit is None or int(unit.value) == 1:
+            for axis, tag in ((0, "XResolution"), (1, "YResolution")):
+                found = page.tags.get(tag)
+                if found is not None:
+                    numerator, denominator = found.value
+                    if numerator > 0 and denominator > 0:
+                        spacing[axis] = denominator / numerator
+        spacing[2] = float((meta or {}).get("spacing", 1.0))
     if array.ndim != 3:
         raise ValueError(f"{path}: a TIFF of shape {array.shape}, not a stack of one-channel pages")
     return array.transpose(2, 1, 0), spacing, (0, 0, 0), np.eye(3)

@@ -72,13 +72,15 @@ def test_built_in_data_set_on_three_ranks_is_the_plain_runs_image(tmp_path, kind
 
 
 @pytest.mark.mpi
-def test_render_command_errors_on_ranks_give_one_line_and_every_rank_fails(tmp_path):
-    bad = run_ranks(2, "-m simd.cli", "render", "--orbit", "3", "--dataset-size", "12",
+@pytest.mark.parametrize(("flag", "value"), [("--orbit", "3"), ("--fit", None)])
+def test_render_command_errors_on_ranks_give_one_line_and_every_rank_fails(tmp_path, flag, value):
+    options = [flag] if value is None else [flag, value]
+    bad = run_ranks(2, "-m simd.cli", "render", *options, "--dataset-size", "12", "--verbose",
                     cwd=tmp_path, timeout=60, check=False)  # fmt: skip
     lines = [x for x in bad.stderr.splitlines() if x.startswith("simd-emu render:")]
     assert bad.returncode != 0 and len(lines) == 1, bad.stderr
-    assert "--orbit runs on one process" in lines[0]
-    assert not bad.stdout.strip()
+    assert f"{flag} runs on one process" in lines[0]
+    assert not bad.stdout.strip()  # refused before any work
 
 
 def test_binary_swap_regions_nest_and_cover():

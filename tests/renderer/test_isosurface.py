@@ -235,6 +235,18 @@ def test_volume_type_isosurface_is_turned_by_its_direction(m):
     np.testing.assert_allclose(mesh.normals, plain.normals @ turn.T, atol=1e-15)
 
 
+@pytest.mark.parametrize("mirror", [(-1.0, 1.0, 1.0), (-1.0, -1.0, -1.0)])
+def test_a_mirrored_direction_keeps_the_triangles_facing_their_normals(m, mirror):
+    # the triangles' winding (counter-clockwise seen from outside) and the vertex normals
+    # agree, as in the unmirrored surface (files written with them are not inside out)
+    vol = renderer.Volume(ball(16), direction=np.diag(mirror))
+    for mesh in (vol.isosurface(0.0, machine=m), renderer.isosurface(ball(16), 0.0, machine=m)):
+        a, b, c = (mesh.vertices[mesh.faces[:, i]] for i in range(3))
+        facing = np.cross(b - a, c - a)
+        along = (facing * mesh.normals[mesh.faces].sum(axis=1)).sum(axis=1)
+        assert (along > 0).all()
+
+
 @pytest.mark.parametrize(
     ("volume", "level", "kwargs", "message"),
     [

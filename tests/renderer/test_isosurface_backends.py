@@ -40,7 +40,11 @@ def volumes():
     quantised = np.round(smooth((7, 8, 9), 1) * 4) / 4
     rows = np.zeros((4, 5, 6), np.float32)
     rows[::2] = 1.0  # planes alternate: the rows are constant, and differ
+    # many values a hair below a level no float32 holds: compared as the kernels compare
+    near = np.random.default_rng(1).random((8, 9, 10)).astype(np.float32) * 0.2
+    near[np.random.default_rng(2).random(near.shape) < 0.3] = np.float32(0.1)
     return {
+        "just-below-the-level": (near, float(np.float32(0.1)) + 1e-10),
         "smooth": (smooth((9, 10, 11), 0), 0.0),
         "level-not-float32": (smooth((9, 10, 11), 0), 0.1),
         "plateaus": (quantised, 0.0),

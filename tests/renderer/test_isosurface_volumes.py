@@ -41,6 +41,14 @@ def test_npy(tmp_path, grid):
     assert vol.name == "grid.npy"
 
 
+def test_a_tiffs_print_resolution_is_no_spacing(tmp_path, grid):
+    tifffile = pytest.importorskip("tifffile")
+    path = tmp_path / "dpi.tif"
+    tifffile.imwrite(path, grid.transpose(2, 1, 0), photometric="minisblack", resolution=(72, 72),
+                     resolutionunit="INCH")  # fmt: skip
+    assert renderer.read_volume(path).spacing == (1.0, 1.0, 1.0)
+
+
 def test_tiff_stack(tmp_path, grid):
     tifffile = pytest.importorskip("tifffile")
     path = tmp_path / "grid.tif"
