@@ -64,6 +64,7 @@ TESTS = (
     "tests/renderer/test_isosurface_backends.py",
     "tests/kernels/test_numba_shift_gpu.py",
     "tests/balance/test_cost_effective.py",
+    "tests/balance/test_compare.py",
     "tests/diffusion/test_cuda_source.py",
     "tests/diffusion/test_dense.py",
     "tests/simd/test_rules.py",

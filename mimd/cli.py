@@ -1,7 +1,8 @@
-"""``simd-emu bench mimd``: the MIMD load-balancing benchmark.
+"""``simd-emu bench mimd`` and ``simd-emu bench balance``: the load-balancing benchmarks.
 
-``register(subparsers)`` adds the ``bench`` command if no other module has yet, and a
-``mimd`` sub-command under it; :mod:`simd.cli` calls it through the ``bench`` entry point
+``register(subparsers)`` adds the ``bench`` command if no other module has yet, and the
+``mimd`` and ``balance`` sub-commands under it (``balance``'s options and driver are
+:mod:`mimd.bench_balance`); :mod:`simd.cli` calls it through the ``bench`` entry point
 of the ``simd_emu.commands`` group. ``bench/mimd.py`` in the source tree uses
 :func:`add_arguments` and :func:`run_args` with one option more (``--save``).
 
@@ -152,19 +153,42 @@ def _run(args: argparse.Namespace) -> int:
     return run_args(args)
 
 
+def _run_balance(args: argparse.Namespace) -> int:
+    from .bench_balance import run_args as run_balance
+
+    return run_balance(args)
+
+
 def register(subparsers) -> None:
-    """Add ``bench mimd`` to the ``simd-emu`` command line."""
+    """Add ``bench mimd`` and ``bench balance`` to the ``simd-emu`` command line."""
     sub = _bench_subparsers(subparsers)
-    if "mimd" in sub.choices:
+    if "mimd" not in sub.choices:
+        p = sub.add_parser(
+            "mimd",
+            help="MIMD load-balancing policies (farmer, Gradient Model, Extended Gradient, "
+            "Diffusion, work stealing) next to the SIMD balancer",
+            description=DESCRIPTION,
+        )
+        add_arguments(p)
+        p.set_defaults(func=_run)
+    _register_balance(sub)
+
+
+def _register_balance(sub) -> None:
+    """Add ``bench balance`` (its options module is light: no heavy import here)."""
+    if "balance" in sub.choices:
         return
+    from .bench_balance import DESCRIPTION as BALANCE
+    from .bench_balance import add_arguments as balance_arguments
+
     p = sub.add_parser(
-        "mimd",
-        help="MIMD load-balancing policies (farmer, Gradient Model, Extended Gradient, "
-        "Diffusion, work stealing) next to the SIMD balancer",
-        description=DESCRIPTION,
+        "balance",
+        help="which load balancing pays on your workload, on which machine, and the "
+        "hardware what-if",
+        description=BALANCE,
     )
-    add_arguments(p)
-    p.set_defaults(func=_run)
+    balance_arguments(p)
+    p.set_defaults(func=_run_balance)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,144 @@
+"""The MIMD policies as baselines of ``simd-emu bench balance``.
+
+A workload of tasks per processor runs on the simulated message-passing machine of Barker
+& Chrisochoides (2005), their cluster (:meth:`mimd.Network.cluster`), with the same
+number of processors: every task takes ``task_seconds`` on a node, and processor ``i``
+starts with the tasks of its data (datum ``d`` of ``n`` lies on processor ``d * P // n``,
+the block layout of the SIMD machine's virtual processors; with one datum per processor,
+processor ``i`` holds ``workload[i]`` tasks). The farmer holds every task by definition.
+Each policy (:data:`mimd.POLICIES`) then balances as it does, and no balancing (``none``)
+is the baseline of the speed-ups, as on every SIMD machine.
+
+:class:`MimdBaseline` follows :class:`simd.balance.comparison.Baseline`, so that
+:func:`~simd.balance.comparison.compare` runs it beside the SIMD balancers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simd.balance.comparison import BalancerRun
+
+from .network import Network
+from .policies import POLICIES, Farmer, Policy
+from .simulator import simulate
+
+__all__ = ["MACHINE", "MAX_TASKS", "TASK_SECONDS", "MimdBaseline", "baselines"]
+
+#: How the tables name the simulated machine.
+MACHINE = "cluster"
+#: Seconds of one task on a node: coarse enough that a message (about 0.1 ms to start)
+#: costs a hundredth of a task, as for Barker & Chrisochoides' mesh-generation tasks.
+TASK_SECONDS = 1e-2
+#: The simulation's time step, as a fraction of a task.
+TICK_FRACTION = 1 / 20
+#: The most tasks the simulation takes (one virtual processor each): beyond it the
+#: baselines are skipped, in one line.
+MAX_TASKS = 1 << 18
+
+
+def _placed(policy: Policy, owners: np.ndarray) -> Policy:
+    """``policy`` with its tasks starting on ``owners`` (the farmer's stay on the farmer)."""
+    if isinstance(policy, Farmer):
+        return policy
+    cls = type(policy)
+
+    def start_on_owners(self: Policy, n: int, p: int, placement: str) -> np.ndarray:
+        return owners
+
+    placed = type(cls.__name__, (cls,), {"owners": start_on_owners, "__doc__": cls.__doc__})
+    fields = {f: getattr(policy, f) for f in policy.__dataclass_fields__}
+    return placed(**fields)
+
+
+@dataclass(frozen=True)
+class MimdBaseline:
+    """One MIMD policy on the cluster, as a baseline of :func:`~simd.balance.comparison.compare`.
+
+    Examples
+    --------
+    >>> from mimd.policies import WorkStealing
+    >>> run = MimdBaseline(WorkStealing()).run(np.array([8, 0, 0, 0]), 4, "example")
+    >>> run.balancer, run.machine, run.tasks, run.decisions > 0
+    ('work-stealing', 'cluster', 8, True)
+    """
+
+    policy: Policy
+    task_seconds: float = TASK_SECONDS
+    machine: str = MACHINE
+
+    @property
+    def name(self) -> str:
+        return self.policy.name
+
+    def run(self, counts: np.ndarray, processors: int, workload: str) -> BalancerRun:
+        """Simulate ``counts`` (tasks per datum) on ``processors`` processors."""
+        counts = np.asarray(counts, dtype=np.int64)
+        total = int(counts.sum())
+        if total > MAX_TASKS:
+            raise ValueError(
+                f"{workload}: {total:,} tasks are more than the MIMD simulation takes "
+                f"({MAX_TASKS:,}); leave out the MIMD baselines"
+            )
+        datum_pe = (np.arange(counts.size, dtype=np.int64) * processors) // counts.size
+        owners = np.repeat(datum_pe, counts)
+        network = Network.cluster(processors, tick=self.task_seconds * TICK_FRACTION)
+        res = simulate(
+            np.full(total, self.task_seconds), _placed(self.policy, owners), network=network
+        )
+        if not np.all(res.runs == 1):
+            raise AssertionError(f"{self.name}: a task did not run exactly once")
+        active, marks = _busy(res.start, res.finish, self.task_seconds, res.makespan)
+        return BalancerRun(
+            workload=workload,
+            processors=str(processors),
+            machine=self.machine,
+            balancer=self.name,
+            clock="simulated",
+            iterations=None,
+            model_seconds=res.makespan,
+            wall_seconds=res.wall,
+            balancing_seconds=float(res.overhead.mean()) if res.overhead.size else 0.0,
+            decisions=res.migrations,
+            tasks=int(res.runs.sum()),
+            active=active,
+            cumulative=marks,
+            detail={
+                "work_seconds": res.work,
+                "utilisation": res.utilisation,
+                "messages": res.messages,
+                "task_seconds": self.task_seconds,
+                "tick": res.extra["tick"],
+            },
+        )
+
+
+def _busy(start: Any, finish: Any, step: float, makespan: float) -> tuple[list[int], list[float]]:
+    """Processors running a task at the middle of every ``step`` of the run (one processor
+    runs one task at a time), and the steps' start times then the makespan."""
+    steps = int(np.ceil(makespan / step - 1e-9)) if makespan > 0 else 0
+    t = (np.arange(steps) + 0.5) * step
+    started = np.searchsorted(np.sort(start), t, side="right")
+    ended = np.searchsorted(np.sort(finish), t, side="right")
+    marks = [float(x) for x in np.arange(steps) * step] + [float(makespan)]
+    return (started - ended).tolist(), marks
+
+
+def baselines(names: list[str] | None = None, task_seconds: float = TASK_SECONDS) -> list:
+    """The MIMD baselines by name (default every policy of :data:`mimd.POLICIES`), no
+    balancing first.
+
+    >>> [b.name for b in baselines(["diffusion"])]
+    ['none', 'diffusion']
+    """
+    names = list(POLICIES) if names is None else list(names)
+    for name in names:
+        if name not in POLICIES:
+            raise ValueError(f"unknown MIMD policy {name!r}; choose from {', '.join(POLICIES)}")
+    if not task_seconds > 0:
+        raise ValueError(f"a task's time must be above 0 seconds, got {task_seconds!r}")
+    ordered = ["none"] + [n for n in dict.fromkeys(names) if n != "none"]
+    return [MimdBaseline(POLICIES[n](), task_seconds) for n in ordered]

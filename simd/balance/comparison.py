@@ -1,0 +1,442 @@
+"""Which balancing pays on a workload, on which machine, and by how much.
+
+:func:`compare` runs one workload under every balancer asked for on every machine asked
+for, and returns a :class:`Comparison`: one :class:`BalancerRun` per (machine, balancer)
+with its iterations, model and wall time, speed-up over no balancing on the same machine,
+time spent balancing and decisions taken, and per iteration the active processors and the
+cumulative time.
+
+A 1-D workload (tasks per processor, or per datum with several data per processor) runs as
+the balanced loop of Ahrens & Hansen (1995) (:func:`simd.balance.run_loop`):
+
+``none``
+    Figure 1: ``MAX(workload)`` iterations, one task of every datum with work left each.
+``cost-effective``
+    Figure 2: redistribute when the savings exceed the cost overestimate in iterations
+    (measured online by the loop unless a calibration is stored for it).
+``balance-always``
+    Figure 2 with a cost taken as zero: redistribute whenever anything can be saved.
+``expand``
+    Every task at once, by a scan and a load-balancing search.
+
+A 2-D workload (a grid of counts for the mesh) runs as a grid computation on the mesh
+(:func:`simd.balance.grid_loop.run_grid_loop`):
+
+``none``
+    The hierarchical decomposition, never balanced.
+``scan-directed``
+    Biagioni & Prins' (1991) Scan Directed Load Balancing every ``k`` iterations, one run
+    per ``k`` of ``every`` (named ``scan-directed/k``), the Locality Property checked.
+
+Machines (:data:`MACHINES`): the idealised and the calibrated CM-5 and the MasPar MP-1
+(model clock; :mod:`simd.cost`), and ``wall``: the wall clock of the backend at hand, on
+which the cost-effective loops also take their decisions. Other programs add baselines of
+their own (the MIMD policies of ``simd-emu bench balance``) through ``baselines``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simd.balance.balancer_runs import BalancerRun, Baseline, RunSpec, grid_run, loop_run
+from simd.balance.workloads import check_workload
+from simd.cost import CostModel
+from simd.machine import Machine
+
+__all__ = [
+    "GRID_BALANCERS",
+    "INTERVALS",
+    "LOOP_BALANCERS",
+    "MACHINES",
+    "Baseline",
+    "BalancerRun",
+    "Comparison",
+    "Plan",
+    "compare",
+    "mesh_shape",
+    "plan_comparison",
+]
+
+#: The balancers of a 1-D workload (loops) and of a 2-D one (the mesh), by name.
+LOOP_BALANCERS = ("none", "cost-effective", "balance-always", "expand")
+GRID_BALANCERS = ("none", "scan-directed")
+#: Balancing intervals of the mesh, as in Biagioni & Prins' Figures 8 to 10.
+INTERVALS = (1, 2, 5, 10, 20)
+#: Machines by name: (cost preset of ``simd.Machine``, clock the runs are timed and decide
+#: with). ``wall``'s model time is the default preset's (CM-5 for 1-D, MP-1 for a mesh).
+MACHINES = {
+    "cm5": ("cm5", "model"),
+    "cm5_calibrated": ("cm5_calibrated", "model"),
+    "mp1": ("mp1", "model"),
+    "wall": (None, "wall"),
+}
+
+
+@dataclass
+class Comparison:
+    """The runs of :func:`compare`, with a table and plain data for JSON."""
+
+    runs: list[BalancerRun]
+
+    def __iter__(self):
+        return iter(self.runs)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def find(self, balancer: str, machine: str | None = None) -> BalancerRun:
+        """The run of ``balancer`` (on ``machine``, default the first that has one)."""
+        for r in self.runs:
+            if r.balancer == balancer and machine in (None, r.machine):
+                return r
+        raise KeyError(f"no run of {balancer!r}" + (f" on {machine!r}" if machine else ""))
+
+    def table(self) -> str:
+        """One line per run: iterations, model and wall time, speed-up, the share of the
+        time spent balancing, decisions.
+
+        Examples
+        --------
+        >>> print(compare([6, 0, 0, 2], balancers=["none", "expand"]).table())
+        ... # doctest: +ELLIPSIS
+        workload  processors  machine  balancer  iterations  model s  ...
+        workload           4  cm5      none               6  ...
+        workload           4  cm5      expand             1  ...
+        """
+        rows = [
+            (
+                r.workload,
+                r.processors,
+                r.machine,
+                r.balancer,
+                "-" if r.iterations is None else str(r.iterations),
+                f"{r.model_seconds:.4g}",
+                f"{r.wall_seconds:.3g}",
+                "-" if r.speedup is None else f"{r.speedup:.2f}x",
+                f"{r.balancing_seconds / r.time if r.time > 0 else 0.0:.0%}",
+                str(r.decisions),
+                _note(r),
+            )
+            for r in self.runs
+        ]
+        header = ("workload", "processors", "machine", "balancer", "iterations", "model s",
+                  "wall s", "speed-up", "balancing", "decisions", "note")  # fmt: skip
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        lines = []
+        for row in [header, *rows]:
+            cells = [
+                cell.ljust(w) if i in (0, 2, 3) else cell.rjust(w)
+                for i, (cell, w) in enumerate(zip(row[:-1], widths, strict=False))
+            ]
+            lines.append(("  ".join(cells) + "  " + row[-1]).rstrip())
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Per balancer and machine: ``iterations``, ``model_seconds`` and the rest."""
+        return {"runs": [r.to_dict() for r in self.runs]}
+
+
+def _note(r: BalancerRun) -> str:
+    notes = []
+    if r.locality is not None:
+        notes.append("locality " + ("held" if r.locality else "BROKEN"))
+    if r.detail.get("overestimate") is not None:
+        notes.append(f"cost estimate {r.detail['overestimate']:.3g} iterations")
+    if r.clock == "simulated":
+        notes.append("simulated MIMD seconds")
+    return ", ".join(notes)
+
+
+def mesh_shape(processors: int | Sequence[int]) -> tuple[int, int]:
+    """The mesh of ``processors`` PEs: the most nearly square ``(rows, cols)``, or the
+    shape given.
+
+    >>> mesh_shape(4096), mesh_shape(512), mesh_shape((8, 16))
+    ((64, 64), (16, 32), (8, 16))
+    """
+    if not isinstance(processors, int | np.integer):
+        rows, cols = (int(p) for p in processors)
+        return rows, cols
+    p = int(processors)
+    rows = math.isqrt(p)
+    while p % rows:
+        rows -= 1
+    return rows, p // rows
+
+
+def compare(  # noqa: PLR0913 (the public signature: every option by keyword)
+    workload: Any,
+    *,
+    name: str = "workload",
+    processors: int | tuple[int, int] | None = None,
+    machines: Iterable[str | CostModel] = ("cm5",),
+    balancers: Iterable[str] | None = None,
+    every: Iterable[int] = INTERVALS,
+    task_cost: float = 32.0,
+    overestimate: float | None = None,
+    backend: str = "numpy",
+    baselines: Iterable[Baseline] = (),
+    verify: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> Comparison:
+    """Run ``workload`` under every balancer on every machine; see the module docstring.
+
+    Parameters
+    ----------
+    workload : array_like
+        Tasks per processor (1-D; per datum when there are more data than processors),
+        or a 2-D grid of counts for the mesh (:mod:`simd.balance.workloads`).
+    name : str
+        The workload's name in the results.
+    processors : int or (int, int), optional
+        The machine's processors: for a 1-D workload a number (default one per entry), for
+        a 2-D one a mesh or a number made into the most nearly square mesh (default the
+        MP-1's 64 x 64, or the grid's own shape where it is smaller).
+    machines : iterable of str or CostModel
+        Names of :data:`MACHINES`, or cost models of your own (:class:`simd.cost.CostModel`,
+        on the model clock).
+    balancers : iterable of str, optional
+        Of :data:`LOOP_BALANCERS` (1-D) or :data:`GRID_BALANCERS` (2-D); default all.
+        ``none`` always runs: the speed-ups are over it.
+    every : iterable of int
+        The mesh's balancing intervals.
+    task_cost : float
+        Model operations per task (the renderer's scan-conversion task is 32).
+    overestimate : float, optional
+        The cost-effective loop's cost of a redistribution in iterations; default: a
+        stored calibration, else measured as the loop runs (no decision before its first
+        iteration is measured).
+    backend : str
+        The machines' array backend.
+    baselines : iterable of Baseline
+        Balancers of other programs, run once each (1-D workloads).
+    verify : bool
+        Check that every task ran exactly once (a tally kept off both clocks) and raise
+        ``AssertionError`` otherwise.
+    progress : callable(str), optional
+        Called with a line before each run.
+
+    Returns
+    -------
+    Comparison
+
+    Examples
+    --------
+    The worked example of Ahrens & Hansen (1995, section 2.3): 100 iterations without
+    balancing, 20 after one redistribution.
+
+    >>> c = compare([100, 19, 0, 0, 0, 0, 0], name="example", task_cost=1e4,
+    ...             overestimate=5, balancers=["none", "cost-effective"])
+    >>> [(r.balancer, r.iterations, r.decisions) for r in c]
+    [('none', 100, 0), ('cost-effective', 20, 1)]
+    >>> print(f"{c.find('cost-effective').speedup:.1f}x faster")
+    4.8x faster
+    """
+    plan = plan_comparison(
+        workload,
+        name=name,
+        processors=processors,
+        machines=machines,
+        balancers=balancers,
+        every=every,
+        baselines=baselines,
+    )
+    counts, shape, chosen, intervals = plan.counts, plan.shape, plan.balancers, plan.intervals
+    machine_names, baselines = plan.machines, plan.baselines
+    if not (math.isfinite(task_cost) and task_cost >= 0):
+        raise ValueError(f"task_cost must be a finite number >= 0, got {task_cost!r}")
+    label = plan.processors
+    grid = counts.ndim == 2
+    runs: list[BalancerRun] = []
+    for machine_name, cost, clock in machine_names:
+        if clock == "wall":
+            _warm_up(counts, chosen, intervals, backend)
+        for balancer in chosen:
+            for k in intervals if balancer == "scan-directed" else (None,):
+                shown = balancer if k is None else f"scan-directed/{k}"
+                if progress is not None:
+                    progress(f"{name} on {label} {machine_name}: {shown}")
+                machine = _machine(cost, shape, backend)
+                spec = RunSpec(
+                    counts, name, label, machine_name, clock, shown, task_cost, overestimate, verify
+                )
+                runs.append(grid_run(spec, machine, k) if grid else loop_run(spec, machine))
+    for baseline in baselines:
+        if progress is not None:
+            progress(f"{name} on {label} {baseline.machine}: {baseline.name}")
+        runs.append(baseline.run(counts, shape[0], name))
+    _speedups(runs)
+    return Comparison(runs)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The runs :func:`compare` will make, its options checked (see :func:`plan_comparison`).
+
+    Attributes
+    ----------
+    counts : numpy.ndarray
+        The checked workload.
+    shape : tuple of int
+        The machine's processors, ``(P,)`` or the mesh ``(R, C)``.
+    machines : list of (str, cost, str)
+        Each machine's label, cost preset or model, and clock.
+    balancers : list of str
+        ``none`` first.
+    intervals : tuple of int
+        The mesh's balancing intervals (empty without scan-directed balancing).
+    baselines : list of Baseline
+    """
+
+    counts: np.ndarray
+    shape: tuple[int, ...]
+    machines: list[tuple[str, Any, str]]
+    balancers: list[str]
+    intervals: tuple[int, ...]
+    baselines: list[Any]
+
+    @property
+    def processors(self) -> str:
+        """The processors as the results name them: ``"512"`` or ``"64x64"``."""
+        return "x".join(map(str, self.shape))
+
+    @property
+    def runs(self) -> int:
+        """How many runs the comparison makes."""
+        per_machine = sum(
+            len(self.intervals) if b == "scan-directed" else 1 for b in self.balancers
+        )
+        return per_machine * len(self.machines) + len(self.baselines)
+
+
+def plan_comparison(
+    workload: Any,
+    *,
+    name: str = "workload",
+    processors: int | tuple[int, int] | None = None,
+    machines: Iterable[str | CostModel] = ("cm5",),
+    balancers: Iterable[str] | None = None,
+    every: Iterable[int] = INTERVALS,
+    baselines: Iterable[Baseline] = (),
+) -> Plan:
+    """Check :func:`compare`'s options without running anything (``ValueError`` in one
+    line), so that a program can refuse bad ones before any work.
+
+    >>> plan = plan_comparison([[1, 2], [3, 4]], processors=(2, 2), machines=["mp1"])
+    >>> plan.balancers, plan.intervals, plan.runs
+    (['none', 'scan-directed'], (1, 2, 5, 10, 20), 6)
+    """
+    counts = check_workload(workload, what=name)
+    grid = counts.ndim == 2
+    chosen = _balancers(balancers, GRID_BALANCERS if grid else LOOP_BALANCERS, grid)
+    shape = _processors(counts, processors)
+    intervals = _intervals(every) if "scan-directed" in chosen else ()
+    baselines = list(baselines)
+    if grid and baselines:
+        raise ValueError(f"{baselines[0].name} takes a 1-D workload (tasks per processor)")
+    return Plan(counts, shape, _machines(machines), chosen, intervals, baselines)
+
+
+# --------------------------------------------------------------------------------------
+# Options
+# --------------------------------------------------------------------------------------
+
+
+def _balancers(balancers: Iterable[str] | None, known: tuple[str, ...], grid: bool) -> list[str]:
+    chosen = list(known) if balancers is None else list(dict.fromkeys(balancers))
+    for b in chosen:
+        if b not in known:
+            other = LOOP_BALANCERS if grid else GRID_BALANCERS
+            if b in other:
+                kind = "a 2-D grid (the mesh)" if grid else "a 1-D workload (the loops)"
+                raise ValueError(
+                    f"balancer {b!r} does not run {kind}; choose from {', '.join(known)}"
+                )
+            raise ValueError(f"unknown balancer {b!r}; choose from {', '.join(known)}")
+    return ["none"] + [b for b in chosen if b != "none"]
+
+
+def _machines(machines: Iterable[str | CostModel]) -> list[tuple[str, Any, str]]:
+    """``(label, cost, clock)`` of every machine: a name of :data:`MACHINES` or a cost model."""
+    given = [machines] if isinstance(machines, str | CostModel) else list(machines)
+    if not given:
+        raise ValueError(f"no machine given; choose from {', '.join(MACHINES)}")
+    out = []
+    for spec in given:
+        if isinstance(spec, CostModel):
+            out.append((spec.name, spec, "model"))
+        elif spec in MACHINES:
+            out.append((spec, *MACHINES[spec]))
+        else:
+            raise ValueError(f"unknown machine {spec!r}; choose from {', '.join(MACHINES)}")
+    labels = [label for label, _, _ in out]
+    return [m for i, m in enumerate(out) if m[0] not in labels[:i]]
+
+
+def _intervals(every: Iterable[int]) -> tuple[int, ...]:
+    out = tuple(dict.fromkeys(every))
+    if not out or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in out):
+        raise ValueError(f"every must list balancing intervals of at least 1, got {out}")
+    return out
+
+
+def _processors(counts: np.ndarray, processors: Any) -> tuple[int, ...]:
+    """The machine's PE shape for ``counts``: ``(P,)`` or a mesh ``(R, C)``."""
+    if counts.ndim == 1:
+        if processors is None:
+            return (int(counts.size),)
+        if isinstance(processors, bool) or not isinstance(processors, int | np.integer):
+            raise ValueError(f"a 1-D workload runs on a number of processors, got {processors!r}")
+        if processors < 1:
+            raise ValueError(f"processors must be at least 1, got {processors}")
+        return (int(processors),)
+    if processors is None:
+        shape = (min(64, counts.shape[0]), min(64, counts.shape[1]))
+    else:
+        shape = mesh_shape(processors)
+    if min(shape) < 1:
+        raise ValueError(f"the mesh must have at least one PE per axis, got {shape}")
+    if shape[0] > counts.shape[0] or shape[1] > counts.shape[1]:
+        raise ValueError(
+            f"a mesh of {shape[0]}x{shape[1]} PEs is larger than the grid "
+            f"{counts.shape[0]}x{counts.shape[1]}: every PE must hold at least one point"
+        )
+    return shape
+
+
+def _machine(cost: Any, shape: tuple[int, ...], backend: str) -> Machine:
+    pes = shape[0] if len(shape) == 1 else shape
+    return Machine(pes=pes, backend=backend, cost=cost)
+
+
+def _warm_up(counts: np.ndarray, balancers: list[str], intervals: tuple, backend: str) -> None:
+    """Every balancer once on a corner of the workload, so that no wall-clock run pays for
+    the first compilation of a kernel (the runs' kernels are compiled per backend and
+    dtype, not per size)."""
+    if counts.ndim == 1:
+        small, pes = np.minimum(counts[:16], 4), min(4, counts.size)
+    else:
+        small = np.minimum(counts[:4, :4], 4)
+        pes = (min(2, small.shape[0]), min(2, small.shape[1]))
+    for balancer in balancers:
+        for k in intervals[:1] if balancer == "scan-directed" else (None,):
+            spec = RunSpec(small, "warm-up", "", "wall", "wall", balancer, 1.0, None, False)
+            m = Machine(pes=pes, backend=backend)
+            if counts.ndim == 2:
+                grid_run(spec, m, k)
+            else:
+                loop_run(spec, m)
+
+
+def _speedups(runs: list[BalancerRun]) -> None:
+    """Each run's speed-up over ``none`` of its workload, processors and machine."""
+    base = {(r.workload, r.processors, r.machine): r.time for r in runs if r.balancer == "none"}
+    for r in runs:
+        t0 = base.get((r.workload, r.processors, r.machine))
+        if t0 is not None and r.time > 0:
+            r.speedup = t0 / r.time

@@ -1,0 +1,89 @@
+"""simd.balance.whatif: scaled cost models, and the sweep's points against direct runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simd import Machine
+from simd.balance.comparison import compare
+from simd.balance.grid_loop import run_grid_loop
+from simd.balance.whatif import FACTORS, KINDS, scaled_cost, sweep
+from simd.balance.workloads import generate
+from simd.cost import CostModel
+
+
+def test_scaled_cost_scales_one_kind():
+    base = CostModel.cm5_calibrated(512)
+    c = scaled_cost(base, "router", 2.0)
+    assert c.router_latency_per_level == 2 * base.router_latency_per_level
+    assert c.router_per_active == 2 * base.router_per_active
+    assert (c.scan_per_active, c.elementwise) == (base.scan_per_active, base.elementwise)
+    both = scaled_cost(base, "scan+shift", 0.5)
+    assert both.network_per_level == base.network_per_level / 2
+    assert both.name == "CM-5cal/512 scan+shift x0.5"
+    assert FACTORS[0] == 1 / 16 and FACTORS[-1] == 16 and set(KINDS) == {"scan", "shift", "router"}
+
+
+@pytest.mark.parametrize("bad", ["disk", "scan+tape"])
+def test_unknown_kinds(bad):
+    with pytest.raises(ValueError, match="unknown instruction kind"):
+        scaled_cost(CostModel.mp1(16), bad, 2.0)
+
+
+def test_the_mesh_points_equal_runs_at_the_scaled_costs():
+    # The mesh's runs decide nothing from the costs, so the sweep prices them by
+    # linearity; a run at the scaled costs must give the same model time.
+    counts = generate("hotspot", (32, 32), mean=8, param=0.15)
+    s = sweep(counts, processors=(8, 8), kinds=["shift", "scan+shift"], factors=[0.25, 4.0],
+              every=[2])  # fmt: skip
+    for kind in ("shift", "scan+shift"):
+        for factor in (0.25, 4.0):
+            cost = scaled_cost(CostModel.mp1(64), kind, factor)
+            times = []
+            for every in (0, 2):
+                m = Machine(pes=(8, 8), backend="numpy", cost=cost)
+                res = run_grid_loop(counts, machine=m, every=every, check_locality=False)
+                times.append(cost.seconds(res.cycles["total"]))
+            (point,) = [p for p in s.points if (p.kind, p.factor) == (kind, factor)]
+            assert point.baseline_seconds == pytest.approx(times[0], rel=1e-9)
+            assert point.seconds == pytest.approx(times[1], rel=1e-9)
+
+
+def test_the_loop_points_are_comparisons_on_the_scaled_preset():
+    counts = generate("zipf", 64, seed=1)
+    s = sweep(counts, machine="mp1", kinds=["router"], factors=[0.5, 8.0])
+    assert s.balancers == ("cost-effective", "balance-always")
+    for f in (0.5, 8.0):
+        c = compare(counts, machines=[scaled_cost(CostModel.mp1(64), "router", f)],
+                    balancers=["cost-effective", "balance-always"])  # fmt: skip
+        assert s.curve("router", "cost-effective")[[0.5, 8.0].index(f)] == pytest.approx(
+            c.find("cost-effective").speedup
+        )
+    # Dearer routers make balancing always worse, the cost-effective loop never loses.
+    always = s.curve("router", "balance-always")
+    assert always[0] > always[1]
+    assert min(s.curve("router", "cost-effective")) >= 0.95
+
+
+def test_tables_and_data():
+    counts = generate("linear-4", (16, 16), mean=6)
+    s = sweep(counts, processors=(4, 4), kinds=["scan"], factors=[1 / 16, 1.0, 16.0],
+              every=[1, 5])  # fmt: skip
+    lines = s.table().splitlines()
+    assert "1/16" in lines[1] and "pays up to" in lines[1]
+    assert len(lines) == 2 + 2
+    data = s.to_dict()
+    assert data["factors"] == [1 / 16, 1.0, 16.0]
+    assert set(data["speedup"]["scan"]) == {"scan-directed/1", "scan-directed/5"}
+    best, speedup = s.best("scan", 1 / 16)
+    assert speedup >= 1.0 and best in ("none", "scan-directed/1", "scan-directed/5")
+    up = s.pays_up_to("scan", "scan-directed/5")
+    assert up is None or up in (1 / 16, 1.0, 16.0)
+
+
+def test_a_wall_clock_cannot_be_scaled():
+    with pytest.raises(ValueError, match="wall clock"):
+        sweep(np.array([3, 1]), machine="wall")
+    with pytest.raises(ValueError, match="unknown machine"):
+        sweep(np.array([3, 1]), machine="cray")

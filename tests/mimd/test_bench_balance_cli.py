@@ -1,0 +1,152 @@
+"""``simd-emu bench balance``: its runs, its outputs, and bad input refused in one line (exit
+status 2) before any work."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from mimd import cli
+from simd.cli import main
+from tests.entry_points import pyproject_commands
+
+PROG = "simd-emu bench balance"
+
+
+def run(argv, capsys):
+    status = main(["bench", "balance", "--no-progress", *argv], commands=pyproject_commands())
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_registered_beside_bench_mimd():
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    cli.register(sub)
+    cli.register(sub)  # a second registration changes nothing
+    args = parser.parse_args(["bench", "balance", "w.npy", "--machines", "mp1"])
+    assert args.file == "w.npy" and args.func is cli._run_balance
+    assert parser.parse_args(["bench", "mimd", "--quick"]).func is cli._run
+
+
+def test_a_file_runs_with_its_table_json_and_pictures(tmp_path, capsys):
+    np.save(tmp_path / "tasks.npy", np.array([100, 19, 0, 0, 0, 0, 0]))
+    out_json = tmp_path / "res.json"
+    argv = [str(tmp_path / "tasks.npy"), "--machines", "cm5,mp1", "--task-cost", "1e4",
+            "--overestimate", "5", "--balancers", "none,cost-effective,diffusion",
+            "--json", str(out_json), "--plots", str(tmp_path / "pics")]  # fmt: skip
+    status, out, err = run(argv, capsys)
+    assert status == 0, err
+    assert "tasks: 7 entries, 119 tasks, max 100" in out
+    rows = [line.split() for line in out.splitlines() if line.startswith("tasks ")]
+    assert [(r[2], r[3], r[4]) for r in rows] == [
+        ("cm5", "none", "100"),
+        ("cm5", "cost-effective", "20"),
+        ("mp1", "none", "100"),
+        ("mp1", "cost-effective", "20"),
+        ("cluster", "none", "-"),
+        ("cluster", "diffusion", "-"),
+    ]
+    data = json.loads(out_json.read_text())
+    assert data["benchmark"] == "balance" and "versions" in data["environment"]
+    (w,) = data["workloads"]
+    assert w["tasks"] == 119 and w["balancers"]["cm5/cost-effective"]["iterations"] == 20
+    assert all("model_seconds" in r and "iterations" in r for r in w["runs"])
+    assert sorted(p.name for p in (tmp_path / "pics").iterdir()) == ["balance-tasks-7.png"]
+
+
+def test_families_on_a_mesh_with_the_what_if(tmp_path, capsys):
+    argv = ["--family", "step", "--grid", "2", "--pes", "4x4", "--machines", "mp1",
+            "--every", "1,4", "--sweep", "scan,shift", "--factors", "1/4,4",
+            "--plots", str(tmp_path)]  # fmt: skip
+    status, out, err = run(argv, capsys)
+    assert status == 0, err
+    assert "locality held" in out
+    assert "step on 4x4 mp1: speed-up over no balancing" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "balance-step-4x4.png",
+        "whatif-step-4x4-mp1.png",
+    ]
+
+
+def test_replaced_files_are_named_before_the_work(tmp_path, capsys):
+    (tmp_path / "old.json").write_text("{}")
+    argv = ["--family", "uniform", "--pes", "8", "--balancers", "none", "--machines", "cm5",
+            "--json", str(tmp_path / "old.json")]  # fmt: skip
+    status, out, _ = run(argv, capsys)
+    assert status == 0
+    assert out.splitlines()[0] == f"replacing {tmp_path / 'old.json'}"
+
+
+@pytest.mark.parametrize(
+    ("text", "suffix", "message"),
+    [
+        ("3 -1 2\n", ".txt", "negative count (-1 at index 1)"),
+        ("3 1.5 2\n", ".txt", "fractional count (1.5 at index 1)"),
+        ("", ".txt", "is empty"),
+        ("1,nan\n", ".csv", "holds NaN at index 1"),
+        ("1 3000000000\n", ".txt", "more than the 2**31 - 1 one processor can hold"),
+        ("2000000000 2000000000\n", ".txt", "tasks in all, more than"),
+        ("one,two\n", ".csv", "not a workload file"),
+    ],
+)
+def test_bad_workloads_get_one_line_before_any_work(tmp_path, capsys, monkeypatch, text,
+                                                    suffix, message):  # fmt: skip
+    monkeypatch.setattr("simd.balance.comparison.compare", _no_work)
+    path = tmp_path / f"w{suffix}"
+    path.write_text(text)
+    status, out, err = run([str(path)], capsys)
+    assert status == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith(f"{PROG}: {path}")
+    assert message in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--family", "gauss"], "unknown family 'gauss'"),
+        (["--family", "zipf", "--param", "0.5"], "exponent above 1"),
+        (["--balancers", "magic"], "unknown balancer 'magic'"),
+        (["--machines", "cray"], "unknown machine 'cray'"),
+        (["--pes", "0"], "--pes: '0' is not a number of processors"),
+        (["--pes", "4x4"], "needs --grid"),
+        (
+            ["--family", "step", "--grid", "1", "--pes", "4", "--balancers", "expand"],
+            "does not run a 2-D grid",
+        ),
+        (["--balancers", "scan-directed"], "does not run a 1-D workload"),
+        (["--every", "0"], "--every: '0' must be above 0"),
+        (["--sweep", "disk"], "--sweep: unknown kind 'disk'"),
+        (["--json", "out.txt"], "out.txt: unknown format '.txt'; use .json"),
+        (["--render", "unbalanced", "--family", "step"], "give one workload"),
+        (["--mimd-task-seconds", "0"], "--mimd-task-seconds must be above 0"),
+    ],
+)
+def test_bad_options_get_one_line_before_any_work(tmp_path, capsys, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("simd.balance.comparison.compare", _no_work)
+    status, out, err = run(argv, capsys)
+    assert status == 2, err
+    assert len(err.splitlines()) == 1 and err.startswith(f"{PROG}: ") and message in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_missing_mesh_file(capsys):
+    status, _, err = run(["--render", "no/such/mesh.ply"], capsys)
+    assert status == 2 and "no such mesh file, and not a built-in data set" in err
+
+
+def _no_work(*args, **kwargs):
+    raise AssertionError("a run started")
+
+
+@pytest.mark.slow
+def test_the_renderers_loop(capsys):
+    argv = ["--render", "unbalanced", "--size", "32", "--image", "128", "--pes", "64",
+            "--machines", "cm5", "--balancers", "none,cost-effective,expand"]  # fmt: skip
+    status, out, err = run(argv, capsys)
+    assert status == 0, err
+    assert "unbalanced scan:" in out and "cost-effective" in out
