@@ -21,10 +21,11 @@ ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ("renderer", "diffusion", "mimd")
 
 
-def test_pyproject_declares_the_three_programs():
+def test_pyproject_declares_the_programs_commands():
     commands = pyproject_commands()
     assert commands == {
         "render": "renderer.cli:register",
+        "isosurface": "renderer.cli_isosurface:register",
         "diffuse": "diffusion.cli:register",
         "bench": "mimd.cli:register",
     }
