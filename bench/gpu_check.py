@@ -22,6 +22,7 @@ value, each in a process of its own with a time limit, all within ``--budget`` s
 4. ``tests``: the ``gpu`` tests, highest value first, stopped when the time left is needed
    for step 5.
 5. ``timings``: the primitives at 2^26 elements against a device copy and ``cupy.cumsum``,
+   the isosurface extraction's voxels per second at 512^3 and 1024^3,
    and dense diffusion at 8192 x 8192 against its memory floor.
 
 It writes 8 files to ``--out``: ``summary.txt`` (one line a step and the key numbers),
@@ -559,6 +560,45 @@ def step_timings(work: Path, backend: str) -> None:
             f"{r['floor_ratio']:.2f} of the copy floor{vs}"
         )
     _save(work, "diffusion", diffusion.gpu_throughput(quick=backend != "cupy"))
+    _save(work, "isosurface", _isosurface_rates(backend))
+
+
+def _isosurface_rates(backend: str) -> list[dict[str, Any]]:
+    """Isosurface extraction of the Marschner-Lobb signal (made on the device) at 512^3
+    and 1024^3 (64^3 without a GPU): voxels per second, the mesh read back to the host,
+    beside a device copy of the volume."""
+    import renderer
+    from simd import Machine
+
+    m = Machine(backend=backend)
+    xp = m.xp
+    out = []
+    for n in (512, 1024) if backend == "cupy" else (64,):
+        t = xp.linspace(-1.0, 1.0, n, dtype=xp.float32)
+        x, y = xp.meshgrid(t, t, indexing="ij")
+        radial = xp.cos(2.0 * np.pi * 6.0 * xp.cos(np.pi * xp.sqrt(x * x + y * y) / 2.0))
+        z = 1.0 - xp.sin(np.pi * t / 2.0)
+        volume = ((z[None, None, :] + 0.25 * (1.0 + radial[:, :, None])) / 2.5).astype(xp.float32)
+        del x, y, radial
+        mesh = renderer.isosurface(volume, 0.5, machine=m)  # warm: the kernels compiled
+        m.sync()
+        start = time.perf_counter()
+        mesh = renderer.isosurface(volume, 0.5, machine=m)
+        m.sync()
+        seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        copy = volume.copy()
+        m.sync()
+        copy_seconds = time.perf_counter() - start
+        del copy, volume
+        out.append({"n": n, "triangles": mesh.n_faces, "seconds": seconds,
+                    "device_copy_seconds": copy_seconds})  # fmt: skip
+        _key(
+            f"isosurface {n}^3: {1e3 * seconds:.1f} ms ({n**3 / seconds / 1e9:.2f} G voxels/s, "
+            f"{mesh.n_faces} triangles read back), a device copy of the volume "
+            f"{1e3 * copy_seconds:.2f} ms"
+        )
+    return out
 
 
 STEPS = {
