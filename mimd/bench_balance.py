@@ -105,12 +105,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_args(args: argparse.Namespace, prog: str = "simd-emu bench balance") -> int:
     """Run the benchmark with parsed options; returns the exit status."""
+    from simd.errors import SimdError
     from simd.outputs import OutputError, announce_replace
 
     try:
         job = _Job(args)
         files = job.check_outputs()
-    except (ValueError, OutputError) as exc:
+    except (ValueError, OutputError, SimdError) as exc:  # SimdError: a backend not here
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     announce_replace(files)
@@ -189,6 +190,14 @@ class _Job:
         self.mimd = [n for n in names if n in POLICIES and n != "none"] if names else None
         if args.mimd_task_seconds <= 0:
             raise ValueError("--mimd-task-seconds must be above 0")
+        costs = (("--task-cost", args.task_cost), ("--overestimate", args.overestimate))
+        for option, value in costs:
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{option} must be a finite number >= 0, got {value:g}")
+        if args.sweep_machine is not None:
+            from simd.balance.whatif import sweep_preset
+
+            sweep_preset(args.sweep_machine)  # unknown or a wall clock: one line now
         self.sources = self.read_sources()
         self.plans = [self.plan(s) for s in self.sources]
         self.comparisons: list[Any] = []

@@ -31,7 +31,7 @@ from simd.balance.workloads import check_workload
 from simd.cost import CostModel
 from simd.machine import Machine
 
-__all__ = ["FACTORS", "KINDS", "Sweep", "SweepPoint", "scaled_cost", "sweep"]
+__all__ = ["FACTORS", "KINDS", "Sweep", "SweepPoint", "scaled_cost", "sweep", "sweep_preset"]
 
 #: The constants of each kind of instruction (:class:`simd.cost.CostModel`'s fields).
 KINDS = {
@@ -223,11 +223,7 @@ def sweep(  # noqa: PLR0913 (the public signature: every option by keyword)
     factors = tuple(float(f) for f in factors)
     if not kinds or not factors:
         raise ValueError("a sweep needs at least one kind and one factor")
-    if machine not in MACHINES:
-        raise ValueError(f"unknown machine {machine!r}; choose from {', '.join(MACHINES)}")
-    preset, clock = MACHINES[machine]
-    if clock != "model":
-        raise ValueError(f"the what-if scales the model clock's costs; {machine!r} is a wall clock")
+    preset = sweep_preset(machine)
     shape = plan_comparison(counts, name=name, processors=processors, machines=[machine]).shape
     base = _machine(shape, preset, backend).cost
     if counts.ndim == 2:
@@ -246,6 +242,21 @@ def sweep(  # noqa: PLR0913 (the public signature: every option by keyword)
                     counts, name, shape, scaled_cost(base, kind, f), kind, f, task_cost, backend
                 )
     return Sweep(name, machine, "x".join(map(str, shape)), kinds, factors, balancers, points)
+
+
+def sweep_preset(machine: str) -> str:
+    """The cost preset of ``machine``, a name of :data:`~simd.balance.comparison.MACHINES`
+    on the model clock (``ValueError`` in one line otherwise).
+
+    >>> sweep_preset("mp1")
+    'mp1'
+    """
+    if machine not in MACHINES:
+        raise ValueError(f"unknown machine {machine!r}; choose from {', '.join(MACHINES)}")
+    preset, clock = MACHINES[machine]
+    if clock != "model":
+        raise ValueError(f"the what-if scales the model clock's costs; {machine!r} is a wall clock")
+    return preset
 
 
 def _machine(shape: tuple[int, ...], cost: Any, backend: str) -> Machine:

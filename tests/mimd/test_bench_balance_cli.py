@@ -123,6 +123,10 @@ def test_bad_workloads_get_one_line_before_any_work(tmp_path, capsys, monkeypatc
         (["--json", "out.txt"], "out.txt: unknown format '.txt'; use .json"),
         (["--render", "unbalanced", "--family", "step"], "give one workload"),
         (["--mimd-task-seconds", "0"], "--mimd-task-seconds must be above 0"),
+        (["--task-cost", "nan"], "--task-cost must be a finite number >= 0, got nan"),
+        (["--overestimate", "-2"], "--overestimate must be a finite number >= 0, got -2"),
+        (["--sweep", "scan", "--sweep-machine", "wall"], "'wall' is a wall clock"),
+        (["--sweep", "scan", "--sweep-machine", "cm7"], "unknown machine 'cm7'"),
     ],
 )
 def test_bad_options_get_one_line_before_any_work(tmp_path, capsys, monkeypatch, argv, message):
