@@ -7,7 +7,9 @@
 
 from __future__ import annotations
 
-from simd.balance.comparison import Comparison, compare
+import importlib
+from typing import Any
+
 from simd.balance.cost_effective import (
     FORMS,
     LOOP_FORMS,
@@ -24,8 +26,17 @@ from simd.balance.cost_effective import (
     run_loop,
     store_overestimate,
 )
-from simd.balance.whatif import Sweep, sweep
-from simd.balance.workloads import generate, read_workload
+
+#: The comparison of balancers, imported when first used: the renderer and diffusion import
+#: this package for its loops, and do not pay for the benchmark's modules.
+_LAZY = {
+    "Comparison": "simd.balance.comparison",
+    "compare": "simd.balance.comparison",
+    "Sweep": "simd.balance.whatif",
+    "sweep": "simd.balance.whatif",
+    "generate": "simd.balance.workloads",
+    "read_workload": "simd.balance.workloads",
+}
 
 __all__ = [
     "FORMS",
@@ -49,3 +60,13 @@ __all__ = [
     "store_overestimate",
     "sweep",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
