@@ -112,11 +112,12 @@ _VERSION = 5
 _OILWELL_VERSION = 5
 
 
-def marschner_lobb(n: int, *, alpha: float = 0.25, f_m: float = 6.0) -> np.ndarray:
+def marschner_lobb(n: int, *, alpha: float = 0.25, f_m: float = 6.0, xp: Any = np) -> Any:
     """The Marschner-Lobb signal sampled on an ``n``^3 grid over [-1, 1]^3 (float32, [0, 1]).
 
     ``rho(x, y, z) = (1 - sin(pi z / 2) + alpha (1 + cos(2 pi f_M cos(pi r / 2))))
-    / (2 (1 + alpha))`` with ``r = sqrt(x^2 + y^2)``; axes ordered (x, y, z).
+    / (2 (1 + alpha))`` with ``r = sqrt(x^2 + y^2)``; axes ordered (x, y, z). ``xp``: the
+    array module that computes it (``cupy``: made on the GPU).
 
     Examples
     --------
@@ -126,22 +127,21 @@ def marschner_lobb(n: int, *, alpha: float = 0.25, f_m: float = 6.0) -> np.ndarr
     """
     if n < 4:
         raise ValueError(f"grid resolution must be at least 4, got {n}")
-    whole = np.arange(n)
-    return _sample(n, whole, whole, whole, alpha=alpha, f_m=f_m)
+    whole = xp.arange(n)
+    return _sample(n, whole, whole, whole, alpha=alpha, f_m=f_m, xp=xp)
 
 
-def _sample(
-    n: int, xs: np.ndarray, ys: np.ndarray, zs: np.ndarray, *, alpha: float = 0.25, f_m=6.0
-) -> np.ndarray:
+def _sample(n: int, xs: Any, ys: Any, zs: Any, *, alpha: float = 0.25, f_m: float = 6.0,
+            xp: Any = np) -> Any:  # fmt: skip
     """``marschner_lobb(n)[np.ix_(xs, ys, zs)]`` bit for bit, computing only those samples
     (the transcendental parts on the (x, y) and z index sets, the rest elementwise)."""
-    t = np.linspace(-1.0, 1.0, n, dtype=np.float32)
-    x, y = np.meshgrid(t[xs], t[ys], indexing="ij")
-    r = np.sqrt(x * x + y * y)
-    radial = np.cos(2.0 * np.pi * f_m * np.cos(np.pi * r / 2.0))
-    zpart = 1.0 - np.sin(np.pi * t[zs] / 2.0)
+    t = xp.linspace(-1.0, 1.0, n, dtype=xp.float32)
+    x, y = xp.meshgrid(t[xs], t[ys], indexing="ij")
+    r = xp.sqrt(x * x + y * y)
+    radial = xp.cos(2.0 * np.pi * f_m * xp.cos(np.pi * r / 2.0))
+    zpart = 1.0 - xp.sin(np.pi * t[zs] / 2.0)
     vol = (zpart[None, None, :] + alpha * (1.0 + radial[:, :, None])) / (2.0 * (1.0 + alpha))
-    return vol.astype(np.float32)
+    return vol.astype(xp.float32)
 
 
 def _z_up(v: np.ndarray) -> np.ndarray:
@@ -198,7 +198,6 @@ def _build(kind: str, n: int, rank: int = 0, nranks: int = 1) -> Mesh:
 
     machine = Machine(backend="numpy")  # the fused CPU kernels: the same bits everywhere
     sample = oilwell.sample if kind in OILWELL else _sample
-    vol = (oilwell.oilwell_field if kind in OILWELL else marschner_lobb)(n) if nranks == 1 else None
     blocks = _parts(kind, n)
     parts = []
     for (xs, ys, zs, spacing, origin), (lo, hi) in zip(
@@ -207,15 +206,11 @@ def _build(kind: str, n: int, rank: int = 0, nranks: int = 1) -> Mesh:
         first, last = Planes.held(lo, hi, len(xs))
         if last == first:
             continue  # no planes of this block on this rank
-        if vol is not None:
-            block = vol[_index(xs), ...][:, _index(ys)][:, :, _index(zs)]
-        else:
-            block = sample(n, xs[first:last], ys, zs)
-        if block.min() < LEVEL <= block.max():  # else no surface crosses it
-            part = slab_isosurface(block, LEVEL, Planes(first, lo, hi, len(xs)),
-                                   spacing=spacing, origin=origin, machine=machine)  # fmt: skip
-            if part.n_faces:
-                parts.append(part)
+        block = sample(n, xs[first:last], ys, zs)  # the samples the whole grid has there
+        part = slab_isosurface(block, LEVEL, Planes(first, lo, hi, len(xs)),
+                               spacing=spacing, origin=origin, machine=machine)  # fmt: skip
+        if part.n_faces:  # else no surface crosses this block's planes
+            parts.append(part)
     if kind in OILWELL:
         name = f"{kind}-{n}"
     else:
@@ -246,13 +241,6 @@ def _slab_planes(blocks: list[tuple], rank: int, nranks: int) -> list[tuple[int,
         out.append((int(lo), int(hi)))
         before += len(xs) * w
     return out
-
-
-def _index(idx: np.ndarray) -> slice | np.ndarray:
-    """A slice (a view, no copy of a large grid) where the indices are a contiguous range."""
-    if len(idx) and np.array_equal(idx, np.arange(idx[0], idx[0] + len(idx))):
-        return slice(int(idx[0]), int(idx[0]) + len(idx))
-    return idx
 
 
 def _unit(n: np.ndarray) -> np.ndarray:
