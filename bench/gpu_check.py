@@ -568,18 +568,14 @@ def _isosurface_rates(backend: str) -> list[dict[str, Any]]:
     and 1024^3 (64^3 without a GPU): voxels per second, the mesh read back to the host,
     beside a device copy of the volume."""
     import renderer
+    from renderer.datasets import marschner_lobb
     from simd import Machine
 
     m = Machine(backend=backend)
     xp = m.xp
     out = []
     for n in (512, 1024) if backend == "cupy" else (64,):
-        t = xp.linspace(-1.0, 1.0, n, dtype=xp.float32)
-        x, y = xp.meshgrid(t, t, indexing="ij")
-        radial = xp.cos(2.0 * np.pi * 6.0 * xp.cos(np.pi * xp.sqrt(x * x + y * y) / 2.0))
-        z = 1.0 - xp.sin(np.pi * t / 2.0)
-        volume = ((z[None, None, :] + 0.25 * (1.0 + radial[:, :, None])) / 2.5).astype(xp.float32)
-        del x, y, radial
+        volume = marschner_lobb(n, xp=xp)  # made on the device
         mesh = renderer.isosurface(volume, 0.5, machine=m)  # warm: the kernels compiled
         m.sync()
         start = time.perf_counter()
