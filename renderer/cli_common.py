@@ -51,6 +51,15 @@ def fail(err: Exception, *, say: bool = True) -> int:
     return 2
 
 
+def rank_errors() -> tuple[type[Exception], ...]:
+    """The errors that end a command on MPI ranks with one line: a bad input on any rank,
+    or a collective that failed because of one."""
+    from simd import SimdError
+    from simd.ranks import CollectiveError
+
+    return (ValueError, TypeError, OSError, SimdError, CollectiveError)
+
+
 def names(paths: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``.
 

@@ -71,7 +71,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``simd-emu isosurface``; returns the exit status."""
-    from renderer.cli_volumes import check_volume_options
+    from renderer.cli_volumes import check_volume_options, volume_surface
     from simd import Machine, SimdError
     from simd.launch import launched_rank, world
     from simd.outputs import announce_replace
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_ranks(args, machine)
     try:
         start = time.perf_counter()
-        mesh = _surface(args, machine)
+        mesh = volume_surface(args, machine)
         seconds = time.perf_counter() - start
         announce_replace(args.output)  # the surface is there: the file will be written
         write_mesh(mesh, args.output)
@@ -98,22 +98,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _surface(args: argparse.Namespace, machine: Any) -> Any:
-    from renderer.cli_volumes import volume_surface
-
-    return volume_surface(args, machine, mmap=machine.ranks is not None)
-
-
 def _run_ranks(args: argparse.Namespace, machine: Any) -> int:
     """On MPI ranks: each rank reads its slab of the volume (a ``.npy`` file mapped) and
     extracts its share; rank 0 gathers the whole surface, the one-rank mesh bit for bit,
     and writes it."""
+    from renderer.cli_common import rank_errors
+    from renderer.cli_volumes import volume_surface
     from renderer.contour import gather_isosurface
-    from simd import SimdError
     from simd.outputs import announce_replace
-    from simd.ranks import CollectiveError
 
-    errors = (ValueError, TypeError, OSError, SimdError, CollectiveError)
+    errors = rank_errors()
     ranks, root = machine.ranks, machine.ranks.rank == 0
     try:
         with ranks.collective_errors():  # the output checked on rank 0, which writes it
@@ -123,7 +117,7 @@ def _run_ranks(args: argparse.Namespace, machine: Any) -> int:
         return _fail(err, say=root)
     try:
         start = time.perf_counter()
-        mesh = gather_isosurface(_surface(args, machine), machine)
+        mesh = gather_isosurface(volume_surface(args, machine), machine)
         seconds = time.perf_counter() - start
         error = None
         if root:
@@ -143,11 +137,11 @@ def _run_ranks(args: argparse.Namespace, machine: Any) -> int:
 def _report(args: argparse.Namespace, machine: Any, mesh: Any, seconds: float,
             where: str = "") -> None:  # fmt: skip
     """The phase table (``--verbose``) and the line saying what was written."""
-    from renderer.cli_volumes import phase_table
+    from renderer.cli_volumes import ISOSURFACE_PHASES, phase_table
 
     if args.verbose:
         print("\n".join(phase_table(machine)))
-    cycles = sum(machine.stats.phases[name].cycles for name in ("classify", "scan", "emit"))
+    cycles = sum(machine.stats.phases[name].cycles for name in ISOSURFACE_PHASES)
     print(
         f"wrote {args.output}: {mesh.n_faces} triangles, {len(mesh.vertices)} vertices at "
         f"level {args.level:g} on {machine.backend}{where} in {seconds:.2f} s "

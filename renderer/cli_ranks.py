@@ -27,6 +27,7 @@ from renderer.cli_common import (
     names,
     note_if_empty,
     picture_options,
+    rank_errors,
     view_line,
     warm_up_loops,
     write_outputs,
@@ -40,7 +41,7 @@ def run_ranks(args: argparse.Namespace, comm: Any) -> int:
     from simd import Machine
 
     root = comm.Get_rank() == 0
-    errors = _errors()
+    errors = rank_errors()
     default_output(args)
     try:
         machine = Machine(pes=args.pes, backend=args.backend, comm=comm)
@@ -86,15 +87,6 @@ def run_ranks(args: argparse.Namespace, comm: Any) -> int:
             "machine of rank 0)"
         )
     return 0
-
-
-def _errors() -> tuple[type[Exception], ...]:
-    """The errors that end the command with one line: a bad input on any rank, or a
-    collective that failed because of one."""
-    from simd import SimdError
-    from simd.ranks import CollectiveError
-
-    return (ValueError, TypeError, OSError, SimdError, CollectiveError)
 
 
 def _prepare(args: argparse.Namespace, ranks: Any, root: bool) -> tuple[list[str], Any, dict]:

@@ -120,15 +120,15 @@ def check_volume_options(args: argparse.Namespace) -> None:
         raise ValueError(f"{volume}: a volume needs --level L, the value of the surface to extract")
 
 
-def volume_surface(args: argparse.Namespace, machine: Any, *, mmap: bool = False) -> Any:
+def volume_surface(args: argparse.Namespace, machine: Any) -> Any:
     """Read ``args.volume`` and extract its isosurface at ``args.level`` on ``machine``, in
     the file's space (:meth:`renderer.Volume.isosurface`). A level with no surface is
     refused, naming the volume's range of values, before the extraction; on MPI ranks
-    (``mmap``: each rank maps a ``.npy`` file and reads its slab) the extraction refuses it.
+    (each rank maps a ``.npy`` file and reads its slab) the extraction refuses it.
     """
     from renderer.volumes import read_volume
 
-    volume = read_volume(args.volume, mmap=mmap)
+    volume = read_volume(args.volume, mmap=machine.ranks is not None)
     if machine.ranks is None:
         _check_level(volume.array, args.level)
     return volume.isosurface(args.level, machine=machine)
