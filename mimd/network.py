@@ -30,6 +30,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from simd.mesh import squarest_shape
+
 __all__ = ["Network", "torus_shape"]
 
 
@@ -51,12 +53,7 @@ def torus_shape(p: int) -> tuple[int, int]:
     >>> torus_shape(16), torus_shape(32), torus_shape(7)
     ((4, 4), (4, 8), (1, 7))
     """
-    if not isinstance(p, (int, np.integer)) or isinstance(p, bool) or p < 1:
-        raise ValueError(f"number of processors must be a positive integer, got {p!r}")
-    r = int(math.isqrt(int(p)))
-    while p % r:
-        r -= 1
-    return (r, int(p) // r)
+    return squarest_shape(p)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ takes; on a machine across MPI ranks the border rows go to the neighbouring rank
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,23 @@ from simd.operands import (
     shift_offsets,
 )
 
-__all__ = ["XNET", "halo_exchange", "shift"]
+__all__ = ["XNET", "halo_exchange", "shift", "squarest_shape"]
+
+
+def squarest_shape(p: int) -> tuple[int, int]:
+    """The most nearly square ``(rows, cols)`` mesh of ``p`` PEs (``rows <= cols``).
+
+    >>> squarest_shape(4096), squarest_shape(512), squarest_shape(7)
+    ((64, 64), (16, 32), (1, 7))
+    """
+    if not isinstance(p, int | np.integer) or isinstance(p, bool) or p < 1:
+        raise ValueError(f"number of processors must be a positive integer, got {p!r}")
+    p = int(p)
+    rows = math.isqrt(p)
+    while p % rows:
+        rows -= 1
+    return rows, p // rows
+
 
 #: Offsets of ``shift`` that bring each PE the value of its X-Net neighbour in that
 #: compass direction on a 2-D mesh (row 0 is north): ``m.shift(x, XNET["n"])`` gives every

@@ -47,6 +47,7 @@ from simd.balance.balancer_runs import BalancerRun, Baseline, RunSpec, grid_run,
 from simd.balance.workloads import check_workload
 from simd.cost import CostModel
 from simd.machine import Machine
+from simd.mesh import squarest_shape
 
 __all__ = [
     "GRID_BALANCERS",
@@ -162,11 +163,7 @@ def mesh_shape(processors: int | Sequence[int]) -> tuple[int, int]:
     if not isinstance(processors, int | np.integer):
         rows, cols = (int(p) for p in processors)
         return rows, cols
-    p = int(processors)
-    rows = math.isqrt(p)
-    while p % rows:
-        rows -= 1
-    return rows, p // rows
+    return squarest_shape(processors)
 
 
 def compare(  # noqa: PLR0913 (the public signature: every option by keyword)
