@@ -39,6 +39,7 @@ from mimd.balance_plots import MACHINE_NAMES, plot_runs, plot_sweep
 from simd.balance.comparison import compare, mesh_shape
 from simd.balance.whatif import sweep
 from simd.balance.workloads import FAMILIES, generate
+from simd.info import environment
 from simd.outputs import (
     StagedOutputs,
     add_output_arguments,
@@ -57,17 +58,6 @@ GRID_SIDE = 4
 MEAN = 16.0
 #: The pictures' resolution (they are committed: small files).
 DPI = 72
-
-
-def environment() -> dict[str, Any]:
-    try:
-        from simd.info import environment as env
-
-        return env()
-    except Exception as exc:  # pragma: no cover - the report must still be written
-        import platform
-
-        return {"platform": platform.platform(), "numpy": np.__version__, "error": str(exc)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     announce_replace(files.values())
     with StagedOutputs() as stage:
         record = measure(args, stage, files, families, sizes)
-        record["environment"] = environment()
+        record["environment"] = environment()  # the machine and the versions
         stage.path(files["json"]).write_text(json.dumps(_plain(record), indent=1), encoding="utf-8")
     print(f"wrote {files['json']} and the tables and pictures beside it")
     return 0

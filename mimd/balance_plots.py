@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from simd.balance.whatif import factor_label
+
 __all__ = ["MACHINE_NAMES", "plot_runs", "plot_sweep"]
 
 #: How the pictures name the machines.
@@ -126,7 +128,7 @@ def plot_sweep(
             ax.axhspan(min(low, 0.5), 1.0, color="red", alpha=0.06)
             ax.set_ylim(low, high)
             ax.set_xticks(sweep.factors)
-            ax.set_xticklabels([_factor(f) for f in sweep.factors], fontsize=7)
+            ax.set_xticklabels([factor_label(f) for f in sweep.factors], fontsize=7)
             ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
             ax.yaxis.set_major_formatter(_times)
             ax.yaxis.set_minor_formatter(ticker.NullFormatter())
@@ -150,7 +152,3 @@ def plot_sweep(
 def _times(value: float, _position: Any = None) -> str:
     """A speed-up tick: ``0.5x``, ``2x``."""
     return f"{value:g}x"
-
-
-def _factor(f: float) -> str:
-    return f"1/{1 / f:g}" if f < 1 else f"{f:g}"

@@ -31,7 +31,16 @@ from simd.balance.workloads import check_workload
 from simd.cost import CostModel
 from simd.machine import Machine
 
-__all__ = ["FACTORS", "KINDS", "Sweep", "SweepPoint", "scaled_cost", "sweep", "sweep_preset"]
+__all__ = [
+    "FACTORS",
+    "KINDS",
+    "Sweep",
+    "SweepPoint",
+    "factor_label",
+    "scaled_cost",
+    "sweep",
+    "sweep_preset",
+]
 
 #: The constants of each kind of instruction (:class:`simd.cost.CostModel`'s fields).
 KINDS = {
@@ -128,7 +137,7 @@ class Sweep:
 
     def table(self) -> str:
         """Speed-up over no balancing, one line per kind and balancer, one column per factor."""
-        cols = " ".join(f"{_factor(f):>6}" for f in self.factors)
+        cols = " ".join(f"{factor_label(f):>6}" for f in self.factors)
         lines = [
             f"{self.workload} on {self.processors} {self.machine}: speed-up over no balancing "
             "as one kind of instruction costs a factor of the preset's",
@@ -138,7 +147,8 @@ class Sweep:
             for b in self.balancers:
                 vals = " ".join(f"{s:>6.2f}" for s in self.curve(kind, b))
                 up = self.pays_up_to(kind, b)
-                lines.append(f"{kind:<12} {b:<18} {vals}  {'never' if up is None else _factor(up)}")
+                pays = "never" if up is None else factor_label(up)
+                lines.append(f"{kind:<12} {b:<18} {vals}  {pays}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,8 +170,12 @@ class Sweep:
         }
 
 
-def _factor(f: float) -> str:
-    """``1/4``, ``1``, ``16``."""
+def factor_label(f: float) -> str:
+    """How the tables and pictures write a cost factor.
+
+    >>> factor_label(0.25), factor_label(1.0), factor_label(16.0)
+    ('1/4', '1', '16')
+    """
     return f"1/{1 / f:g}" if f < 1 else f"{f:g}"
 
 
