@@ -359,10 +359,6 @@ def _check(option: int, ndim: int, eps: int) -> None:
         raise ValueError(f"eps must be 0 (plain), 1 (epsilon) or 2 (with freeze), got {eps!r}")
 
 
-def _index_type(size: int) -> str:
-    return "int" if size < INDEX32_LIMIT else "long long"
-
-
 def step_name(option: int, ndim: int, eps: int, vec: int, index64: bool) -> str:
     """Entry point of one variant (every variant has its own, so profiles tell them apart).
 

@@ -116,19 +116,12 @@ def transform(s: FrameState) -> PhaseRecord:
         s.clip = to_clip(xp, s.vertices, s.mvp)
         # flat: a face's colour on all three of its corners (attributes per corner); with
         # a crease angle too: the corners' own normals
-        if s.base is None and opt.crease_angle is None:
-            s.vcol = (
-                scene.colours(s.light, opt.shading)
-                if scene is not None
-                else vertex_colours(mesh, s.light, opt.shading)
-            )
-        else:
-            options = {"base": s.base, "crease_angle": opt.crease_angle}
-            s.vcol = (
-                scene.colours(s.light, opt.shading, **options)
-                if scene is not None
-                else vertex_colours(mesh, s.light, opt.shading, **options)
-            )
+        options = {"base": s.base, "crease_angle": opt.crease_angle}
+        s.vcol = (
+            scene.colours(s.light, opt.shading, **options)
+            if scene is not None
+            else vertex_colours(mesh, s.light, opt.shading, **options)
+        )
         m.charge("elementwise", len(mesh.vertices), ops=TRANSFORM_OPS)
     return record
 

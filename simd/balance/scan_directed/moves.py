@@ -83,7 +83,6 @@ def shift_data(
             report.moved += int(idx.size)
             if on_cycle is not None:
                 on_cycle(grid)
-    grid.extents[axis] = ext
     # The new hyperplane loads (for the report; the program recomputes them when needed).
     new_owner = np.searchsorted(np.cumsum(ext)[:-1], np.arange(bounds[-1]), side="right")
     report.loads_after = np.bincount(new_owner, weights=weight, minlength=p)
