@@ -22,7 +22,8 @@ value, each in a process of its own with a time limit, all within ``--budget`` s
 4. ``tests``: the ``gpu`` tests, highest value first, stopped when the time left is needed
    for step 5.
 5. ``timings``: the primitives at 2^26 elements against a device copy and ``cupy.cumsum``,
-   the isosurface extraction's voxels per second at 512^3 and 1024^3,
+   the isosurface extraction's voxels per second at 512^3 and 1024^3 (its phases on the
+   device, and the whole call with the mesh read back to the host),
    and dense diffusion at 8192 x 8192 against its memory floor.
 
 It writes 8 files to ``--out``: ``summary.txt`` (one line a step and the key numbers),
@@ -565,7 +566,8 @@ def step_timings(work: Path, backend: str) -> None:
 
 def _isosurface_rates(backend: str) -> list[dict[str, Any]]:
     """Isosurface extraction of the Marschner-Lobb signal (made on the device) at 512^3
-    and 1024^3 (64^3 without a GPU): voxels per second, the mesh read back to the host,
+    and 1024^3 (64^3 without a GPU): voxels per second of the whole call, the mesh read
+    back to the host, and of its three phases on the device (their CUDA-event times),
     beside a device copy of the volume."""
     import renderer
     from renderer.datasets import marschner_lobb
@@ -578,21 +580,28 @@ def _isosurface_rates(backend: str) -> list[dict[str, Any]]:
         volume = marschner_lobb(n, xp=xp)  # made on the device
         mesh = renderer.isosurface(volume, 0.5, machine=m)  # warm: the kernels compiled
         m.sync()
+        m.reset_stats()
         start = time.perf_counter()
         mesh = renderer.isosurface(volume, 0.5, machine=m)
         m.sync()
         seconds = time.perf_counter() - start
+        phases = m.stats
+        on_device = sum(phases[name].wall for name in ("classify", "scan", "emit"))
         start = time.perf_counter()
         copy = volume.copy()
         m.sync()
         copy_seconds = time.perf_counter() - start
         del copy, volume
+        mesh_bytes = sum(a.nbytes for a in (mesh.vertices, mesh.normals, mesh.faces))
         out.append({"n": n, "triangles": mesh.n_faces, "seconds": seconds,
-                    "device_copy_seconds": copy_seconds})  # fmt: skip
+                    "phases_seconds": {k: phases[k].wall for k in ("classify", "scan", "emit")},
+                    "mesh_bytes": mesh_bytes, "device_copy_seconds": copy_seconds})  # fmt: skip
         _key(
-            f"isosurface {n}^3: {1e3 * seconds:.1f} ms ({n**3 / seconds / 1e9:.2f} G voxels/s, "
-            f"{mesh.n_faces} triangles read back), a device copy of the volume "
-            f"{1e3 * copy_seconds:.2f} ms"
+            f"isosurface {n}^3: {1e3 * seconds:.1f} ms ({n**3 / seconds / 1e9:.2f} G voxels/s) "
+            f"with the {mesh.n_faces} triangles read back ({mesh_bytes / 1e6:.0f} MB); "
+            f"its phases on the device {1e3 * on_device:.1f} ms "
+            f"({n**3 / on_device / 1e9:.1f} G voxels/s); "
+            f"a device copy of the volume {1e3 * copy_seconds:.2f} ms"
         )
     return out
 
