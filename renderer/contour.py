@@ -30,8 +30,9 @@ ranks numbering its vertices and triangles from the ranks' before it; its share
 (:class:`IsosurfaceShare`) is its range of the one-rank mesh, bit for bit, with the
 vertices of the next rank's first plane that its triangles use, computed alike. The host
 runs each phase as one fused kernel over the volume's
-rows (:mod:`renderer.contour_kernels` on the CPU, :mod:`renderer.contour_cuda_kernels` on the
-GPU; the array code of :mod:`renderer.contour_arrays` elsewhere), the scans and the check
+rows (the bodies of :mod:`renderer.contour_kernels`, in the loops of
+:mod:`renderer.contour_cpu_kernels` on the CPU and :mod:`renderer.contour_cuda_kernels` on
+the GPU; the array code of :mod:`renderer.contour_arrays` elsewhere), the scans and the check
 as the machine's own instructions over per-row totals, and charges the model clock what
 the emulated machine executes on its one processor per point (the scans over all points
 and edges, through :meth:`simd.Machine.vp_set`). Classifying and counting are one machine
@@ -341,7 +342,7 @@ def _slab_offsets(xp: Any, counted: tuple, scanned: tuple, bounds: tuple) -> tup
     """A slab's vertex and triangle offsets per row, counted from its first own row, and
     the spans of the rows it emits: its own rows ``[a, b)`` and, for their vertices, the
     rows ``[b, g)`` of the next plane (whose triangles are dropped). Returns ``(offsets,
-    counts)``: the offsets as :func:`renderer.contour_kernels.emit_cpu` takes them, and
+    counts)``: the offsets as :func:`renderer.contour_cpu_kernels.emit_cpu` takes them, and
     the first vertex and triangle ids (global, from the machine's scans ``scanned``), the
     own and the next plane's vertices and triangles."""
     edges, tris, spans = counted

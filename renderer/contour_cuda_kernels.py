@@ -82,29 +82,14 @@ def emit_kernel(vol, level, geometry, rows, table, starts, tri_starts, spans, ve
     r = cuda.grid(1)
     stride = cuda.gridsize(1)
     while r < rows.shape[0]:
-        body(vol, level, r, geometry, rows, table, starts, tri_starts, spans, eid, verts,
+        # eid stands in for the row's faces, which a GPU thread never loads ahead
+        body(vol, level, r, geometry, rows, table, starts, tri_starts, spans, eid, eid, verts,
              normals, faces)  # fmt: skip
         r += stride
 
 
 def _sim_fmul(a, b):
     return a * b
-
-
-def _helpers(device: Any, fmul: Any) -> dict[str, Any]:
-    """The bodies' helpers for one target: ``device`` compiles a device function (the
-    identity in the simulator), ``fmul`` is its product."""
-    helpers = {"_above": device(bind(ck._above))}
-    helpers["_face"] = device(bind(ck._face, _above=helpers["_above"]))
-    helpers["_equal_face"] = device(bind(ck._equal_face))
-    corner = device(bind(ck._corner_or_edge))
-    helpers["_degenerate"] = device(bind(ck._degenerate, _corner_or_edge=corner))
-    helpers["_span"] = device(bind(ck._span))
-    gradient = device(bind(ck._gradient, fmul=fmul))
-    helpers["_vertex"] = device(bind(ck._vertex, fmul=fmul, _gradient=gradient))
-    helpers["_edge_bits"] = device(bind(ck._edge_bits, _above=helpers["_above"]))
-    helpers["_triangles"] = device(bind(ck._triangles, _degenerate=helpers["_degenerate"]))
-    return helpers
 
 
 @functools.cache
@@ -116,15 +101,17 @@ def kernel_functions() -> dict[str, Any]:
 
     cuda = cuda_module()
     if config.ENABLE_CUDASIM:
-        helpers = _helpers(lambda fn: fn, _sim_fmul)
 
         def device(fn: Any) -> Any:
             return fn
+
+        fmul = _sim_fmul
     else:
         from numba.cuda import libdevice
 
         device = cuda.jit(device=True)
-        helpers = _helpers(device, libdevice.dmul_rn)
+        fmul = libdevice.dmul_rn
+    helpers = ck.bound_helpers(device, fmul, faces_ahead=False)
     bodies = {
         "classify": device(bind(ck.classify_row, **helpers)),
         "count": device(bind(ck.count_row, **helpers)),
@@ -175,7 +162,7 @@ def classify_device(xp: Any, volume: Any, level: float) -> tuple:
 def emit_device(xp: Any, volume: Any, level: float, geometry: tuple, rows: Any, offsets: tuple,
                 sizes: tuple[int, int]) -> tuple:  # fmt: skip
     """The fused emission on ``xp``'s device: ``vertices``, ``normals`` (V, 3) float64 and
-    ``faces`` (T, 3) int64 (arguments as :func:`renderer.contour_kernels.emit_cpu`)."""
+    ``faces`` (T, 3) int64 (arguments as :func:`renderer.contour_cpu_kernels.emit_cpu`)."""
     starts, tri_starts, spans = offsets
     n_vertices, n_triangles = sizes
     verts = xp.empty((n_vertices, 3), dtype=xp.float64)

@@ -1,6 +1,6 @@
 """Marching cubes as three fused kernels over the rows of a volume: scalar bodies written
-once, compiled for the CPU (``numba.njit`` loops here) and for the GPU
-(:mod:`renderer.contour_cuda_kernels`).
+once, compiled for the CPU (:mod:`renderer.contour_cpu_kernels`) and for the GPU
+(:mod:`renderer.contour_cuda_kernels`) with the helpers :func:`bound_helpers` binds.
 
 A *row* is the line of grid points ``(i, j, 0 .. n2 - 1)`` along the volume's last axis,
 numbered ``r = i * n1 + j``. Each row owns the edges that leave its points along axes 0, 1
@@ -38,21 +38,19 @@ vertices sit on one grid point (a value exactly at the level) is dropped, as
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
 import numpy as np
 
-from kernels.rebind import bind, cpu_inline, cpu_loop, cpu_primitives, fmul
-from renderer.contour_tables import EDGES, MAX_TRIANGLES, case_table, triangle_counts
+from kernels.rebind import bind, fmul
+from renderer.contour_tables import EDGES, MAX_TRIANGLES
 
 __all__ = [
     "ROW_FIELDS",
-    "classify_cpu",
+    "bound_helpers",
     "classify_row",
     "count_row",
-    "emit_cpu",
     "emit_row",
     "emission_geometry",
     "thresholds",
@@ -91,6 +89,20 @@ def _face(vol, level, i, j, k):
         | (_above(vol[i + 1, j + 1, k], level) << 2)
         | (_above(vol[i, j + 1, k], level) << 3)
     )
+
+
+def _load_faces(vol, level, i, j, lo, hi, row_faces):
+    """The faces (:func:`_face`) of points ``[lo, hi)`` of rows ``(i, j)`` and around into
+    ``row_faces``, one pass the CPU's vector unit runs several points at a time (the GPU
+    binds a no-op: each thread computes a face where it reads it, :func:`_face_at`)."""
+    for k in range(lo, hi):
+        row_faces[k] = _face(vol, level, i, j, k)
+
+
+def _face_at(vol, level, i, j, k, row_faces):
+    """The face at point ``k`` of rows ``(i, j)`` and around, as :func:`_load_faces` left
+    it (the GPU binds :func:`_face` itself)."""
+    return row_faces[k]
 
 
 def _equal_face(vol, level, i, j, k):
@@ -366,10 +378,11 @@ def _edge_bits(vol, level, i, j, k):
     return bits
 
 
-def emit_row(vol, level, r, geometry, rows, table, starts, tri_starts, spans, eid, verts,
-             normals, faces):  # fmt: skip
+def emit_row(vol, level, r, geometry, rows, table, starts, tri_starts, spans, eid, row_faces,
+             verts, normals, faces):  # fmt: skip
     """Write row ``r``'s vertices from ``starts[r]`` (one per axis) and its cells'
-    triangles from ``tri_starts[r]``; ``eid``: scratch for a cell's 12 vertex ids."""
+    triangles from ``tri_starts[r]``; ``eid``: scratch for a cell's 12 vertex ids,
+    ``row_faces`` for a row's faces (:func:`_load_faces`)."""
     n0 = vol.shape[0]
     n1 = vol.shape[1]
     lo = spans[r, 0]
@@ -400,14 +413,15 @@ def emit_row(vol, level, r, geometry, rows, table, starts, tri_starts, spans, ei
         z01 = starts[r + 1, 2]
         z11 = starts[r + n1 + 1, 2]
         check = rows[r, 5] + rows[r + n1, 5] + rows[r + 1, 5] + rows[r + n1 + 1, 5] > 0
-        f0 = _face(vol, level, i, j, lo)
+        _load_faces(vol, level, i, j, lo, hi, row_faces)
+        f0 = _face_at(vol, level, i, j, lo, row_faces)
         q0 = _equal_face(vol, level, i, j, lo) if check else 0
         t = tri_starts[r]
     for k in range(lo, hi):
         if cells:
             f1 = 0
             if k + 1 < hi:  # the cell between points k and k + 1
-                f1 = _face(vol, level, i, j, k + 1)
+                f1 = _face_at(vol, level, i, j, k + 1, row_faces)
                 q1 = _equal_face(vol, level, i, j, k + 1) if check else 0
                 case = f0 | (f1 << 4)
                 if case != 0 and case != 255:
@@ -466,110 +480,35 @@ def _triangles(table, case, equal, eid, t, faces):
     return t
 
 
-# ------------------------------------------------------------------------ the CPU's loops
+def _face_here(vol, level, i, j, k, row_faces):
+    """:func:`_face_at` for a target that loads no faces ahead (``row_faces`` unused)."""
+    return _face(vol, level, i, j, k)
 
 
-def _classify_rows(vol, above, at, level, rows, table, ntri, edges, tris, spans):
-    """Every row classified and counted, a plane of rows ahead: the rows of plane ``i``
-    are counted while the plane after it, which the counting reads, is in the cache."""
-    n0 = vol.shape[0]
-    n1 = vol.shape[1]
-    for r in range(n1):
-        classify(vol, above, at, r, rows)
-    for i in range(n0):
-        if i + 1 < n0:
-            for r in range((i + 1) * n1, (i + 2) * n1):
-                classify(vol, above, at, r, rows)
-        for r in range(i * n1, (i + 1) * n1):
-            count(vol, level, r, rows, table, ntri, edges, tris, spans)
+def _load_no_faces(vol, level, i, j, lo, hi, row_faces):
+    """:func:`_load_faces` for a target whose threads compute each face where they read it."""
+    return
 
 
-def _emit_rows(vol, level, geometry, rows, table, starts, tri_starts, spans, eid, verts,
-               normals, faces):  # fmt: skip
-    for r in range(rows.shape[0]):
-        emit(vol, level, r, geometry, rows, table, starts, tri_starts, spans, eid, verts,
-             normals, faces)  # fmt: skip
-
-
-def classify(*args: Any) -> None:  # the loops' bodies, bound to compiled ones (_cpu_kernel)
-    raise NotImplementedError
-
-
-def count(*args: Any) -> None:
-    raise NotImplementedError
-
-
-def emit(*args: Any) -> None:
-    raise NotImplementedError
-
-
-@functools.cache
-def _cpu_helpers() -> dict[str, Any]:
-    """The bodies' helpers compiled for the CPU, inlined where they are called."""
-    helpers = {"_above": cpu_inline(_above)}
-    helpers["_face"] = cpu_inline(bind(_face, **helpers))
-    helpers["_equal_face"] = cpu_inline(_equal_face)
-    corner = cpu_inline(_corner_or_edge)
-    helpers["_degenerate"] = cpu_inline(bind(_degenerate, _corner_or_edge=corner))
-    helpers["_span"] = cpu_inline(_span)
-    fmul_cpu = cpu_primitives()["fmul"]
-    gradient = cpu_inline(bind(_gradient, fmul=fmul_cpu))
-    helpers["_vertex"] = cpu_inline(bind(_vertex, fmul=fmul_cpu, _gradient=gradient))
-    helpers["_edge_bits"] = cpu_inline(bind(_edge_bits, _above=helpers["_above"]))
-    helpers["_triangles"] = cpu_inline(bind(_triangles, _degenerate=helpers["_degenerate"]))
+def bound_helpers(device: Any, fmul: Any, *, faces_ahead: bool) -> dict[str, Any]:
+    """The bodies' helpers for one target, by name: ``device`` compiles a helper for it
+    (to be inlined on the CPU, a device function on the GPU), ``fmul`` is its product;
+    ``faces_ahead``: whether the emission loads a row's faces ahead (:func:`_load_faces`,
+    the CPU's vector unit) or computes each where it reads it (a GPU thread)."""
+    helpers = {"_above": device(_above)}
+    helpers["_face"] = device(bind(_face, _above=helpers["_above"]))
+    if faces_ahead:
+        helpers["_load_faces"] = device(bind(_load_faces, _face=helpers["_face"]))
+        helpers["_face_at"] = device(_face_at)
+    else:
+        helpers["_load_faces"] = device(_load_no_faces)
+        helpers["_face_at"] = device(bind(_face_here, _face=helpers["_face"]))
+    helpers["_equal_face"] = device(_equal_face)
+    corner = device(_corner_or_edge)
+    helpers["_degenerate"] = device(bind(_degenerate, _corner_or_edge=corner))
+    helpers["_span"] = device(_span)
+    gradient = device(bind(_gradient, fmul=fmul))
+    helpers["_vertex"] = device(bind(_vertex, fmul=fmul, _gradient=gradient))
+    helpers["_edge_bits"] = device(bind(_edge_bits, _above=helpers["_above"]))
+    helpers["_triangles"] = device(bind(_triangles, _degenerate=helpers["_degenerate"]))
     return helpers
-
-
-@functools.cache
-def _cpu_kernel(name: str) -> Any:
-    helpers = _cpu_helpers()
-    bodies = {
-        name: cpu_inline(bind(fn, **helpers))
-        for name, fn in (("classify", classify_row), ("count", count_row), ("emit", emit_row))
-    }
-    loop = _classify_rows if name == "classify" else _emit_rows
-    return cpu_loop(bind(loop, **bodies))
-
-
-def classify_cpu(volume: np.ndarray, level: float) -> tuple:
-    """The fused classification and counts on the CPU: the ``(rows, 8)`` table of
-    :data:`ROW_FIELDS`, ``edges`` (rows, 3), ``tris`` (rows,) and ``spans`` (rows, 2),
-    all int64, one row per grid row.
-
-    Examples
-    --------
-    >>> vol = np.zeros((2, 2, 3)); vol[0, 0, 2] = 1.0
-    >>> rows, edges, tris, spans = classify_cpu(vol, 0.5)
-    >>> rows[0].tolist()   # one crossing, between points 1 and 2
-    [1, 1, 1, 0, 1, 0, 0, 1]
-    >>> edges[0].tolist(), int(tris.sum()), spans[0].tolist()
-    ([1, 1, 1], 1, [1, 3])
-    """
-    n0, n1, _ = volume.shape
-    n = n0 * n1
-    rows = np.empty((n, len(ROW_FIELDS)), dtype=np.int64)
-    edges = np.empty((n, 3), dtype=np.int64)
-    tris = np.empty(n, dtype=np.int64)
-    spans = np.empty((n, 2), dtype=np.int64)
-    _cpu_kernel("classify")(volume, *thresholds(volume.dtype, level), float(level), rows,
-                            case_table(), triangle_counts(), edges, tris, spans)  # fmt: skip
-    return rows, edges, tris, spans
-
-
-def emit_cpu(volume: np.ndarray, level: float, geometry: tuple, rows: np.ndarray,
-             offsets: tuple, sizes: tuple[int, int]) -> tuple:  # fmt: skip
-    """The fused emission on the CPU: ``vertices``, ``normals`` (V, 3) float64 and
-    ``faces`` (T, 3) int64. ``geometry``: the spacing and the origin (6 floats), and for a
-    slab the global index of its first plane (:func:`emission_geometry`);
-    ``offsets``: the rows' first vertex per axis, first triangle and spans; ``sizes``:
-    ``(V, T)``."""
-    starts, tri_starts, spans = offsets
-    n_vertices, n_triangles = sizes
-    verts = np.empty((n_vertices, 3), dtype=np.float64)
-    normals = np.empty((n_vertices, 3), dtype=np.float64)
-    faces = np.empty((n_triangles, 3), dtype=np.int64)
-    eid = np.empty(12, dtype=np.int64)
-    _cpu_kernel("emit")(volume, float(level), emission_geometry(geometry), rows,
-                        case_table(), starts, tri_starts, spans, eid, verts, normals,
-                        faces)  # fmt: skip
-    return verts, normals, faces

@@ -38,11 +38,11 @@ FAST_PATHS = {
     "shade": ("renderer.shading_kernels:shade_cpu", "renderer.cuda_kernels:shade_device"),
     # the isosurface program (renderer.contour)
     "contour.classify": (
-        "renderer.contour_kernels:classify_cpu",
+        "renderer.contour_cpu_kernels:classify_cpu",
         "renderer.contour_cuda_kernels:classify_device",
     ),
     "contour.emit": (
-        "renderer.contour_kernels:emit_cpu",
+        "renderer.contour_cpu_kernels:emit_cpu",
         "renderer.contour_cuda_kernels:emit_device",
     ),
 }

@@ -10,7 +10,7 @@ import pytest
 
 import renderer
 from kernels import counting
-from renderer import contour_arrays, contour_kernels
+from renderer import contour_arrays, contour_cpu_kernels, contour_kernels
 from simd import Machine
 
 #: Per extraction on the counting stand-in (pinned: they may only go down). Syncs: one
@@ -64,14 +64,14 @@ def offsets(edges, tris, spans):
 @pytest.mark.parametrize("case", sorted(volumes()))
 def test_cpu_kernels_match_the_array_code(case):
     volume, level = volumes()[case]
-    got = contour_kernels.classify_cpu(volume, level)
+    got = contour_cpu_kernels.classify_cpu(volume, level)
     want = contour_arrays.classify_arrays(np, volume, level)
     for name, a, b in zip(("rows", "edges", "tris", "spans"), got, want, strict=True):
         np.testing.assert_array_equal(a, b, err_msg=name)
     rows, edges, tris, spans = want
     where, sizes = offsets(edges, tris, spans)
     geometry = (0.5, 1.0, 2.0, -1.0, 0.0, 3.0)
-    got = contour_kernels.emit_cpu(volume, level, geometry, rows, where, sizes)
+    got = contour_cpu_kernels.emit_cpu(volume, level, geometry, rows, where, sizes)
     want = contour_arrays.emit_arrays(np, volume, level, geometry, rows, where, sizes)
     for name, a, b in zip(("vertices", "normals", "faces"), got, want, strict=True):
         assert np.array_equal(a, b), name  # bit for bit
