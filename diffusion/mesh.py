@@ -35,15 +35,15 @@ import numpy as np
 
 from diffusion.checks import check_count, check_image, check_machine
 from diffusion.conduction import flux
-from diffusion.mesh_grid import (
-    busiest_and_total,
-    check_grid,
-    initial_grid,
-    static_max_load,
-    to_host,
-)
+from diffusion.mesh_grid import busiest_and_total, initial_grid, static_max_load, to_host
 from diffusion.settings import PMParameters
-from simd.balance.scan_directed import AxisReport, TiledGrid, balance, hierarchical_boundaries
+from simd.balance.scan_directed import (
+    AxisReport,
+    TiledGrid,
+    balance,
+    check_grid,
+    hierarchical_boundaries,
+)
 from simd.stats import DeviceInterval, PhaseRecord, PhaseStats
 
 __all__ = ["FLAG_OPS", "UPDATE_OPS", "MeshResult", "MeshSettings", "mesh_diffusion"]

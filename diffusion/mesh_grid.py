@@ -3,8 +3,7 @@
 :func:`initial_grid` cuts the image into the hierarchical decomposition of
 :mod:`simd.balance.scan_directed` (across MPI ranks, each rank's PE rows);
 :func:`busiest_and_total` is an iteration's one read back; :func:`static_max_load` the
-busiest PE's load under the initial decomposition; :func:`check_grid` checks a
-decomposition from where the data are.
+busiest PE's load under the initial decomposition.
 """
 
 from __future__ import annotations
@@ -13,11 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from simd.balance.scan_directed import LocalityError, TiledGrid, locality_violations
+from simd.balance.scan_directed import TiledGrid
 
 __all__ = [
     "busiest_and_total",
-    "check_grid",
     "initial_grid",
     "rows_of_ranks",
     "static_max_load",
@@ -49,38 +47,6 @@ def static_max_load(m: Any, grid: TiledGrid, row_bounds: np.ndarray, col_bounds:
 def to_host(a: Any) -> np.ndarray:
     """``a`` as a NumPy array (copied from the device when it is a CuPy array)."""
     return a.get() if hasattr(a, "get") else np.asarray(a)
-
-
-def check_grid(grid: TiledGrid, n_points: int, machine: Any = None) -> None:
-    """Independent check of a decomposition from where the data physically are.
-
-    Reads the global index carried in every valid buffer slot (channel ``"index"``),
-    verifies that every point is held exactly once (nothing lost or duplicated), rebuilds
-    the mapping ``mu`` from the slots' PE coordinates and checks the Locality Constraints
-    on it. Raises :class:`LocalityError`. Across MPI ranks (``machine`` spread over them)
-    every rank's slots are gathered on every rank, which all raise alike.
-    """
-    xp = grid.xp
-    valid = grid.valid()
-    index = to_host(grid.channels["index"][valid])
-    coords = [to_host(c) for c in xp.nonzero(valid)[: grid.ndim]]  # every slot's PE
-    coords[0] = coords[0] + grid.rows[0]
-    if machine is not None and machine.ranks is not None:
-        index = machine.gather(index, root=None)
-        coords = [machine.gather(c, root=None) for c in coords]
-    counts = np.bincount(index, minlength=n_points)
-    if counts.size != n_points or np.any(counts != 1):
-        lost = int((counts[:n_points] == 0).sum())
-        dup = int((counts > 1).sum())
-        raise LocalityError(f"data points lost: {lost}, duplicated: {dup}")
-    mu = []
-    for c in coords:
-        m = np.empty(n_points, dtype=np.int64)
-        m[index] = c
-        mu.append(m.reshape(grid.shape))
-    problems = locality_violations(mu, grid.pes)
-    if problems:
-        raise LocalityError("; ".join(problems))
 
 
 def initial_grid(

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from simd.balance.scan_directed import TiledGrid, balance, locality_violations
+from simd.balance.scan_directed import LocalityError, TiledGrid, balance, check_grid
 
 __all__ = ["GRID_PHASES", "GridLoopResult", "run_grid_loop"]
 
@@ -235,18 +235,8 @@ class _GridRun:
     def locality_holds(self) -> bool:
         """Every point held once, and the mapping read from the slots keeps the Locality
         Constraints."""
-        grid = self.grid
-        valid = grid.valid()
-        index = np.asarray(self.m.asnumpy(grid.channels["index"][valid]))
-        coords = [np.asarray(self.m.asnumpy(c)) for c in grid.xp.nonzero(valid)[:2]]
-        if np.bincount(index, minlength=self.points).max(initial=0) != 1 or index.size != (
-            self.points
-        ):
+        try:
+            check_grid(self.grid, self.points)
+        except LocalityError:
             return False
-        shape = grid.shape
-        mu = []
-        for c in coords:
-            owner = np.empty(self.points, dtype=np.int64)
-            owner[index] = c
-            mu.append(owner.reshape(shape))
-        return not locality_violations(mu, grid.pes)
+        return True

@@ -62,6 +62,7 @@ from simd.balance.scan_directed.flows import AxisReport
 from simd.balance.scan_directed.grid import (
     LocalityError,
     TiledGrid,
+    check_grid,
     hierarchical_boundaries,
     locality_violations,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "LocalityError",
     "TiledGrid",
     "balance",
+    "check_grid",
     "hierarchical_boundaries",
     "locality_violations",
 ]

@@ -16,7 +16,13 @@ import numpy as np
 
 from simd.errors import SimdError
 
-__all__ = ["LocalityError", "TiledGrid", "hierarchical_boundaries", "locality_violations"]
+__all__ = [
+    "LocalityError",
+    "TiledGrid",
+    "check_grid",
+    "hierarchical_boundaries",
+    "locality_violations",
+]
 
 
 class LocalityError(SimdError, AssertionError):
@@ -290,3 +296,39 @@ def locality_violations(mu: Sequence[np.ndarray], pes: Sequence[int]) -> list[st
     if np.any(held == 0):
         problems.append(f"constraint 3 broken: {int((held == 0).sum())} PE(s) hold no data")
     return problems
+
+
+def check_grid(grid: TiledGrid, n_points: int, machine: Any = None) -> None:
+    """Independent check of a decomposition from where the data physically are.
+
+    Reads the global index carried in every valid buffer slot (channel ``"index"``),
+    verifies that every point is held exactly once (nothing lost or duplicated), rebuilds
+    the mapping ``mu`` from the slots' PE coordinates and checks the Locality Constraints
+    on it. Raises :class:`LocalityError`. Across MPI ranks (``machine`` spread over them)
+    every rank's slots are gathered on every rank, which all raise alike.
+    """
+    valid = grid.valid()
+    index = _host(grid.channels["index"][valid])
+    coords = [_host(c) for c in grid.xp.nonzero(valid)[: grid.ndim]]  # every slot's PE
+    coords[0] = coords[0] + grid.rows[0]
+    if machine is not None and machine.ranks is not None:
+        index = machine.gather(index, root=None)
+        coords = [machine.gather(c, root=None) for c in coords]
+    counts = np.bincount(index, minlength=n_points)
+    if counts.size != n_points or np.any(counts != 1):
+        lost = int((counts[:n_points] == 0).sum())
+        dup = int((counts > 1).sum())
+        raise LocalityError(f"data points lost: {lost}, duplicated: {dup}")
+    mu = []
+    for c in coords:
+        m = np.empty(n_points, dtype=np.int64)
+        m[index] = c
+        mu.append(m.reshape(grid.shape))
+    problems = locality_violations(mu, grid.pes)
+    if problems:
+        raise LocalityError("; ".join(problems))
+
+
+def _host(a: Any) -> np.ndarray:
+    """``a`` as a NumPy array (copied from the device when it is a CuPy array)."""
+    return a.get() if hasattr(a, "get") else np.asarray(a)
