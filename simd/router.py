@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from kernels import reference
 from simd import distributed
+from simd.combining import combine_into
 from simd.errors import CollisionError
 from simd.operands import scalar
 
@@ -150,30 +150,7 @@ def _send_here(m, flat_values, flat_dest, mask, out, combine: str, *, new: bool,
     if combine == "unique" and flat_dest.size > 1:
         _refuse_collisions(m.xp, flat_dest)
     m._account("router", n, flat_values.nbytes + flat_dest.nbytes, label="send", senders=senders)
-    fn = m._kernel("send")
-    if not new:
-        if not out.flags.c_contiguous:  # the kernels address it flat, so give them a copy
-            out[...] = fn(m.xp, flat_values, flat_dest, m.xp.ascontiguousarray(out), combine)
-            return out
-        return fn(m.xp, flat_values, flat_dest, out, combine)
-    if combine in ("overwrite", "unique"):
-        return fn(m.xp, flat_values, flat_dest, out, combine)
-    # A new array: receivers get the combination of their messages alone, the others
-    # keep `fill`. Combining into the identity gives the former; where `fill` is the
-    # identity (bit for bit: add's default 0), `out` holds it already and that is all.
-    identity, is_fill = _identity(combine, out.dtype, fill)
-    if is_fill:
-        return fn(m.xp, flat_values, flat_dest, out, combine)
-    out[...] = identity
-    out = fn(m.xp, flat_values, flat_dest, out, combine)
-    if mask is None:
-        received = m.xp.zeros(out.size, dtype=bool)
-        received[flat_dest] = True
-    else:  # the dropped messages mark a spare address past the end
-        received = m.xp.zeros(out.size + 1, dtype=bool)
-        received[m.xp.where(mask, flat_dest, out.size)] = True
-        received = received[: out.size]
-    return m.xp.where(received.reshape(out.shape), out, m.xp.asarray(fill, out.dtype))
+    return combine_into(m, flat_values, flat_dest, out, combine, new=new, fill=fill, mask=mask)
 
 
 def _refuse_collisions(xp: Any, flat_dest: Any) -> None:
@@ -222,20 +199,3 @@ def get(self, source, index, *, mask=None, fill: Any = 0):
     if mask is not None:
         out = self.xp.where(mask, out, self.xp.asarray(fill, dtype=out.dtype))
     return out
-
-
-#: (combine, dtype, fill's bytes) -> (identity of combine for dtype, whether fill is it).
-_IDENTITIES: dict[tuple[str, np.dtype, bytes], tuple[Any, bool]] = {}
-
-
-def _identity(combine: str, dtype: np.dtype, fill: Any) -> tuple[Any, bool]:
-    """The identity of ``combine`` on ``dtype`` and whether the scalar ``fill`` (of ``dtype``)
-    is that identity bit for bit (so -0.0 is not 0.0), memoised."""
-    key = (combine, dtype, fill.tobytes())
-    hit = _IDENTITIES.get(key)
-    if hit is None:
-        identity = reference.identity(combine, dtype)
-        hit = (identity, identity.tobytes() == key[2])
-        if len(_IDENTITIES) < 4096:
-            _IDENTITIES[key] = hit
-    return hit

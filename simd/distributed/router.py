@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from kernels import reference
-from kernels.registry import lookup
+from simd.combining import combine_into
 from simd.distributed.layouts import by_owner, fetch_rows, layout, raise_out_of_range
 from simd.errors import CollisionError
 
@@ -78,21 +77,8 @@ def send(m, values, dest, mask, out, combine: str, *, new: bool, fill: Any):
                 f"send(combine='unique'): {total} message(s) collided, the first at address {first}"
             )
     m._account("router", sum(i[0] for i in infos), sum(i[1] for i in infos), label="send")
-    fn = lookup("send", m.backend)
-    flat_dest = addresses
-    flat_values = received_values.reshape(-1)
-    if not new:
-        if not out.flags.c_contiguous:
-            out[...] = fn(xp, flat_values, flat_dest, xp.ascontiguousarray(out), combine)
-            return out
-        return fn(xp, flat_values, flat_dest, out, combine)
-    if combine in ("overwrite", "unique"):
-        return fn(xp, flat_values, flat_dest, out, combine)
-    out[...] = reference.identity(combine, out.dtype)
-    out = fn(xp, flat_values, flat_dest, out, combine)
-    received = xp.zeros(out.size, dtype=bool)
-    received[flat_dest] = True
-    return xp.where(received.reshape(out.shape), out, xp.asarray(fill, out.dtype))
+    return combine_into(m, received_values.reshape(-1), addresses, out, combine, new=new,
+                        fill=fill)  # fmt: skip
 
 
 def get(m, source, index, mask, fill: Any):
