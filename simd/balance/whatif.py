@@ -248,13 +248,17 @@ def sweep(  # noqa: PLR0913 (the public signature: every option by keyword)
     else:
         balancers = LOOP_SWEEP
         points = []
+        runs: dict[CostModel, list[tuple[float, float, int]]] = {}  # by the costs alone
         for kind in kinds:
             for f in factors:
-                if progress is not None:
-                    progress(f"{name}: {kind} x{f:g}")
-                points += _loop_points(
-                    counts, name, shape, scaled_cost(base, kind, f), kind, f, task_cost, backend
-                )
+                cost = scaled_cost(base, kind, f)
+                same = replace(cost, name="")  # factor 1 of every kind, a cost that is 0, ...
+                if same not in runs:
+                    if progress is not None:
+                        progress(f"{name}: {kind} x{f:g}")
+                    runs[same] = _loop_runs(counts, name, shape, cost, task_cost, backend)
+                balanced = zip(LOOP_SWEEP, runs[same], strict=True)
+                points += [SweepPoint(kind, f, b, *run) for b, run in balanced]
     return Sweep(name, machine, "x".join(map(str, shape)), kinds, factors, balancers, points)
 
 
@@ -277,8 +281,9 @@ def _machine(shape: tuple[int, ...], cost: Any, backend: str) -> Machine:
     return Machine(pes=shape[0] if len(shape) == 1 else shape, backend=backend, cost=cost)
 
 
-def _loop_points(counts, name, shape, cost, kind, factor, task_cost, backend) -> list[SweepPoint]:
-    """One point of a 1-D sweep: a comparison of its own on the scaled preset."""
+def _loop_runs(counts, name, shape, cost, task_cost, backend) -> list[tuple[float, float, int]]:
+    """The balancers of a 1-D sweep on one scaled preset, in the order of ``LOOP_SWEEP``:
+    each one's model seconds, those without balancing, and its decisions."""
     c = compare(
         counts,
         name=name,
@@ -289,10 +294,7 @@ def _loop_points(counts, name, shape, cost, kind, factor, task_cost, backend) ->
         backend=backend,
     )
     none = c.find("none").model_seconds
-    return [
-        SweepPoint(kind, factor, b, c.find(b).model_seconds, none, c.find(b).decisions)
-        for b in LOOP_SWEEP
-    ]
+    return [(c.find(b).model_seconds, none, c.find(b).decisions) for b in LOOP_SWEEP]
 
 
 class _GridSweep:
