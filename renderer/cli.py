@@ -55,7 +55,7 @@ DESCRIPTION = (
 )
 
 #: Packages the command imports, by the extra that installs them (checked by simd.cli).
-REQUIRES = {"data": ("PIL", "skimage", "tqdm", "imageio", "matplotlib")}
+REQUIRES = {"data": ("PIL", "tqdm", "imageio", "matplotlib")}
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
