@@ -293,10 +293,10 @@ def _extract(m: Any, volume: Any, level: float, geometry: tuple, planes: Planes,
             starts = m.scan(own_edges.reshape(-1), "add", exclusive=True).reshape(-1, 3)
         with m.vp_set(points):
             tri_starts = m.scan(own_tris, "add", exclusive=True)
-            found = m.reduce(rows[a:b, 6:8], "add", axis=0)  # non-finite and inside values
+            nonfinite = m.reduce(rows[a:b, 6], "add")  # NaN and infinite values
         if planes.first == planes.lo == 0 and planes.hi == planes.n0:  # the whole volume
             ends = m.xp.stack([starts[-1, 2] + edges[-1, 2], tri_starts[-1] + tris[-1]])
-            sizes, found = m.fetch(ends, found)
+            sizes, nonfinite = m.fetch(ends, nonfinite)
             counts = np.array([0, 0, *sizes, 0, 0])
             offsets = (starts, tri_starts, spans)
         else:
@@ -306,11 +306,11 @@ def _extract(m: Any, volume: Any, level: float, geometry: tuple, planes: Planes,
                 (starts, tri_starts),
                 (a, b, b + n1 if planes.hi < planes.n0 else b),
             )
-            counts, found = m.fetch(counts, found)  # fmt: skip
+            counts, nonfinite = m.fetch(counts, nonfinite)  # fmt: skip
     first_vertex, first_face, own_v, own_t, ghost_v, ghost_t = (int(c) for c in counts)
     n_vertices, n_triangles = (int(c) for c in (totals or np.asarray)([own_v, own_t]))
     if checked:
-        _check_found(int(found[0]), int(found[1]), points, n_triangles, level)
+        _check_found(m, rows[a:b, 7], int(nonfinite), points, n_triangles, level)
     with m.phase("emit"):
         sizes = (own_v + ghost_v, own_t + ghost_t)
         out = _emit(m.xp, volume, level, geometry, rows, offsets, sizes)
@@ -452,22 +452,27 @@ def _checked_geometry(spacing: Any, origin: Any) -> tuple[float, ...]:
     return tuple(float(s) for s in steps) + tuple(float(o) for o in where)
 
 
-def _check_found(nonfinite: int, inside: int, points: int, n_triangles: int, level: float):
+def _check_found(m: Any, inside: Any, nonfinite: int, points: int, n_triangles: int,
+                 level: float) -> None:  # fmt: skip
     """Refuse, in one line, a volume with NaN or infinite values, a level every value
-    lies on one side of, and a surface without area."""
+    lies on one side of, and a surface without area. ``inside``: the rows' counts of
+    values inside, summed only where there is no surface (a rare read back)."""
     if nonfinite:
         raise ValueError(
             f"the volume has {nonfinite} NaN or infinite values: replace them (numpy.nan_to_num) "
             "before extracting a surface"
         )
+    if n_triangles:
+        return
+    with m.vp_set(points):
+        inside = int(m.fetch(m.reduce(inside, "add"))[0])
     if inside == 0:
         raise ValueError(f"no surface at level {level:g}: every value of the volume is below it")
     if inside == points:
         raise ValueError(
             f"no surface at level {level:g}: every value of the volume is at or above it"
         )
-    if n_triangles == 0:
-        raise ValueError(
-            f"the surface at level {level:g} is empty: it touches the grid at points only "
-            "(values exactly at the level), so every triangle has no area"
-        )
+    raise ValueError(
+        f"the surface at level {level:g} is empty: it touches the grid at points only "
+        "(values exactly at the level), so every triangle has no area"
+    )
