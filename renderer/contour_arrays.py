@@ -196,12 +196,12 @@ def _vertices(xp: Any, vol: Any, level: float, geometry: tuple, flags: list, ids
     return verts, normals
 
 
-def _faces(xp: Any, vol: Any, level: float, ids: list, tri_starts: Any, n_triangles: int,
-           emitted: Any) -> Any:  # fmt: skip
+def _faces(xp: Any, vol: Any, level: float, inside: Any, ids: list, tri_starts: Any,
+           n_triangles: int, emitted: Any) -> Any:  # fmt: skip
     """The triangles of every cell of the ``emitted`` rows, in cell order and the case
-    table's order."""
+    table's order (``inside``: :func:`_inside`)."""
     n0, n1, n2 = vol.shape
-    case = _corner_bits(xp, _inside(vol, level))
+    case = _corner_bits(xp, inside)
     kept = [k & emitted for k in _kept(xp, vol, level, case)]
     per_cell = sum(k.astype(xp.int64) for k in kept)
     starts = xp.cumsum(per_cell, axis=2) - per_cell
@@ -230,7 +230,8 @@ def emit_arrays(xp: Any, vol: Any, level: float, geometry: tuple, rows: Any, off
     rows with a span are emitted)."""
     n0, n1, _ = vol.shape
     starts, tri_starts, spans = offsets
-    flags = _crossed(xp, _inside(vol, level))
+    inside = _inside(vol, level)
+    flags = _crossed(xp, inside)
     ids = []
     for axis in range(3):
         f = flags[axis].astype(xp.int64)
@@ -240,5 +241,5 @@ def emit_arrays(xp: Any, vol: Any, level: float, geometry: tuple, rows: Any, off
     written = [f & emitted for f in flags]
     geometry = emission_geometry(geometry[:7])
     verts, normals = _vertices(xp, vol, level, geometry, written, ids, sizes[0])
-    faces = _faces(xp, vol, level, ids, tri_starts, sizes[1], emitted[:-1, :-1])
+    faces = _faces(xp, vol, level, inside, ids, tri_starts, sizes[1], emitted[:-1, :-1])
     return verts, normals, faces

@@ -278,11 +278,9 @@ def count_row(vol, level, r, rows, table, ntri, edges, tris, spans):
                 q0 = q1
     elif hi > lo:  # a row on the last plane of axis 0 or 1: its own edges only
         for k in range(lo, hi):
-            side = _above(vol[i, j, k], level)
-            if i + 1 < n0 and side != _above(vol[i + 1, j, k], level):
-                along0 += 1
-            if j + 1 < n1 and side != _above(vol[i, j + 1, k], level):
-                along1 += 1
+            bits = _edge_bits(vol, level, i, j, k)
+            along0 += bits & 1
+            along1 += (bits >> 1) & 1
     edges[r, 0] = along0
     edges[r, 1] = along1
     edges[r, 2] = rows[r, 0]
