@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from kernels.rebind import bind, cpu_inline, cpu_loop, cpu_primitives, fmul
+from kernels.rebind import bind, cpu_body, cpu_loop, fmul
 
 __all__ = ["EMPTY", "FLOAT32_TINY", "decode_cpu", "decode_one", "f32_bits", "f32_of_bits",
            "fragment_one", "fragments_cpu"]  # fmt: skip
@@ -76,11 +76,7 @@ def body(*args: Any) -> None:  # rebound to the compiled fragment_one by _cpu_ke
 
 @functools.cache
 def _cpu_kernel() -> Any:
-    import numba
-
-    body = numba.njit(error_model="numpy")(
-        bind(fragment_one, fmul=cpu_primitives()["fmul"], f32_bits=cpu_inline(f32_bits))
-    )
+    body = cpu_body(fragment_one, "fmul", f32_bits=f32_bits)
     return cpu_loop(bind(_fragment_rows, body=body))
 
 
@@ -136,11 +132,7 @@ def _decode_rows(keys, bits, covered, tri, depth):
 
 @functools.cache
 def _cpu_decode() -> Any:
-    import numba
-
-    body = numba.njit(error_model="numpy")(
-        bind(decode_one, f32_of_bits=numba.njit(inline="always")(f32_of_bits))
-    )
+    body = cpu_body(decode_one, f32_of_bits=f32_of_bits)
     return cpu_loop(bind(_decode_rows, body=body))
 
 
