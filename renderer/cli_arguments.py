@@ -19,6 +19,7 @@ __all__ = [
     "add_output_arguments",
     "add_picture_arguments",
     "add_scene_arguments",
+    "add_volume_arguments",
     "colour",
     "crease_angle",
     "field_of_view",
@@ -185,11 +186,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_picture_arguments(p)
 
 
+def add_volume_arguments(p: argparse.ArgumentParser, *, required: bool) -> None:
+    """Add ``VOLUME`` (optional unless ``required``) and ``--level`` to ``p``."""
+    p.add_argument(
+        "volume",
+        nargs=None if required else "?",
+        metavar="VOLUME",
+        help="a volume file (.npy, .tif/.tiff, .nii/.nii.gz, .nrrd/.nhdr, .vti) or a folder "
+        "of DICOM slices: its isosurface at --level is extracted on the machine"
+        + ("" if required else " and rendered"),
+    )
+    p.add_argument(
+        "--level",
+        type=finite_number,
+        metavar="L",
+        required=required,
+        help="the isovalue of VOLUME's surface (values at or above it are inside)"
+        + ("" if required else "; needed with VOLUME"),
+    )
+
+
 def add_scene_arguments(p: argparse.ArgumentParser) -> None:
     """What is rendered and how it is seen: a volume's isosurface, the mesh or data set,
     the view, the size."""
-    from renderer.cli_volumes import add_volume_arguments
-
     add_volume_arguments(p, required=False)
     p.add_argument(
         "--mesh",

@@ -47,8 +47,7 @@ DESCRIPTION = (
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``isosurface`` subcommand to ``subparsers`` (``simd.cli`` calls this)."""
-    from renderer.cli_arguments import add_backend_arguments
-    from renderer.cli_volumes import add_volume_arguments
+    from renderer.cli_arguments import add_backend_arguments, add_volume_arguments
 
     p = subparsers.add_parser(
         "isosurface",

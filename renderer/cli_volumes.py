@@ -1,8 +1,9 @@
 """Volumes on the command line: what ``simd-emu render VOLUME --level L`` and ``simd-emu
 isosurface`` share.
 
-The positional ``VOLUME`` and ``--level`` (:func:`add_volume_arguments`), their checks made
-before anything is read (:func:`check_volume_options`), the surface extracted on the
+The checks of the positional ``VOLUME`` and ``--level``
+(:func:`renderer.cli_arguments.add_volume_arguments`) made before anything is read
+(:func:`check_volume_options`), the surface extracted on the
 machine (:func:`volume_surface`: the file read, the level checked against its values, then
 :func:`renderer.isosurface` in the file's space), and the table of the extraction's phases
 for ``--verbose`` (:func:`phase_table`).
@@ -17,51 +18,14 @@ from typing import Any
 
 __all__ = [
     "ISOSURFACE_PHASES",
-    "add_volume_arguments",
     "check_volume_options",
     "is_volume_path",
-    "level",
     "phase_table",
     "volume_surface",
 ]
 
 #: The machine phases of an extraction (:func:`renderer.isosurface`).
 ISOSURFACE_PHASES = ("classify", "scan", "emit")
-
-
-def level(text: str) -> float:
-    """A finite number: the isovalue.
-
-    >>> level("0.5")
-    0.5
-    """
-    try:
-        value = float(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from err
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
-
-
-def add_volume_arguments(p: Any, *, required: bool) -> None:
-    """Add ``VOLUME`` (optional unless ``required``) and ``--level`` to ``p``."""
-    p.add_argument(
-        "volume",
-        nargs=None if required else "?",
-        metavar="VOLUME",
-        help="a volume file (.npy, .tif/.tiff, .nii/.nii.gz, .nrrd/.nhdr, .vti) or a folder "
-        "of DICOM slices: its isosurface at --level is extracted on the machine"
-        + ("" if required else " and rendered"),
-    )
-    p.add_argument(
-        "--level",
-        type=level,
-        metavar="L",
-        required=required,
-        help="the isovalue of VOLUME's surface (values at or above it are inside)"
-        + ("" if required else "; needed with VOLUME"),
-    )
 
 
 def is_volume_path(path: str) -> bool:
