@@ -10,9 +10,11 @@ marschner_lobb``) at 128^3, 256^3 and 512^3 samples (``--quick``: 32^3 and 64^3)
   fused Numba kernels on the CPU);
 
 each warmed up once, then timed ``--repeat`` times, the methods taking turns so that all
-see the same machine load. The table gives the median wall time per method and size, the
-triangles each made (VTK's and ours must agree), and our time over Flying Edges'; for ours
-the machine's phases say where the time goes. The goal on the CPU: at least as fast as
+see the same machine load; each keeps its output until it runs again (as VTK's filters
+do), so that none finds the memory another's freed output left to the allocator. The
+table gives the median wall time per method and size, the triangles each made (VTK's and
+ours must agree), and our time over Flying Edges'; for ours the machine's phases say
+where the time goes. The goal on the CPU: at least as fast as
 ``vtkFlyingEdges3D``.
 
 Run ``python -m bench.isosurface [--quick] [--sizes N ...] [--repeat K] [--backend B]
@@ -80,11 +82,16 @@ def _vtk_filter(kind: str, image: Any) -> Callable[[], tuple[int, int]]:
 
 def _methods(volume: np.ndarray, machine: Any) -> dict[str, Callable[[], tuple[int, int]]]:
     """Each method as a call giving (triangles, vertices); those whose package is missing
-    are left out."""
+    are left out. Each keeps its output until its next call, which frees it first: as a
+    VTK filter keeps its output and frees it when it runs again, so that every method
+    finds the allocator as it left it."""
     import renderer
 
+    last: dict[str, Any] = {}
+
     def ours() -> tuple[int, int]:
-        mesh = renderer.isosurface(volume, LEVEL, machine=machine)
+        last.pop("ours", None)
+        mesh = last["ours"] = renderer.isosurface(volume, LEVEL, machine=machine)
         return mesh.n_faces, len(mesh.vertices)
 
     out: dict[str, Callable[[], tuple[int, int]]] = {}
@@ -94,7 +101,8 @@ def _methods(volume: np.ndarray, machine: Any) -> dict[str, Callable[[], tuple[i
         for method in ("lorensen", "lewiner"):
 
             def run(method: str = method) -> tuple[int, int]:
-                verts, faces, _, _ = marching_cubes(volume, LEVEL, method=method)
+                last.pop(method, None)
+                verts, faces, _, _ = last[method] = marching_cubes(volume, LEVEL, method=method)
                 return len(faces), len(verts)
 
             out[f"skimage-{method}"] = run
