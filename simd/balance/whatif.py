@@ -27,7 +27,6 @@ from typing import Any
 
 from simd.balance.comparison import INTERVALS, MACHINES, compare, plan_comparison
 from simd.balance.grid_loop import run_grid_loop
-from simd.balance.workloads import check_workload
 from simd.cost import CostModel
 from simd.machine import Machine
 
@@ -230,7 +229,6 @@ def sweep(  # noqa: PLR0913 (the public signature: every option by keyword)
     >>> s.pays_up_to("scan+shift", "scan-directed/5")
     0.0625
     """
-    counts = check_workload(workload, what=name)
     kinds = tuple(dict.fromkeys([kinds] if isinstance(kinds, str) else kinds))
     for kind in kinds:
         _kinds(kind)
@@ -238,7 +236,8 @@ def sweep(  # noqa: PLR0913 (the public signature: every option by keyword)
     if not kinds or not factors:
         raise ValueError("a sweep needs at least one kind and one factor")
     preset = sweep_preset(machine)
-    shape = plan_comparison(counts, name=name, processors=processors, machines=[machine]).shape
+    plan = plan_comparison(workload, name=name, processors=processors, machines=[machine])
+    counts, shape = plan.counts, plan.shape
     base = _machine(shape, preset, backend).cost
     if counts.ndim == 2:
         every = tuple(dict.fromkeys(every))
