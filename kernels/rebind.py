@@ -129,6 +129,10 @@ def cpu_loop(rows: Any) -> Any:
     division (``error_model="numpy"``: x / 0 gives inf or NaN as in NumPy, not an
     exception), cached on disk where a cache folder can be used.
 
+    Numba keys the cached loop by the loop's own source file, not by the bodies bound
+    into it: define the loop in the module of the bodies it calls, so that editing a body
+    compiles the loop again.
+
     The loop is serial: a parallel one (``prange``) was no faster on a 2-core machine, and
     its idle OpenMP threads spin after the loop, slowing the NumPy stage that follows by
     more than the loop gained.

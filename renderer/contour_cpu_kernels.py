@@ -1,5 +1,5 @@
-"""Marching cubes on the CPU: the row bodies of :mod:`renderer.contour_kernels` inlined
-into ``numba.njit`` loops over the volume's rows.
+"""Marching cubes on the CPU: the loops of :mod:`renderer.contour_kernels` over the
+volume's rows compiled with its row bodies inlined (``numba.njit``).
 
 - :func:`classify_cpu`: :func:`~renderer.contour_kernels.classify_row` and
   :func:`~renderer.contour_kernels.count_row` in one loop, a plane of rows apart;
@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from kernels.rebind import bind, cpu_inline, cpu_loop, cpu_primitives
+from renderer import contour_kernels as ck
 from renderer.contour_kernels import (
     ROW_FIELDS,
     bound_helpers,
@@ -27,40 +28,6 @@ from renderer.contour_kernels import (
 from renderer.contour_tables import case_table, triangle_counts
 
 __all__ = ["classify_cpu", "emit_cpu"]
-
-
-def _classify_rows(vol, above, at, level, rows, table, ntri, edges, tris, spans):
-    """Every row classified and counted, a plane of rows ahead: the rows of plane ``i``
-    are counted while the plane after it, which the counting reads, is in the cache."""
-    n0 = vol.shape[0]
-    n1 = vol.shape[1]
-    for r in range(n1):
-        classify(vol, above, at, r, rows)
-    for i in range(n0):
-        if i + 1 < n0:
-            for r in range((i + 1) * n1, (i + 2) * n1):
-                classify(vol, above, at, r, rows)
-        for r in range(i * n1, (i + 1) * n1):
-            count(vol, level, r, rows, table, ntri, edges, tris, spans)
-
-
-def _emit_rows(vol, level, geometry, rows, table, starts, tri_starts, spans, eid, row_faces,
-               verts, normals, faces):  # fmt: skip
-    for r in range(rows.shape[0]):
-        emit(vol, level, r, geometry, rows, table, starts, tri_starts, spans, eid, row_faces,
-             verts, normals, faces)  # fmt: skip
-
-
-def classify(*args: Any) -> None:  # the loops' bodies, bound to compiled ones (_cpu_kernel)
-    raise NotImplementedError
-
-
-def count(*args: Any) -> None:
-    raise NotImplementedError
-
-
-def emit(*args: Any) -> None:
-    raise NotImplementedError
 
 
 @functools.cache
@@ -76,7 +43,7 @@ def _cpu_kernel(name: str) -> Any:
         name: cpu_inline(bind(fn, **helpers))
         for name, fn in (("classify", classify_row), ("count", count_row), ("emit", emit_row))
     }
-    loop = _classify_rows if name == "classify" else _emit_rows
+    loop = ck.classify_rows if name == "classify" else ck.emit_rows
     return cpu_loop(bind(loop, **bodies))
 
 

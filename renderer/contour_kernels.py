@@ -49,9 +49,11 @@ from renderer.contour_tables import EDGES, MAX_TRIANGLES
 __all__ = [
     "ROW_FIELDS",
     "bound_helpers",
+    "classify_rows",
     "classify_row",
     "count_row",
     "emit_row",
+    "emit_rows",
     "emission_geometry",
     "thresholds",
 ]
@@ -476,6 +478,45 @@ def _triangles(table, case, equal, eid, t, faces):
         faces[t, 2] = eid[table[case, s + 2]]
         t += 1
     return t
+
+
+# ------------------------------------------------------------------------ the CPU's loops
+# Here, beside the bodies they inline (renderer.contour_cpu_kernels compiles them): Numba's
+# disk cache keys a loop by its own file, so an edit of a body must change that file.
+
+
+def classify_rows(vol, above, at, level, rows, table, ntri, edges, tris, spans):
+    """Every row classified and counted, a plane of rows ahead: the rows of plane ``i``
+    are counted while the plane after it, which the counting reads, is in the cache."""
+    n0 = vol.shape[0]
+    n1 = vol.shape[1]
+    for r in range(n1):
+        classify(vol, above, at, r, rows)
+    for i in range(n0):
+        if i + 1 < n0:
+            for r in range((i + 1) * n1, (i + 2) * n1):
+                classify(vol, above, at, r, rows)
+        for r in range(i * n1, (i + 1) * n1):
+            count(vol, level, r, rows, table, ntri, edges, tris, spans)
+
+
+def emit_rows(vol, level, geometry, rows, table, starts, tri_starts, spans, eid, row_faces,
+               verts, normals, faces):  # fmt: skip
+    for r in range(rows.shape[0]):
+        emit(vol, level, r, geometry, rows, table, starts, tri_starts, spans, eid, row_faces,
+             verts, normals, faces)  # fmt: skip
+
+
+def classify(*args: Any) -> None:  # the loops' bodies, bound to compiled ones on the CPU
+    raise NotImplementedError
+
+
+def count(*args: Any) -> None:
+    raise NotImplementedError
+
+
+def emit(*args: Any) -> None:
+    raise NotImplementedError
 
 
 def _face_here(vol, level, i, j, k, row_faces):
