@@ -35,7 +35,7 @@ import numpy as np
 
 from diffusion.checks import check_count, check_image, check_machine
 from diffusion.conduction import flux
-from diffusion.mesh_grid import busiest_and_total, initial_grid, static_max_load, to_host
+from diffusion.mesh_grid import busiest_and_total, initial_grid, static_max_load
 from diffusion.settings import PMParameters
 from simd.balance.scan_directed import (
     AxisReport,
@@ -43,6 +43,7 @@ from simd.balance.scan_directed import (
     balance,
     check_grid,
     hierarchical_boundaries,
+    to_host,
 )
 from simd.stats import DeviceInterval, PhaseRecord, PhaseStats
 

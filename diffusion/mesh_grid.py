@@ -19,7 +19,6 @@ __all__ = [
     "initial_grid",
     "rows_of_ranks",
     "static_max_load",
-    "to_host",
 ]
 
 
@@ -44,11 +43,6 @@ def static_max_load(m: Any, grid: TiledGrid, row_bounds: np.ndarray, col_bounds:
     return int(m.ranks.allreduce(m.asnumpy(blocks), "add").max())
 
 
-def to_host(a: Any) -> np.ndarray:
-    """``a`` as a NumPy array (copied from the device when it is a CuPy array)."""
-    return a.get() if hasattr(a, "get") else np.asarray(a)
-
-
 def initial_grid(
     m: Any,
     host: np.ndarray | None,
@@ -62,7 +56,8 @@ def initial_grid(
     """The image (``host``: rank 0's whole image, or on one process the image) cut into
     the initial decomposition on ``m``'s mesh, whose row boundaries are ``rows0``, with
     the channels of the run: values and active flags, and not charged, with ``index`` the
-    points' global indices (for :func:`check_grid`) and with ``activity`` the activity map.
+    points' global indices (for :func:`simd.balance.scan_directed.check_grid`) and with
+    ``activity`` the activity map.
 
     Examples
     --------

@@ -101,7 +101,7 @@ def pe_count(text: str) -> int:
 
 
 def finite_number(text: str) -> float:
-    """A finite number (a view angle, a direction's component).
+    """A finite number (a view angle, a direction's component, an isovalue).
 
     >>> finite_number("-45")
     -45.0

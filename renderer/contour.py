@@ -39,8 +39,9 @@ and edges, through :meth:`simd.Machine.vp_set`). Classifying and counting are on
 phase, ``classify``: on the CPU one pass does both, counting a plane of rows while the
 next one, just classified, is in the cache.
 
-On a GPU the extraction reads the device twice: the output sizes with the checks' counts
-(one transfer) and the mesh.
+On a GPU the extraction reads the device twice: the output sizes with the count of NaN
+and infinite values (one transfer) and the mesh; where there is no surface, a third read
+of the values inside says why, before the error.
 """
 
 from __future__ import annotations

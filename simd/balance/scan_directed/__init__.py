@@ -65,6 +65,7 @@ from simd.balance.scan_directed.grid import (
     check_grid,
     hierarchical_boundaries,
     locality_violations,
+    to_host,
 )
 
 __all__ = [
@@ -75,4 +76,5 @@ __all__ = [
     "check_grid",
     "hierarchical_boundaries",
     "locality_violations",
+    "to_host",
 ]

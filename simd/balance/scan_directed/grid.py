@@ -22,6 +22,7 @@ __all__ = [
     "check_grid",
     "hierarchical_boundaries",
     "locality_violations",
+    "to_host",
 ]
 
 
@@ -308,8 +309,8 @@ def check_grid(grid: TiledGrid, n_points: int, machine: Any = None) -> None:
     every rank's slots are gathered on every rank, which all raise alike.
     """
     valid = grid.valid()
-    index = _host(grid.channels["index"][valid])
-    coords = [_host(c) for c in grid.xp.nonzero(valid)[: grid.ndim]]  # every slot's PE
+    index = to_host(grid.channels["index"][valid])
+    coords = [to_host(c) for c in grid.xp.nonzero(valid)[: grid.ndim]]  # every slot's PE
     coords[0] = coords[0] + grid.rows[0]
     if machine is not None and machine.ranks is not None:
         index = machine.gather(index, root=None)
@@ -321,14 +322,18 @@ def check_grid(grid: TiledGrid, n_points: int, machine: Any = None) -> None:
         raise LocalityError(f"data points lost: {lost}, duplicated: {dup}")
     mu = []
     for c in coords:
-        m = np.empty(n_points, dtype=np.int64)
-        m[index] = c
-        mu.append(m.reshape(grid.shape))
+        owner = np.empty(n_points, dtype=np.int64)
+        owner[index] = c
+        mu.append(owner.reshape(grid.shape))
     problems = locality_violations(mu, grid.pes)
     if problems:
         raise LocalityError("; ".join(problems))
 
 
-def _host(a: Any) -> np.ndarray:
-    """``a`` as a NumPy array (copied from the device when it is a CuPy array)."""
+def to_host(a: Any) -> np.ndarray:
+    """``a`` as a NumPy array (copied from the device when it is a CuPy array).
+
+    >>> to_host([1, 2]).tolist()
+    [1, 2]
+    """
     return a.get() if hasattr(a, "get") else np.asarray(a)
