@@ -30,7 +30,7 @@ ranks numbering its vertices and triangles from the ranks' before it; its share
 (:class:`IsosurfaceShare`) is its range of the one-rank mesh, bit for bit, with the
 vertices of the next rank's first plane that its triangles use, computed alike. The host
 runs each phase as one fused kernel over the volume's
-rows (the bodies of :mod:`renderer.contour_kernels`, in the loops of
+rows (the bodies of :mod:`renderer.contour_kernels`, compiled by
 :mod:`renderer.contour_cpu_kernels` on the CPU and :mod:`renderer.contour_cuda_kernels` on
 the GPU; the array code of :mod:`renderer.contour_arrays` elsewhere), the scans and the check
 as the machine's own instructions over per-row totals, and charges the model clock what
