@@ -66,6 +66,23 @@ def test_the_loop_points_are_comparisons_on_the_scaled_preset():
     assert min(s.curve("router", "cost-effective")) >= 0.95
 
 
+def test_equal_scaled_costs_are_run_once(monkeypatch):
+    # On the calibrated CM-5 a shift costs nothing, so every shift point is the preset
+    # itself, as is factor 1 of any kind: those points share one comparison, whose
+    # result they all give.
+    import simd.balance.whatif as whatif
+
+    runs = []
+    real = whatif._loop_runs
+    monkeypatch.setattr(whatif, "_loop_runs", lambda *a: runs.append(a[3]) or real(*a))
+    counts = generate("zipf", 64, seed=1)
+    s = sweep(counts, machine="cm5_calibrated", kinds=["scan", "shift"], factors=[0.5, 1.0, 2.0])
+    assert len(runs) == 3  # scan x0.5, x1 (= every shift point), x2
+    for balancer in s.balancers:
+        shift = s.curve("shift", balancer)
+        assert list(shift) == [s.curve("scan", balancer)[1]] * 3
+
+
 def test_tables_and_data():
     counts = generate("linear-4", (16, 16), mean=6)
     s = sweep(counts, processors=(4, 4), kinds=["scan"], factors=[1 / 16, 1.0, 16.0],
