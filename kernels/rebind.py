@@ -17,6 +17,7 @@ Importing this module does not import Numba; compiling does.
 from __future__ import annotations
 
 import functools
+import hashlib
 import types
 from typing import Any
 
@@ -24,6 +25,7 @@ import numpy as np
 
 __all__ = [
     "bind",
+    "code_digest",
     "cpu_body",
     "cpu_inline",
     "cpu_loop",
@@ -129,9 +131,10 @@ def cpu_loop(rows: Any) -> Any:
     division (``error_model="numpy"``: x / 0 gives inf or NaN as in NumPy, not an
     exception), cached on disk where a cache folder can be used.
 
-    Numba keys the cached loop by the loop's own source file, not by the bodies bound
-    into it: define the loop in the module of the bodies it calls, so that editing a body
-    compiles the loop again.
+    Numba checks a cached loop against the loop's own source file only, not against the
+    bodies bound into it; so the cache entry is named by a digest of the code of the loop
+    and of every function it reaches through its globals (:func:`code_digest`): an edited
+    body, in whatever file, compiles the loop again.
 
     The loop is serial: a parallel one (``prange``) was no faster on a 2-core machine, and
     its idle OpenMP threads spin after the loop, slowing the NumPy stage that follows by
@@ -145,7 +148,49 @@ def cpu_loop(rows: Any) -> Any:
     import numba
 
     options = {"nogil": True, "error_model": "numpy", "_nrt": False}
+    rows.__qualname__ = f"{rows.__qualname__}_{code_digest(rows)}"  # names the cache file
     try:
         return numba.njit(cache=True, **options)(rows)
     except RuntimeError:  # no cache locator for this file: compile in memory only
         return numba.njit(**options)(rows)
+
+
+def code_digest(fn: Any) -> str:
+    """A digest of the code of ``fn`` and of every Python function it reaches through the
+    global names its code reads (Numba dispatchers by their Python function), the same in
+    every process.
+
+    Examples
+    --------
+    >>> def twice(x):
+    ...     return fmul(x, 2.0)
+    >>> code_digest(bind(twice, fmul=rint)) == code_digest(twice)
+    False
+    """
+    digest = hashlib.sha256()
+    seen: set[int] = set()
+    stack = [fn]
+    while stack:
+        f = stack.pop()
+        f = getattr(f, "py_func", f)  # a Numba dispatcher: its Python function
+        code = getattr(f, "__code__", None)
+        if code is None or id(code) in seen:
+            continue
+        seen.add(id(code))
+        digest.update(_code_bytes(code))
+        scope = f.__globals__
+        stack.extend(scope[name] for name in reversed(code.co_names) if name in scope)
+    return digest.hexdigest()[:16]
+
+
+def _code_bytes(code: types.CodeType) -> bytes:
+    """The bytecode, names and constants of ``code`` and of the code nested in it."""
+    parts = [code.co_code, repr(code.co_names).encode()]
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            parts.append(_code_bytes(const))
+        elif isinstance(const, frozenset):  # its repr's order changes with the hash seed
+            parts.append(repr(sorted(map(repr, const))).encode())
+        else:
+            parts.append(repr(const).encode())
+    return b"".join(parts)

@@ -481,8 +481,7 @@ def _triangles(table, case, equal, eid, t, faces):
 
 
 # ------------------------------------------------------------------------ the CPU's loops
-# Here, beside the bodies they inline (renderer.contour_cpu_kernels compiles them): Numba's
-# disk cache keys a loop by its own file, so an edit of a body must change that file.
+# (renderer.contour_cpu_kernels compiles them with the bodies inlined)
 
 
 def classify_rows(vol, above, at, level, rows, table, ntri, edges, tris, spans):
