@@ -148,7 +148,8 @@ def cpu_loop(rows: Any) -> Any:
     import numba
 
     options = {"nogil": True, "error_model": "numpy", "_nrt": False}
-    rows.__qualname__ = f"{rows.__qualname__}_{code_digest(rows)}"  # names the cache file
+    rows = bind(rows)  # a copy: its name becomes the cache file's, the caller's stays
+    rows.__qualname__ = f"{rows.__qualname__}_{code_digest(rows)}"
     try:
         return numba.njit(cache=True, **options)(rows)
     except RuntimeError:  # no cache locator for this file: compile in memory only
