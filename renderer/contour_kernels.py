@@ -75,6 +75,12 @@ _EDGE_LOW = tuple(a for a, _ in EDGES)
 _EDGE_HIGH = tuple(b for _, b in EDGES)
 
 
+def _at(vol, i, j, k):
+    """``vol[i, j, k]`` for indices known to lie in the array: unsigned, so that the
+    compiled code skips the test for a negative index (from the end) on every read."""
+    return vol[np.uint64(i), np.uint64(j), np.uint64(k)]
+
+
 def _above(x, level):
     """1 where ``x`` is inside (at or above the level), else 0."""
     if x >= level:
@@ -86,10 +92,10 @@ def _face(vol, level, i, j, k):
     """Corners 0-3 of the cells at point ``k`` of rows ``(i, j)``, ``(i + 1, j)``,
     ``(i + 1, j + 1)``, ``(i, j + 1)``: bit ``c`` set where corner ``c`` is inside."""
     return (
-        _above(vol[i, j, k], level)
-        | (_above(vol[i + 1, j, k], level) << 1)
-        | (_above(vol[i + 1, j + 1, k], level) << 2)
-        | (_above(vol[i, j + 1, k], level) << 3)
+        _above(_at(vol, i, j, k), level)
+        | (_above(_at(vol, i + 1, j, k), level) << 1)
+        | (_above(_at(vol, i + 1, j + 1, k), level) << 2)
+        | (_above(_at(vol, i, j + 1, k), level) << 3)
     )
 
 
@@ -110,13 +116,13 @@ def _face_at(vol, level, i, j, k, row_faces):
 def _equal_face(vol, level, i, j, k):
     """As :func:`_face`, bit ``c`` set where the value at corner ``c`` is the level."""
     mask = 0
-    if vol[i, j, k] == level:
+    if _at(vol, i, j, k) == level:
         mask |= 1
-    if vol[i + 1, j, k] == level:
+    if _at(vol, i + 1, j, k) == level:
         mask |= 2
-    if vol[i + 1, j + 1, k] == level:
+    if _at(vol, i + 1, j + 1, k) == level:
         mask |= 4
-    if vol[i, j + 1, k] == level:
+    if _at(vol, i, j + 1, k) == level:
         mask |= 8
     return mask
 
@@ -219,9 +225,9 @@ def classify_row(vol, above, at, r, rows):
     first = n2
     last = -1
     for k in range(n2 - 1):
-        x = vol[i, j, k]
+        x = _at(vol, i, j, k)
         side = x >= above
-        crossed = side != (vol[i, j, k + 1] >= above)
+        crossed = side != (_at(vol, i, j, k + 1) >= above)
         inside += side
         equal += x == at
         nonfinite += x - x != 0  # NaN - NaN and inf - inf are NaN
@@ -297,25 +303,25 @@ def _gradient(vol, i, j, k):
     n0 = vol.shape[0]
     n1 = vol.shape[1]
     n2 = vol.shape[2]
-    s = np.float64(vol[i, j, k])
+    s = np.float64(_at(vol, i, j, k))
     if i == 0:
-        gx = s - np.float64(vol[i + 1, j, k])
+        gx = s - np.float64(_at(vol, i + 1, j, k))
     elif i == n0 - 1:
-        gx = np.float64(vol[i - 1, j, k]) - s
+        gx = np.float64(_at(vol, i - 1, j, k)) - s
     else:
-        gx = fmul(0.5, np.float64(vol[i - 1, j, k]) - np.float64(vol[i + 1, j, k]))
+        gx = fmul(0.5, np.float64(_at(vol, i - 1, j, k)) - np.float64(_at(vol, i + 1, j, k)))
     if j == 0:
-        gy = s - np.float64(vol[i, j + 1, k])
+        gy = s - np.float64(_at(vol, i, j + 1, k))
     elif j == n1 - 1:
-        gy = np.float64(vol[i, j - 1, k]) - s
+        gy = np.float64(_at(vol, i, j - 1, k)) - s
     else:
-        gy = fmul(0.5, np.float64(vol[i, j - 1, k]) - np.float64(vol[i, j + 1, k]))
+        gy = fmul(0.5, np.float64(_at(vol, i, j - 1, k)) - np.float64(_at(vol, i, j + 1, k)))
     if k == 0:
-        gz = s - np.float64(vol[i, j, k + 1])
+        gz = s - np.float64(_at(vol, i, j, k + 1))
     elif k == n2 - 1:
-        gz = np.float64(vol[i, j, k - 1]) - s
+        gz = np.float64(_at(vol, i, j, k - 1)) - s
     else:
-        gz = fmul(0.5, np.float64(vol[i, j, k - 1]) - np.float64(vol[i, j, k + 1]))
+        gz = fmul(0.5, np.float64(_at(vol, i, j, k - 1)) - np.float64(_at(vol, i, j, k + 1)))
     return gx, gy, gz
 
 
@@ -331,8 +337,8 @@ def _vertex(vol, level, geometry, i, j, k, axis, v, verts, normals):
         j1 = j + 1
     else:
         k1 = k + 1
-    s0 = np.float64(vol[i, j, k])
-    t = (level - s0) / (np.float64(vol[i1, j1, k1]) - s0)
+    s0 = np.float64(_at(vol, i, j, k))
+    t = (level - s0) / (np.float64(_at(vol, i1, j1, k1)) - s0)
     p0 = np.float64(i) + geometry[9]  # the plane's global index (exact: whole numbers)
     p1 = np.float64(j)
     p2 = np.float64(k)
@@ -367,13 +373,13 @@ def _edge_bits(vol, level, i, j, k):
     n0 = vol.shape[0]
     n1 = vol.shape[1]
     n2 = vol.shape[2]
-    side = _above(vol[i, j, k], level)
+    side = _above(_at(vol, i, j, k), level)
     bits = 0
-    if i + 1 < n0 and side != _above(vol[i + 1, j, k], level):
+    if i + 1 < n0 and side != _above(_at(vol, i + 1, j, k), level):
         bits |= 1
-    if j + 1 < n1 and side != _above(vol[i, j + 1, k], level):
+    if j + 1 < n1 and side != _above(_at(vol, i, j + 1, k), level):
         bits |= 2
-    if k + 1 < n2 and side != _above(vol[i, j, k + 1], level):
+    if k + 1 < n2 and side != _above(_at(vol, i, j, k + 1), level):
         bits |= 4
     return bits
 
@@ -533,20 +539,20 @@ def bound_helpers(device: Any, fmul: Any, *, faces_ahead: bool) -> dict[str, Any
     (to be inlined on the CPU, a device function on the GPU), ``fmul`` is its product;
     ``faces_ahead``: whether the emission loads a row's faces ahead (:func:`_load_faces`,
     the CPU's vector unit) or computes each where it reads it (a GPU thread)."""
-    helpers = {"_above": device(_above)}
-    helpers["_face"] = device(bind(_face, _above=helpers["_above"]))
+    helpers = {"_above": device(_above), "_at": device(_at)}
+    helpers["_face"] = device(bind(_face, _above=helpers["_above"], _at=helpers["_at"]))
     if faces_ahead:
         helpers["_load_faces"] = device(bind(_load_faces, _face=helpers["_face"]))
         helpers["_face_at"] = device(_face_at)
     else:
         helpers["_load_faces"] = device(_load_no_faces)
         helpers["_face_at"] = device(bind(_face_here, _face=helpers["_face"]))
-    helpers["_equal_face"] = device(_equal_face)
+    helpers["_equal_face"] = device(bind(_equal_face, _at=helpers["_at"]))
     corner = device(_corner_or_edge)
     helpers["_degenerate"] = device(bind(_degenerate, _corner_or_edge=corner))
     helpers["_span"] = device(_span)
-    gradient = device(bind(_gradient, fmul=fmul))
-    helpers["_vertex"] = device(bind(_vertex, fmul=fmul, _gradient=gradient))
-    helpers["_edge_bits"] = device(bind(_edge_bits, _above=helpers["_above"]))
+    gradient = device(bind(_gradient, fmul=fmul, _at=helpers["_at"]))
+    helpers["_vertex"] = device(bind(_vertex, fmul=fmul, _gradient=gradient, _at=helpers["_at"]))
+    helpers["_edge_bits"] = device(bind(_edge_bits, _above=helpers["_above"], _at=helpers["_at"]))
     helpers["_triangles"] = device(bind(_triangles, _degenerate=helpers["_degenerate"]))
     return helpers
