@@ -9,13 +9,19 @@ marschner_lobb``) at 128^3, 256^3 and 512^3 samples (``--quick``: 32^3 and 64^3)
 - ours, ``renderer.isosurface`` on a machine of ``--backend`` (NumPy by default: the
   fused Numba kernels on the CPU);
 
-each warmed up once, then timed ``--repeat`` times, the methods taking turns so that all
-see the same machine load; each keeps its output until it runs again (as VTK's filters
-do), so that none finds the memory another's freed output left to the allocator. The
-table gives the median wall time per method and size, the triangles each made (VTK's and
-ours must agree), and our time over Flying Edges'; for ours the machine's phases say
-where the time goes. The goal on the CPU: at least as fast as
-``vtkFlyingEdges3D``.
+each warmed up once, then timed ``--repeat`` times in two ways:
+
+- *in turns*: the methods take turns, so that all see the same machine load, and each
+  finds the caches full of the others' data, as in a pipeline where other work comes
+  between two extractions;
+- *in a row*: each method's runs back to back, its own data in the caches, as when a user
+  extracts one level after another from the same volume.
+
+Each method keeps its output until it runs again (as VTK's filters do), so that none finds
+the memory another's freed output left to the allocator. The table gives the median wall
+time per method and size both ways, the triangles each made (VTK's and ours must agree),
+and our time over Flying Edges'; for ours the machine's phases (in turns) say where the
+time goes. The goal on the CPU: at least as fast as ``vtkFlyingEdges3D``.
 
 Run ``python -m bench.isosurface [--quick] [--sizes N ...] [--repeat K] [--backend B]
 [--out DIR | --save]``: it writes ``isosurface[-quick].json`` and a plot
@@ -135,20 +141,28 @@ def run_size(n: int, repeat: int, machine: Any) -> list[dict[str, Any]]:
     for _ in range(repeat):
         for name, fn in methods.items():
             machine.reset_stats()
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(_timed(fn))
             if name == "ours":
                 phases.append(_phases(machine))
+    in_a_row = {name: [_timed(fn) for _ in range(repeat + 1)][1:] for name, fn in methods.items()}
     rows = []
     for name in methods:
         row = {"n": n, "method": name, "triangles": counts[name][0],
                "vertices": counts[name][1], "seconds": times[name],
-               "median_s": statistics.median(times[name]), "min_s": min(times[name])}  # fmt: skip
+               "median_s": statistics.median(times[name]), "min_s": min(times[name]),
+               "in_a_row_seconds": in_a_row[name],
+               "in_a_row_median_s": statistics.median(in_a_row[name])}  # fmt: skip
         if name == "ours":  # each phase's median over the runs
             row["phases_s"] = {k: statistics.median(p[k] for p in phases) for k in phases[0]}
         rows.append(row)
     return rows
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    """The wall seconds of one call of ``fn``."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def _versions() -> dict[str, str]:
@@ -171,18 +185,20 @@ def _versions() -> dict[str, str]:
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:
-    header = (
-        f"{'n':>5} {'method':<20} {'median ms':>10} {'min ms':>9} {'triangles':>10} {'/ FE':>6}"
-    )
+    print(f"{'':>26} {'in turns (ms)':^23}  {'in a row (ms)':^16}")
+    header = (f"{'n':>5} {'method':<20} {'median':>8} {'min':>7} {'/ FE':>6}  "
+              f"{'median':>8} {'/ FE':>6} {'triangles':>10}")  # fmt: skip
     print(header)
     print("-" * len(header))
     for n in sorted({r["n"] for r in rows}):
         sel = [r for r in rows if r["n"] == n]
-        fe = next((r["median_s"] for r in sel if r["method"] == "vtk-flying-edges"), None)
+        fe = next((r for r in sel if r["method"] == "vtk-flying-edges"), None)
         for r in sel:
-            ratio = f"{r['median_s'] / fe:6.2f}" if fe else "     -"
-            print(f"{n:>5} {r['method']:<20} {1e3 * r['median_s']:>10.1f} "
-                  f"{1e3 * r['min_s']:>9.1f} {r['triangles']:>10} {ratio}")  # fmt: skip
+            turns = f"{r['median_s'] / fe['median_s']:6.2f}" if fe else "     -"
+            row = f"{r['in_a_row_median_s'] / fe['in_a_row_median_s']:6.2f}" if fe else "     -"
+            print(f"{n:>5} {r['method']:<20} {1e3 * r['median_s']:>8.1f} "
+                  f"{1e3 * r['min_s']:>7.1f} {turns}  {1e3 * r['in_a_row_median_s']:>8.1f} "
+                  f"{row} {r['triangles']:>10}")  # fmt: skip
         ours = next(r for r in sel if r["method"] == "ours")
         where = ", ".join(f"{k} {1e3 * v:.1f}" for k, v in ours["phases_s"].items())
         print(f"{'':>5} ours by phase (medians, ms): {where}")
@@ -196,7 +212,8 @@ def _agreement(rows: list[dict[str, Any]]) -> bool:
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
-    """Median time against grid size per method, log-log."""
+    """Median time against grid size per method, log-log: in turns, and for ours and
+    Flying Edges in a row too (dotted)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -209,11 +226,14 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         if sel:
             style = "o-" if method == "ours" else "s--"
             ax.loglog([r["n"] for r in sel], [r["median_s"] for r in sel], style, label=method)
+            if method in ("ours", "vtk-flying-edges"):
+                ax.loglog([r["n"] for r in sel], [r["in_a_row_median_s"] for r in sel], ":",
+                          color=ax.lines[-1].get_color(), label=f"{method}, in a row")  # fmt: skip
     sizes = sorted({r["n"] for r in rows})
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xticks(sizes, [f"{n}^3" for n in sizes])
     ax.set_xlabel("Marschner-Lobb grid")
-    ax.set_ylabel("seconds (median)")
+    ax.set_ylabel("seconds (median; in turns unless marked)")
     ax.set_title(f"isosurface at {LEVEL}: marching cubes implementations")
     ax.legend()
     fig.tight_layout()
@@ -242,8 +262,8 @@ def measure(args: argparse.Namespace, stage: StagedOutputs, picture: Path) -> di
         "level make degenerate; vtkMarchingCubes and ours drop them)"
     )
     plot(rows, stage.path(picture))
-    fe = {r["n"]: r["median_s"] for r in rows if r["method"] == "vtk-flying-edges"}
-    ours = {r["n"]: r["median_s"] for r in rows if r["method"] == "ours"}
+    fe = {r["n"]: r for r in rows if r["method"] == "vtk-flying-edges"}
+    ours = {r["n"]: r for r in rows if r["method"] == "ours"}
     return {
         "benchmark": "isosurface",
         "environment": environment(),
@@ -254,7 +274,10 @@ def measure(args: argparse.Namespace, stage: StagedOutputs, picture: Path) -> di
         "rows": rows,
         "triangles_agree": agree,
         "goal": "ours at least as fast as vtkFlyingEdges3D on the CPU",
-        "goal_met": bool(fe) and all(ours[n] <= fe[n] for n in fe),
+        "goal_met": {
+            way: bool(fe) and all(ours[n][key] <= fe[n][key] for n in fe)
+            for way, key in (("in_turns", "median_s"), ("in_a_row", "in_a_row_median_s"))
+        },
     }
 
 
