@@ -144,6 +144,7 @@ def run_size(n: int, repeat: int, machine: Any) -> list[dict[str, Any]]:
             times[name].append(_timed(fn))
             if name == "ours":
                 phases.append(_phases(machine))
+    # each method's first run in a row follows the others' runs: an in-turns run, dropped
     in_a_row = {name: [_timed(fn) for _ in range(repeat + 1)][1:] for name, fn in methods.items()}
     rows = []
     for name in methods:

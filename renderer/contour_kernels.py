@@ -77,7 +77,8 @@ _EDGE_HIGH = tuple(b for _, b in EDGES)
 
 def _at(vol, i, j, k):
     """``vol[i, j, k]`` for indices known to lie in the array: unsigned, so that the
-    compiled code skips the test for a negative index (from the end) on every read."""
+    compiled code skips the test for a negative index (from the end) on every read (a
+    negative index would read outside the array instead of from its end)."""
     return vol[np.uint64(i), np.uint64(j), np.uint64(k)]
 
 

@@ -76,3 +76,11 @@ def run_ranks(
             f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
         )
     return done
+
+
+def ranks_said_ok(done: subprocess.CompletedProcess, n: int) -> bool:
+    """Whether each of ranks ``0 .. n - 1`` printed its closing ``ok RANK`` line, once.
+    Mpiexec forwards each rank's output on its own, so these lines may come in any order
+    and between another rank's earlier lines."""
+    said = sorted(line for line in done.stdout.split("\n") if line.startswith("ok "))
+    return said == sorted(f"ok {r}" for r in range(n))
