@@ -105,13 +105,13 @@ def _load_faces(vol, level, i, j, lo, hi, row_faces):
     ``row_faces``, one pass the CPU's vector unit runs several points at a time (the GPU
     binds a no-op: each thread computes a face where it reads it, :func:`_face_at`)."""
     for k in range(lo, hi):
-        row_faces[k] = _face(vol, level, i, j, k)
+        row_faces[np.uint64(k)] = _face(vol, level, i, j, k)  # unsigned: as in _at
 
 
 def _face_at(vol, level, i, j, k, row_faces):
     """The face at point ``k`` of rows ``(i, j)`` and around, as :func:`_load_faces` left
     it (the GPU binds :func:`_face` itself)."""
-    return row_faces[k]
+    return row_faces[np.uint64(k)]
 
 
 def _equal_face(vol, level, i, j, k):
@@ -276,7 +276,7 @@ def count_row(vol, level, r, rows, table, ntri, edges, tris, spans):
                 q1 = _equal_face(vol, level, i, j, k + 1) if check else 0
                 case = f0 | (f1 << 4)
                 if case != 0 and case != 255:
-                    n = ntri[case]
+                    n = ntri[np.uint64(case)]
                     equal = q0 | (q1 << 4)
                     if equal != 0:
                         for s in range(0, 3 * n, 3):
@@ -349,9 +349,10 @@ def _vertex(vol, level, geometry, i, j, k, axis, v, verts, normals):
         p1 = p1 + t
     else:
         p2 = p2 + t
-    verts[v, 0] = geometry[3] + fmul(geometry[0], p0)
-    verts[v, 1] = geometry[4] + fmul(geometry[1], p1)
-    verts[v, 2] = geometry[5] + fmul(geometry[2], p2)
+    w = np.uint64(v)  # unsigned: as in _at
+    verts[w, 0] = geometry[3] + fmul(geometry[0], p0)
+    verts[w, 1] = geometry[4] + fmul(geometry[1], p1)
+    verts[w, 2] = geometry[5] + fmul(geometry[2], p2)
     ax, ay, az = _gradient(vol, i, j, k)
     bx, by, bz = _gradient(vol, i1, j1, k1)
     nx = fmul(ax + fmul(t, bx - ax), geometry[6])
@@ -363,9 +364,9 @@ def _vertex(vol, level, geometry, i, j, k, axis, v, verts, normals):
         nx = fmul(nx, scale)
         ny = fmul(ny, scale)
         nz = fmul(nz, scale)
-    normals[v, 0] = nx
-    normals[v, 1] = ny
-    normals[v, 2] = nz
+    normals[w, 0] = nx
+    normals[w, 1] = ny
+    normals[w, 2] = nz
 
 
 def _edge_bits(vol, level, i, j, k):
@@ -475,14 +476,16 @@ def emit_row(vol, level, r, geometry, rows, table, starts, tri_starts, spans, ei
 def _triangles(table, case, equal, eid, t, faces):
     """Write the triangles of a cell of ``case`` from ``faces[t]`` (``eid``: the vertex
     ids of its 12 edges; ``equal``: its corners at the level); the next ``t``."""
+    c = np.uint64(case)  # unsigned indices: as in _at
     for s in range(0, 3 * MAX_TRIANGLES, 3):
-        if table[case, s] < 0:
+        if table[c, s] < 0:
             break
-        if equal != 0 and _degenerate(table, case, s, equal):
+        if equal != 0 and _degenerate(table, c, s, equal):
             continue
-        faces[t, 0] = eid[table[case, s]]
-        faces[t, 1] = eid[table[case, s + 1]]
-        faces[t, 2] = eid[table[case, s + 2]]
+        u = np.uint64(t)
+        faces[u, 0] = eid[np.uint64(table[c, s])]
+        faces[u, 1] = eid[np.uint64(table[c, s + 1])]
+        faces[u, 2] = eid[np.uint64(table[c, s + 2])]
         t += 1
     return t
 
