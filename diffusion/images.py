@@ -18,6 +18,7 @@ import numpy as np
 
 from simd.errors import one_line, require
 from simd.outputs import check_output_file
+from simd.transfers import to_host
 
 __all__ = [
     "BUILTIN",
@@ -289,7 +290,7 @@ def save_image(path: str | Path, image: Any, *, dtype: Any = None, dicom: Any = 
     [[0.0, 64.0], [128.0, 255.0]]
     """
     path = check_output_path(path)
-    a = np.asarray(image.get() if hasattr(image, "get") else image)
+    a = to_host(image)
     dtype = a.dtype if dtype is None else np.dtype(dtype)
     suffix = path.suffix.lower()
     notes: list[str] = []

@@ -43,9 +43,9 @@ from simd.balance.scan_directed import (
     balance,
     check_grid,
     hierarchical_boundaries,
-    to_host,
 )
 from simd.stats import DeviceInterval, PhaseRecord, PhaseStats
+from simd.transfers import to_host
 
 __all__ = ["FLAG_OPS", "UPDATE_OPS", "MeshResult", "MeshSettings", "mesh_diffusion"]
 

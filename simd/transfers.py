@@ -1,11 +1,12 @@
 """What crosses between the device and the host, and the router's deferred address checks.
 
-These are methods of :class:`simd.Machine` (its class body binds them), written as
+Most are methods of :class:`simd.Machine` (its class body binds them), written as
 functions of the machine ``self``: :meth:`~simd.Machine.asarray`,
 :meth:`~simd.Machine.asnumpy`, :meth:`~simd.Machine.fetch` (any arrays in one transfer,
 the pending address checks riding along), :meth:`~simd.Machine.check`,
 :meth:`~simd.Machine.sync`, and ``check_range``, which the router's ``send`` and ``get``
-call to check (or defer the check of) their addresses.
+call to check (or defer the check of) their addresses. :func:`to_host` needs no machine:
+it brings any array (a user's input, a decomposition's slots) to the host.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "fetch",
     "min_into",
     "sync",
+    "to_host",
 ]
 
 #: Deferred address checks kept before they are read back anyway (one sync per this many
@@ -199,3 +201,12 @@ def _part(buffer: Any, offset: int, like: Any) -> Any:
     """The bytes of ``buffer`` from ``offset`` viewed as a C-contiguous array like ``like``."""
     nbytes = like.size * like.dtype.itemsize
     return buffer[offset : offset + nbytes].view(like.dtype).reshape(like.shape)
+
+
+def to_host(a: Any) -> np.ndarray:
+    """``a`` as a NumPy array (copied from the device when it is a CuPy array).
+
+    >>> to_host([1, 2]).tolist()
+    [1, 2]
+    """
+    return a.get() if hasattr(a, "get") else np.asarray(a)

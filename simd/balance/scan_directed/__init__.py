@@ -65,7 +65,6 @@ from simd.balance.scan_directed.grid import (
     check_grid,
     hierarchical_boundaries,
     locality_violations,
-    to_host,
 )
 
 __all__ = [
@@ -76,5 +75,4 @@ __all__ = [
     "check_grid",
     "hierarchical_boundaries",
     "locality_violations",
-    "to_host",
 ]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from simd.errors import SimdError
+from simd.transfers import to_host
 
 __all__ = [
     "LocalityError",
@@ -22,7 +23,6 @@ __all__ = [
     "check_grid",
     "hierarchical_boundaries",
     "locality_violations",
-    "to_host",
 ]
 
 
@@ -328,12 +328,3 @@ def check_grid(grid: TiledGrid, n_points: int, machine: Any = None) -> None:
     problems = locality_violations(mu, grid.pes)
     if problems:
         raise LocalityError("; ".join(problems))
-
-
-def to_host(a: Any) -> np.ndarray:
-    """``a`` as a NumPy array (copied from the device when it is a CuPy array).
-
-    >>> to_host([1, 2]).tolist()
-    [1, 2]
-    """
-    return a.get() if hasattr(a, "get") else np.asarray(a)
