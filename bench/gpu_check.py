@@ -430,7 +430,7 @@ def step_smoke(work: Path, backend: str) -> None:
     """Frames on the GPU against NumPy's; frame times; the host cost of instructions."""
     import kernels.numba_shift  # noqa: F401 - imported for the launch timer
     import renderer
-    import renderer.cuda_kernels  # noqa: F401
+    import renderer.stages.cuda_kernels  # noqa: F401
     import simd.balance.cost_effective.search_kernels  # noqa: F401
     from simd import Machine
 
@@ -570,7 +570,7 @@ def _isosurface_rates(backend: str) -> list[dict[str, Any]]:
     back to the host, and of its three phases on the device (their CUDA-event times),
     beside a device copy of the volume."""
     import renderer
-    from renderer.datasets import marschner_lobb
+    from renderer.datasets.builtin import marschner_lobb
     from simd import Machine
 
     m = Machine(backend=backend)

@@ -1,6 +1,6 @@
 """Isosurface extraction: ours against scikit-image and VTK, side by side in one run.
 
-Extracts the isosurface at 0.5 of the Marschner-Lobb signal (``renderer.datasets.
+Extracts the isosurface at 0.5 of the Marschner-Lobb signal (``renderer.datasets.builtin.
 marschner_lobb``) at 128^3, 256^3 and 512^3 samples (``--quick``: 32^3 and 64^3) with
 
 - scikit-image's ``marching_cubes``, ``method="lorensen"`` and ``"lewiner"``;
@@ -131,7 +131,7 @@ def _phases(machine: Any) -> dict[str, float]:
 
 def run_size(n: int, repeat: int, machine: Any) -> list[dict[str, Any]]:
     """Time every method on the n^3 volume; one row per method."""
-    from renderer.datasets import marschner_lobb
+    from renderer.datasets.builtin import marschner_lobb
 
     volume = marschner_lobb(n)
     methods = _methods(volume, machine)

@@ -26,7 +26,7 @@ import time
 import renderer
 from bench import ROOT
 from renderer import opengl
-from renderer.datasets import VIEWS, load_dataset
+from renderer.datasets.builtin import VIEWS, load_dataset
 from simd import Machine
 from simd.info import environment
 from simd.outputs import (

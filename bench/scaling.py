@@ -95,7 +95,7 @@ def _scan_part(m: Any, n_total: int, repeats: int) -> dict[str, Any]:
 
 def _render_part(m: Any, size: str, image: int, repeats: int, weak: bool) -> dict[str, Any]:
     from renderer import load_dataset_slab, render
-    from renderer.datasets import SIZES
+    from renderer.datasets.builtin import SIZES
 
     resolution = SIZES.get(size) or int(size)
     if weak:  # triangles grow with the surface: the square of the grid's resolution

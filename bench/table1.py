@@ -1,7 +1,7 @@
 """Table 1 of Ahrens & Hansen (1995) beside ours, cell by cell, for each data-set family.
 
 For every built-in family, the Marschner-Lobb isosurfaces (``balanced``, ``unbalanced``)
-and the oil-well ones (``oilwell``, ``oilwell-unbalanced``; :mod:`renderer.oilwell`),
+and the oil-well ones (``oilwell``, ``oilwell-unbalanced``; :mod:`renderer.datasets.oilwell`),
 renders the four views of Table 1 at 512 x 512 and prints the maximum and average workload
 of the scan conversion loop (scan lines per polygon) and the z-buffer loop (pixels per
 span) beside the paper's, with the ratio ours/paper per cell, and each column's worst
@@ -13,7 +13,7 @@ Run ``python -m bench.table1 [--quick] [--magnification M] [--out DIR | --save]`
 ``table1-M<M>.json`` for another magnification than the views' 2). The magnified views
 zoom the image by 2, so no magnified maximum exceeds twice the unmagnified one plus a
 pixel; the paper's exceed it in four cells (up to 4 times, unbalanced M(45,45) z-buffer),
-and ``--magnification 4`` shows what a zoom of 4 gives instead (``renderer/oilwell.py``
+and ``--magnification 4`` shows what a zoom of 4 gives instead (``renderer/datasets/oilwell.py``
 says why the views keep 2).
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 # PAPER_TABLE1: Table 1 of Ahrens & Hansen (1995), (scan max, scan avg, z-buffer max, z-buffer avg)
 # per view.
 from bench import ROOT
-from bench.render import PAPER_TABLE1
+from bench.cm5.workload import PAPER_TABLE1
 from simd import Machine
 from simd.info import environment
 from simd.outputs import (
@@ -57,8 +57,8 @@ def compare(
     the paper's and the ratio ours/paper per column; ``worst``: per (data set, column) the
     largest factor ``max(r, 1/r)`` over the views; ``triangles`` per data set.
     ``magnification``: the magnified views' factor (default that of
-    :data:`renderer.datasets.VIEWS`, 2)."""
-    from renderer.datasets import VIEWS, load_dataset, workload_table
+    :data:`renderer.datasets.builtin.VIEWS`, 2)."""
+    from renderer.datasets.builtin import VIEWS, load_dataset, workload_table
 
     views = {
         name: (view, mag if mag == 1.0 or magnification is None else float(magnification))
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         "--magnification",
         type=float,
         default=None,
-        help="the magnified views' factor (default 2, renderer.datasets.VIEWS)",
+        help="the magnified views' factor (default 2, renderer.datasets.builtin.VIEWS)",
     )
     add_output_arguments(ap, save_dir=SAVE_DIR)
     args = ap.parse_args(argv)

@@ -11,7 +11,7 @@ rasterisation rules so images compare pixel for pixel with Mesa.
 
 Under ``mpiexec`` the same call renders sort-last over the ranks: give ``render`` a machine
 made with ``comm=`` and each rank's share (``mesh_share``, ``load_dataset_slab``); rank 0
-gets the frame (see :mod:`renderer.sortlast`).
+gets the frame (see :mod:`renderer.ranks.sortlast`).
 
 Meshes to render come from files (``load_mesh``), the built-in data sets
 (``load_dataset``), or volumes: ``isosurface`` extracts a surface by data-parallel
@@ -20,11 +20,10 @@ marching cubes on the emulated machine, from an array or a volume file (``read_v
 
 from __future__ import annotations
 
-from renderer.camera import Camera, default_camera
-from renderer.contour import isosurface
-from renderer.datasets import load_dataset, load_dataset_slab
+from renderer.contour.marching_cubes import isosurface
+from renderer.contour.volumes import Volume, read_volume
+from renderer.datasets.builtin import load_dataset, load_dataset_slab
 from renderer.image import save_depth, save_image
-from renderer.mesh import Mesh, as_mesh, load_mesh, mesh_share
 from renderer.pipeline import (
     LOOP_FORMS,
     Frame,
@@ -34,8 +33,9 @@ from renderer.pipeline import (
     loop_workloads,
     render,
 )
-from renderer.scene import Scene
-from renderer.volumes import Volume, read_volume
+from renderer.scene.camera import Camera, default_camera
+from renderer.scene.mesh import Mesh, as_mesh, load_mesh, mesh_share
+from renderer.scene.prepared import Scene
 
 __all__ = [
     "Camera",

@@ -1,6 +1,6 @@
 """What drives a frame's stages: its view (camera, matrix, light), the loop over the stages
 with a progress bar, and the read-back of the results as a :class:`~renderer.frame.Frame`.
-:func:`renderer.render` and the sort-last driver of :mod:`renderer.sortlast` share them.
+:func:`renderer.render` and the sort-last driver of :mod:`renderer.ranks.sortlast` share them.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from renderer.camera import Camera, default_camera, unit_vector
 from renderer.frame import Frame, FrameCounts, FrameStats, LoopWorkloads
-from renderer.scene import Scene
+from renderer.scene.camera import Camera, default_camera, unit_vector
+from renderer.scene.prepared import Scene
 from renderer.settings import FrameSettings
-from renderer.stages import FrameState
+from renderer.steps import FrameState
 
 __all__ = ["MVP_LIGHT", "frame_view", "read_back", "run_stages"]
 

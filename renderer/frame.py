@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from renderer.camera import Camera
+from renderer.scene.camera import Camera
 from simd.balance import LoopResult
 from simd.stats import PhaseRecord, Stats
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from renderer.mesh import as_mesh
+from renderer.scene.mesh import as_mesh
 
 __all__ = ["GLUnavailable", "GLFrame", "gl_context", "render_gl", "compare"]
 

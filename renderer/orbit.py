@@ -1,7 +1,7 @@
 """A turntable: frames of a mesh seen from all around, and their animation file.
 
 :func:`orbit` renders ``frames`` views at equally spaced azimuths and a fixed elevation.
-Every view frames the same bounding sphere (:func:`renderer.camera.default_camera`), so the
+Every view frames the same bounding sphere (:func:`renderer.scene.camera.default_camera`), so the
 object stays put while the camera turns. :func:`save_animation` writes the images as an
 animated GIF (Pillow) or an MP4 video (imageio with its ffmpeg plugin).
 """
@@ -16,7 +16,7 @@ import numpy as np
 
 from renderer.frame import Frame
 from renderer.pipeline import render
-from renderer.scene import Scene
+from renderer.scene.prepared import Scene
 from simd.outputs import check_output_file
 
 __all__ = ["ANIMATION_FORMATS", "check_animation_path", "orbit", "save_animation"]

@@ -8,8 +8,8 @@ three forms: ``"original"`` (Figure 1), ``"cost-effective"`` (Figure 2) or ``"ex
 (all tasks at once); the image is the same whichever form and backend.
 
 :func:`render` checks its options once (:class:`~renderer.settings.FrameSettings`), sets up
-the view, and runs the stages (:mod:`renderer.stages`) over one frame state; a frame spread
-over MPI ranks is driven by :func:`renderer.sortlast.render_sort_last` instead.
+the view, and runs the stages (:mod:`renderer.steps`) over one frame state; a frame spread
+over MPI ranks is driven by :func:`renderer.ranks.sortlast.render_sort_last` instead.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from renderer.camera import Camera
 from renderer.driver import frame_view, read_back, run_stages
 from renderer.frame import Frame, FrameCounts, FrameStats, LoopWorkloads
-from renderer.mesh import as_mesh
-from renderer.scene import Scene
+from renderer.scene.camera import Camera
+from renderer.scene.mesh import as_mesh
+from renderer.scene.prepared import Scene
 from renderer.settings import LOOP_FORMS, MAX_SIZE, FrameSettings, check_camera_options
-from renderer.shading import surface_colours
-from renderer.stages import STAGES as STAGE_STEPS
-from renderer.stages import FrameState, resolve_samples
+from renderer.stages.shading import surface_colours
+from renderer.steps import STAGES as STAGE_STEPS
+from renderer.steps import FrameState, resolve_samples
 
 __all__ = [
     "Frame",
@@ -122,7 +122,7 @@ def render(  # noqa: PLR0913 (the public signature: every picture option by keyw
         distance from the centre of the bounding box, the world direction that is up in the
         image (the view angles turn with it), and ``framing="fit"`` to centre the drawn
         object and fill the frame up to a margin (``"sphere"``, the default, is the
-        paper's framing): see :func:`~renderer.camera.default_camera`. Not with ``camera``
+        paper's framing): see :func:`~renderer.scene.camera.default_camera`. Not with ``camera``
         or ``mvp``.
     colour : colour or (N, 3) array, optional
         The surface colour (default ``BASE_COLOUR``): three numbers in [0, 1], ``"#rrggbb"``,
@@ -130,7 +130,7 @@ def render(  # noqa: PLR0913 (the public signature: every picture option by keyw
     values, colormap, value_range : optional
         A scalar per vertex (N,) coloured through a matplotlib colormap (default
         ``"viridis"``) over ``value_range`` (default: the values' range); not with
-        ``colour``. :func:`~renderer.shading.vertex_scalars` makes height or distance fields.
+        ``colour``. :func:`~renderer.stages.shading.vertex_scalars` makes height or distance fields.
     background : colour, optional
         Of the pixels nothing is drawn to (default black).
     light : (3,) array-like, optional
@@ -138,7 +138,7 @@ def render(  # noqa: PLR0913 (the public signature: every picture option by keyw
         fixed to the camera; default (0.3, 0.5, 1). With ``mvp``, a world direction.
     crease_angle : float, optional
         Gouraud shading smooths normals only across edges whose faces' normals differ by at
-        most this many degrees (see :func:`~renderer.mesh.corner_normals`); sharp edges of
+        most this many degrees (see :func:`~renderer.scene.mesh.corner_normals`); sharp edges of
         cubes and nuts stay sharp. Default: smooth everywhere.
     supersample : int
         Anti-aliasing: render ``supersample`` times as wide and high and average each
@@ -159,10 +159,10 @@ def render(  # noqa: PLR0913 (the public signature: every picture option by keyw
     Notes
     -----
     On a machine spread over MPI ranks, ``mesh`` is this rank's share of the triangles
-    (possibly none) and the frame is rendered sort-last (:mod:`renderer.sortlast`): every
+    (possibly none) and the frame is rendered sort-last (:mod:`renderer.ranks.sortlast`): every
     rank renders its share on a one-process machine of its own with the ``loop`` form,
-    the triangles balanced across ranks first (:mod:`renderer.rank_balance`), and the
-    ranks composite their depth keys by binary swap (:mod:`renderer.composite`). Rank 0's
+    the triangles balanced across ranks first (:mod:`renderer.ranks.balance`), and the
+    ranks composite their depth keys by binary swap (:mod:`renderer.ranks.composite`). Rank 0's
     frame is bit for bit the one-rank frame of the concatenation of the shares in rank
     order (vertices concatenated, faces offset). A share without normals gets vertex
     normals from its own faces, as the concatenation does; give shares their normals
@@ -212,7 +212,7 @@ def render(  # noqa: PLR0913 (the public signature: every picture option by keyw
     view = dict(view=view, magnification=magnification, camera=camera, mvp=mvp, light=light,
                 camera_options=camera_options)  # fmt: skip
     if ranks is not None:
-        from renderer.sortlast import render_sort_last
+        from renderer.ranks.sortlast import render_sort_last
 
         picture = dict(colour=colour, values=values, colormap=colormap, value_range=value_range)
         return render_sort_last(mesh, opt, machine, view, picture, progress)

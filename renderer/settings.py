@@ -2,7 +2,7 @@
 
 :func:`renderer.render` takes its options as keyword arguments, checks them here before any
 work (one-line errors), and hands the frozen settings to the stages
-(:mod:`renderer.stages`), which read them and nothing else of the call.
+(:mod:`renderer.steps`), which read them and nothing else of the call.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from renderer.camera import Camera
-from renderer.picture import background_rgb, check_supersample
+from renderer.scene.camera import Camera
+from renderer.stages.picture import background_rgb, check_supersample
+from renderer.stages.shading import SHADINGS
 from simd import balance
 
 __all__ = ["CLOCKS", "FrameSettings", "LOOP_FORMS", "MAX_SIZE", "SHADINGS", "parse_size"]
 
 #: The balanced loop's forms, by name (``simd.balance.LOOP_FORMS``, in its order).
 LOOP_FORMS = tuple(balance.LOOP_FORMS)
-SHADINGS = ("gouraud", "flat")
 CLOCKS = ("model", "wall")
 MAX_SIZE = 4096
 

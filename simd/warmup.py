@@ -4,7 +4,7 @@ Each program of the machine declares its warm-up in the ``simd_emu.warmups`` ent
 group of its distribution (``pyproject.toml``)::
 
     [project.entry-points."simd_emu.warmups"]
-    render = "renderer.cli:warm_up"
+    render = "renderer.cli.render:warm_up"
 
 A warm-up is a function of the backend asked for (as ``Machine(backend=...)`` takes it)
 that runs a small job of its program as the real one runs (building its data, compiling its

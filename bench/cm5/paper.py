@@ -30,12 +30,12 @@ What shape of data gives the paper's Table 1: unbalanced scan conversion maxima 
 512 scan lines in the side views (0,0) and M(0,0) against averages of 6 and 8 need a few
 polygons as tall as half the image (the whole image magnified) among small ones: thin
 slivers standing across the surface's height, one region of the volume (hence the one run
-of the ``clustered`` tail). The built-in unbalanced isosurface (``renderer.datasets``) has
+of the ``clustered`` tail). The built-in unbalanced isosurface (``renderer.datasets.builtin``) has
 such slivers lying in the sheet of the Marschner-Lobb signal, only 0.32 units tall, so its
 side views stop at about 90 and 180 scan lines; seen from (45,45) its slivers do span
 hundreds of lines, as the paper's (169 and 468). The z-buffer maxima of 9 to 30 pixels per
 span (119 magnified) mean those slivers are at most a few pixels wide. The oil-well data
-sets (``renderer/oilwell.py``, ``python -m bench.table1``) are data of that shape: bore
+sets (``renderer/datasets/oilwell.py``, ``python -m bench.table1``) are data of that shape: bore
 walls made of slivers 1.5 units tall give 244 and 488 scan lines side on.
 
 :func:`reproduce` runs Tables 2 to 4 (and the overestimates, speedups and balanced-set
@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.cm5.workload import PAPER_TABLE1, SyntheticBody, paper_like_workload, task_costs
 from simd import CostModel, Machine
 from simd.balance.cost_effective import (
     PHASE_INFORMATION,
@@ -107,11 +108,10 @@ def workloads(
     n_polygons: int = N_POLYGONS, seed: int = 0, clustered: bool = CLUSTERED
 ) -> dict[tuple[str, str, str], Any]:
     """Per (data set, view, loop), workloads with the paper's Table 1 statistics
-    (``bench/render.py``'s generator), their heavy tails in one run of consecutive
+    (``bench/cm5/workload.py``'s generator), their heavy tails in one run of consecutive
     elements when ``clustered``: for the scan conversion loop the scan lines of each
     polygon; for the z-buffer loop the length of each polygon's spans (one length per
     polygon, for every span it makes)."""
-    from bench.render import PAPER_TABLE1, paper_like_workload
 
     rng = np.random.default_rng(seed)
     loads = {}
@@ -129,9 +129,9 @@ def workloads(
 def charge_rest_of_frame(m: Machine, n_polygons: int, image: int = IMAGE) -> None:
     """What the renderer charges outside its two loops for a frame of ``n_polygons``
     triangles (about half as many vertices, none clipped) and ``image``-square pixels."""
-    from renderer.clip import OUTCODE_OPS, TRIANGLE_TEST_OPS
-    from renderer.scan import SETUP_OPS
-    from renderer.stages import SHADING_OPS, TRANSFORM_OPS
+    from renderer.stages.clip import OUTCODE_OPS, TRIANGLE_TEST_OPS
+    from renderer.stages.scan import SETUP_OPS
+    from renderer.steps import SHADING_OPS, TRANSFORM_OPS
 
     with m.phase("rest of frame"):
         m.charge("elementwise", n_polygons // 2, ops=TRANSFORM_OPS)
@@ -148,7 +148,6 @@ class ScanBody:
     order, for the z-buffer loop that follows the iteration."""
 
     def __init__(self, m: Machine, span_lengths: np.ndarray) -> None:
-        from bench.render import SyntheticBody
 
         self.charge = SyntheticBody(m, "scan-conversion", 1 << 18)
         self.span_lengths = span_lengths
@@ -177,7 +176,6 @@ def run_frame(
     Returns the frame's cycles, the loops' iterations and decisions and, per loop, the
     per-execution cycles of each phase (for the z-buffer, over all its nested loops).
     """
-    from bench.render import SyntheticBody, task_costs
     from simd.balance import run_loop
     from simd.balance.cost_effective import CostOverestimateWarning
 

@@ -37,7 +37,7 @@ from numba import cuda, types
 from numba.np import numpy_support
 
 from kernels.numba_shift_kernels import build_kernels as shift_kernels
-from renderer.cuda_kernels import KERNEL_NAMES, kernel_functions
+from renderer.stages.cuda_kernels import KERNEL_NAMES, kernel_functions
 from simd.balance.cost_effective import search_kernels
 
 funcs = {long: kernel_functions()[short] for short, long in KERNEL_NAMES.items()}
@@ -183,7 +183,7 @@ def test_one_dimensional_launch_shapes_are_within_the_limits(monkeypatch):
     """The fused renderer kernels and the search kernel: ``min(cap, ceil(n / threads))``
     blocks of their thread count, for every size; the launch itself is intercepted."""
     from kernels import fastpaths
-    from renderer import cuda_kernels
+    from renderer.stages import cuda_kernels
     from simd.balance.cost_effective import search_kernels
 
     shapes = []

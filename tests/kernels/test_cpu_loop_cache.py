@@ -46,7 +46,7 @@ def test_a_loop_with_another_body_is_another_cache_entry():
 
 def test_the_digest_is_the_same_in_every_process():
     script = (
-        "from renderer import contour_cpu_kernels as c\n"
+        "from renderer.contour import cpu_kernels as c\n"
         "print(c._cpu_kernel('emit').py_func.__qualname__)\n"
     )
     names = set()

@@ -18,7 +18,7 @@ def lines():
 
 def test_render_workload_is_the_scan_conversion_workload(lines):
     from renderer import render
-    from renderer.datasets import load_dataset
+    from renderer.datasets.builtin import load_dataset
     from simd import Machine
 
     # the oracle: the same frame rendered with the original loop of Ahrens & Hansen (1995) Figure 1,

@@ -18,7 +18,7 @@ from mpi4py import MPI
 from scipy.ndimage import gaussian_filter
 
 import renderer
-from renderer.contour import IsosurfaceShare, gather_isosurface
+from renderer.contour.marching_cubes import IsosurfaceShare, gather_isosurface
 from simd import Machine
 
 comm = MPI.COMM_WORLD

@@ -11,10 +11,10 @@ import numpy as np
 from mpi4py import MPI
 
 from renderer import render
-from renderer.composite import composite_min
-from renderer.datasets import load_dataset, load_dataset_slab
-from renderer.mesh import Mesh, as_mesh
-from renderer.shading import vertex_scalars
+from renderer.datasets.builtin import load_dataset, load_dataset_slab
+from renderer.ranks.composite import composite_min
+from renderer.scene.mesh import Mesh, as_mesh
+from renderer.stages.shading import vertex_scalars
 from simd import Machine
 
 comm = MPI.COMM_WORLD

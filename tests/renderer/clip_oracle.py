@@ -1,6 +1,6 @@
 """The clip stage as plain array code with host round trips: an oracle.
 
-This is ``renderer/clip.py``'s ``clip_triangles`` and Sutherland-Hodgman helper as of
+This is ``renderer/stages/clip.py``'s ``clip_triangles`` and Sutherland-Hodgman helper as of
 commit 19e777a, kept verbatim (renamed) so that tests can demand that the rewritten stage
 gives the same triangles, vertices, attributes, faces, counts and model-clock charges, bit
 for bit. It loops over planes and vertex slots with ``bool(x.any())`` and ``nonzero``
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from renderer.clip import (
+from renderer.stages.clip import (
     GUARD_BAND,
     MAX_VERTS,
     OUTCODE_OPS,

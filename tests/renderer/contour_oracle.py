@@ -51,7 +51,7 @@ def vtk_case_table() -> list[tuple[int, ...]]:
     """The case table read off ``vtkMarchingCubes``: for each of the 256 cases a 2x2x2
     volume with the case's corners at 1 and the others at 0, contoured at 0.5; each
     output point is the middle of one cell edge, which names it."""
-    from renderer.contour_tables import CORNERS, EDGES
+    from renderer.contour.tables import CORNERS, EDGES
 
     middle = {tuple(np.add(CORNERS[a], CORNERS[b])): e for e, (a, b) in enumerate(EDGES)}
     table = []

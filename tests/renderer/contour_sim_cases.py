@@ -2,10 +2,10 @@
 
 ``tests/renderer/test_isosurface_cuda.py`` runs this file in a subprocess with
 ``NUMBA_ENABLE_CUDASIM=1``. Each case runs
-:func:`renderer.contour_cuda_kernels.classify_device`
+:func:`renderer.contour.cuda_kernels.classify_device`
 and ``emit_device`` on host arrays (the simulator copies them in and back), with small
 blocks and a capped grid so that every thread's grid-stride loop takes several rows, and
-compares every output, bit for bit, with the array code of :mod:`renderer.contour_arrays`.
+compares every output, bit for bit, with the array code of :mod:`renderer.contour.arrays`.
 Prints one JSON line ``{case: null | "error message"}``.
 """
 
@@ -35,8 +35,8 @@ def run_case(name: str) -> None:
     from numba import config
     from scipy.ndimage import gaussian_filter
 
-    from renderer import contour_arrays
-    from renderer import contour_cuda_kernels as contour_cuda
+    from renderer.contour import arrays as contour_arrays
+    from renderer.contour import cuda_kernels as contour_cuda
 
     assert config.ENABLE_CUDASIM, "run with NUMBA_ENABLE_CUDASIM=1"
     shape, level, quantised, threads, grid = CASES[name]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from renderer import datasets, oilwell
-from renderer.contour_tables import CORNERS
+from renderer.contour.tables import CORNERS
+from renderer.datasets import builtin as datasets
+from renderer.datasets import oilwell
 
 __all__ = ["ambiguous_cells", "skimage_dataset"]
 

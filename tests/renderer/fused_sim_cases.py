@@ -3,10 +3,11 @@
 ``tests/renderer/test_fused_cudasim.py`` runs this file in a subprocess with
 ``NUMBA_ENABLE_CUDASIM=1`` (the simulator is chosen when ``numba.cuda`` is first imported;
 see ``tests/kernels/test_numba_shift_cudasim.py`` for why a subprocess). Each case runs
-:func:`renderer.cuda_kernels.setup_device` or ``classify_device`` on host arrays (the
+:func:`renderer.stages.cuda_kernels.setup_device` or ``classify_device`` on host arrays (the
 simulator copies them in and back) and compares every output, bit for bit, with the array
-code: :func:`renderer.scan.setup_triangles_arrays`, :func:`renderer.clip.classify_arrays`,
-:func:`renderer.zbuffer.fragments_arrays` and the others.
+code: :func:`renderer.stages.scan.setup_triangles_arrays`,
+:func:`renderer.stages.clip.classify_arrays`,
+:func:`renderer.stages.zbuffer.fragments_arrays` and the others.
 Prints one JSON line ``{case: null | "error message"}``.
 """
 
@@ -79,7 +80,7 @@ def case_names() -> list[str]:
 
 
 def _shape(threads: int, grid: int | None):
-    from renderer import cuda_kernels
+    from renderer.stages import cuda_kernels
 
     saved = cuda_kernels._THREADS, cuda_kernels._MAX_GRID
     cuda_kernels._THREADS = threads
@@ -90,8 +91,8 @@ def _shape(threads: int, grid: int | None):
 def run_case(name: str) -> None:
     from numba import config
 
-    from renderer import cuda_kernels
-    from renderer.scan import TriangleSetup, setup_triangles_arrays
+    from renderer.stages import cuda_kernels
+    from renderer.stages.scan import TriangleSetup, setup_triangles_arrays
     from tests.renderer.test_fused_kernels import (
         FIELDS,
         assert_same_setup,
@@ -133,8 +134,8 @@ def run_case(name: str) -> None:
 
 
 def run_clip_case(name: str) -> None:
-    from renderer import cuda_kernels
-    from renderer.clip import classify_arrays
+    from renderer.stages import cuda_kernels
+    from renderer.stages.clip import classify_arrays
     from tests.renderer.test_fused_kernels import clip_space_vertices
 
     m, width, height, threads, grid = CLIP_CASES[name]
@@ -156,8 +157,8 @@ def run_clip_case(name: str) -> None:
 
 
 def run_shade_case(name: str) -> None:
-    from renderer import cuda_kernels
-    from renderer.shading import shade_pixels_arrays
+    from renderer.stages import cuda_kernels
+    from renderer.stages.shading import shade_pixels_arrays
     from tests.renderer.test_fused_kernels import shading_case, vertex_table
 
     n_tri, n_pix, width, threads, grid = SHADE_CASES[name]
@@ -176,8 +177,8 @@ def run_shade_case(name: str) -> None:
 
 
 def run_span_case(name: str) -> None:
-    from renderer import cuda_kernels
-    from renderer.scan import spans_arrays
+    from renderer.stages import cuda_kernels
+    from renderer.stages.scan import spans_arrays
     from tests.renderer.test_fused_kernels import spans_case
 
     n_tri, n_tasks, width, threads, grid = SPAN_CASES[name]
@@ -193,8 +194,8 @@ def run_span_case(name: str) -> None:
 
 
 def run_fragment_case(name: str) -> None:
-    from renderer import cuda_kernels
-    from renderer.zbuffer import fragments_arrays
+    from renderer.stages import cuda_kernels
+    from renderer.stages.zbuffer import fragments_arrays
     from tests.renderer.test_fused_kernels import fragments_case
 
     n_spans, n_tasks, width, threads, grid = FRAGMENT_CASES[name]
@@ -209,8 +210,8 @@ def run_fragment_case(name: str) -> None:
 
 
 def run_compact_case(name: str) -> None:
-    from renderer import cuda_kernels
-    from renderer.scan import compact_spans_arrays
+    from renderer.stages import cuda_kernels
+    from renderer.stages.scan import compact_spans_arrays
     from tests.renderer.test_fused_kernels import assert_same_arrays, compact_case
 
     n_tri, n_tasks, width, threads, grid = COMPACT_CASES[name]
@@ -225,8 +226,8 @@ def run_compact_case(name: str) -> None:
 
 
 def run_decode_case(name: str) -> None:
-    from renderer import cuda_kernels
-    from renderer.zbuffer import decode_keys_arrays
+    from renderer.stages import cuda_kernels
+    from renderer.stages.zbuffer import decode_keys_arrays
     from tests.renderer.test_fused_kernels import assert_same_arrays, decode_case
 
     n, bits, threads, grid = DECODE_CASES[name]
@@ -243,8 +244,8 @@ def run_decode_case(name: str) -> None:
 
 
 def run_transform_case(name: str) -> None:
-    from renderer import cuda_kernels
-    from renderer.transform import to_clip_arrays
+    from renderer.stages import cuda_kernels
+    from renderer.stages.transform import to_clip_arrays
     from tests.renderer.test_fused_kernels import assert_same_arrays, transform_case
 
     n, threads, grid = TRANSFORM_CASES[name]

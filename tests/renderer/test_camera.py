@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from renderer.camera import Camera, default_camera, look_at, perspective, viewport_matrix
-from renderer.mesh import as_mesh
+from renderer.scene.camera import Camera, default_camera, look_at, perspective, viewport_matrix
+from renderer.scene.mesh import as_mesh
 from tests.renderer.meshes import grid_mesh
 
 
@@ -84,7 +84,7 @@ def test_a_huge_or_tiny_light_or_up_is_its_direction(scale):
     import warnings
 
     import renderer
-    from renderer.camera import unit_vector
+    from renderer.scene.camera import unit_vector
     from simd import Machine
 
     mesh = as_mesh((np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]])))
@@ -102,7 +102,7 @@ def test_a_huge_or_tiny_light_or_up_is_its_direction(scale):
 
 
 def test_cross_product_is_numpys_bit_for_bit():
-    from renderer.camera import _cross
+    from renderer.scene.camera import _cross
 
     rng = np.random.default_rng(3)
     for _ in range(2000):
@@ -112,7 +112,7 @@ def test_cross_product_is_numpys_bit_for_bit():
 
 
 def test_norm_is_numpys_bit_for_bit():
-    from renderer.camera import _norm
+    from renderer.scene.camera import _norm
 
     rng = np.random.default_rng(4)
     for _ in range(2000):
@@ -145,7 +145,7 @@ def test_camera_matrices_are_made_once_and_handed_out_as_copies():
 def test_a_scene_keeps_the_camera_of_its_last_view():
     """A Scene's later frames of one view reuse its camera (and so its matrices); any
     other view or option makes the camera again, equal to renderer.default_camera's."""
-    from renderer.scene import Scene
+    from renderer.scene.prepared import Scene
     from simd import Machine
 
     mesh = as_mesh(grid_mesh(4, 4, -1, -1, 1, 1, seed=2))

@@ -38,7 +38,7 @@ def test_render_command_writes_png_and_prints_tables(tmp_path, capsys):
     from PIL import Image
 
     import renderer
-    from renderer.datasets import load_dataset
+    from renderer.datasets.builtin import load_dataset
     from simd import Machine
 
     frame = renderer.render(
@@ -225,12 +225,12 @@ def test_bad_view_arguments_are_usage_errors(args, capsys):
 def test_pes_beyond_the_machine_is_refused_before_any_work(pes, capsys, monkeypatch):
     """--pes names the limit (2**24 PEs, simd.operands.MAX_PES) in one line, when the
     arguments are read: no mesh is loaded, no machine made."""
-    import renderer.cli
+    import renderer.cli.render
 
     def no_work(*args, **kwargs):
         raise AssertionError("work started")
 
-    monkeypatch.setattr(renderer.cli, "_load", no_work)
+    monkeypatch.setattr(renderer.cli.render, "_load", no_work)
     with pytest.raises(SystemExit) as exc:
         main(["render", "--pes", pes, "--dataset-size", "16", "--no-progress"])
     assert exc.value.code == 2
@@ -253,7 +253,7 @@ def test_depth_buffer_output(tmp_path, capsys):
     from PIL import Image
 
     import renderer
-    from renderer.datasets import load_dataset
+    from renderer.datasets.builtin import load_dataset
     from simd import Machine
 
     common = ["render", "--dataset-size", "16", "--size", "40x30", "--pes", "32"]

@@ -56,7 +56,7 @@ def test_a_late_failure_leaves_no_output_half_written(tmp_path, capsys, monkeypa
     def broken(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("renderer.cli._jsonable", broken)
+    monkeypatch.setattr("renderer.cli.render._jsonable", broken)
     argv = [*SMALL, "-o", str(out), "--depth", str(depth), "--json", str(js)]
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -134,7 +134,7 @@ def test_contradicting_options_fail_in_one_line_before_any_work(
     def no_work(*args, **kwargs):  # pragma: no cover - must not be reached
         raise AssertionError("loaded or rendered")
 
-    monkeypatch.setattr("renderer.cli._load", no_work)
+    monkeypatch.setattr("renderer.cli.render._load", no_work)
     monkeypatch.setattr("renderer.pipeline.render", no_work)
     assert main(["render", "--no-progress", *argv]) == 2
     captured = capsys.readouterr()

@@ -7,9 +7,9 @@ import pytest
 from PIL import Image
 
 import renderer
-from renderer.datasets import load_dataset
-from renderer.mesh import face_normals, load_mesh
-from renderer.shading import vertex_scalars
+from renderer.datasets.builtin import load_dataset
+from renderer.scene.mesh import face_normals, load_mesh
+from renderer.stages.shading import vertex_scalars
 from simd import Machine
 from simd.cli import main
 

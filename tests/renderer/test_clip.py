@@ -10,8 +10,8 @@ import pytest
 
 import renderer
 from kernels import counting
-from renderer.camera import Camera
-from renderer.clip import GUARD_BAND, clip_triangles
+from renderer.scene.camera import Camera
+from renderer.stages.clip import GUARD_BAND, clip_triangles
 from simd import Machine
 from tests.renderer.clip_oracle import legacy_clip_triangles
 from tests.renderer.reference_raster import reference_render

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import renderer
-from renderer import datasets
+from renderer.datasets import builtin as datasets
 
 
 def test_marschner_lobb_formula():
@@ -107,7 +107,7 @@ def test_250k_isosurface_triangle_count():
 
 
 def _ml(x, y, z):
-    """The Marschner-Lobb signal, written out independently of renderer.datasets."""
+    """The Marschner-Lobb signal, written out independently of renderer.datasets.builtin."""
     r = np.hypot(x, y)
     radial = np.cos(12 * np.pi * np.cos(np.pi * r / 2))
     return (1 - np.sin(np.pi * z / 2) + 0.25 * (1 + radial)) / 2.5

@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from renderer import datasets
-from renderer.composite import merge_min, regions
-from renderer.mesh import as_mesh, mesh_share, vertex_normals
-from renderer.rank_balance import destinations, triangle_work
+from renderer.datasets import builtin as datasets
+from renderer.ranks.balance import destinations, triangle_work
+from renderer.ranks.composite import merge_min, regions
+from renderer.scene.mesh import as_mesh, mesh_share, vertex_normals
 from simd.cli import main
 from tests.mpi_support import ranks_said_ok, run_ranks
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import renderer
-from renderer.datasets import load_dataset
+from renderer.datasets.builtin import load_dataset
 from simd import Machine
 
 

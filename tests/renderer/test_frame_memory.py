@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import renderer
-from renderer.clip import clip_triangles
-from renderer.scan import ScanConverter, setup_triangles
-from renderer.transform import to_clip
+from renderer.stages.clip import clip_triangles
+from renderer.stages.scan import ScanConverter, setup_triangles
+from renderer.stages.transform import to_clip
 from simd import Machine
 
 #: Bytes a triangle of setup's output (int32 snapped vertices, int32 scan-line and column

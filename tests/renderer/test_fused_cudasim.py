@@ -1,4 +1,4 @@
-"""The fused kernels (renderer.cuda_kernels) in Numba's CUDA simulator, bit for bit against
+"""The fused kernels (renderer.stages.cuda_kernels) in Numba's CUDA simulator, bit for bit against
 the array code. The cases run in one child process with ``NUMBA_ENABLE_CUDASIM=1``
 (``fused_sim_cases.py``; see ``tests/kernels/test_numba_shift_cudasim.py`` for why)."""
 

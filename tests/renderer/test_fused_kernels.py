@@ -1,11 +1,12 @@
-"""The fused kernels (renderer.setup_kernels, clip_kernels, span_kernels, shading_kernels,
+"""The fused kernels (renderer.stages.setup_kernels, clip_kernels, span_kernels, shading_kernels,
 zbuffer_kernels) against the array code, bit for bit, on the CPU and on the counting
 stand-in for CuPy.
 
-The oracles are :func:`renderer.scan.setup_triangles_arrays`,
-:func:`renderer.clip.classify_arrays`, :func:`renderer.scan.spans_arrays`,
-:func:`renderer.scan.compact_spans_arrays`, :func:`renderer.shading.shade_pixels_arrays` and
-:func:`renderer.zbuffer.fragments_arrays`,
+The oracles are :func:`renderer.stages.scan.setup_triangles_arrays`,
+:func:`renderer.stages.clip.classify_arrays`, :func:`renderer.stages.scan.spans_arrays`,
+:func:`renderer.stages.scan.compact_spans_arrays`,
+:func:`renderer.stages.shading.shade_pixels_arrays` and
+:func:`renderer.stages.zbuffer.fragments_arrays`,
 the chains of array expressions the fused
 kernels replace. Floats are compared by their
 bits (a last-bit difference from a contracted multiply-add, or a -0.0, would fail).
@@ -20,11 +21,12 @@ import pytest
 
 import renderer
 from kernels import counting
-from renderer import clip as clip_module
-from renderer import pipeline, stages
-from renderer.clip import classify_arrays
-from renderer.clip_kernels import classify_cpu
-from renderer.scan import (
+from renderer import pipeline
+from renderer import steps as stages
+from renderer.stages import clip as clip_module
+from renderer.stages.clip import classify_arrays
+from renderer.stages.clip_kernels import classify_cpu
+from renderer.stages.scan import (
     Spans,
     compact_spans,
     compact_spans_arrays,
@@ -33,11 +35,11 @@ from renderer.scan import (
     spans,
     spans_arrays,
 )
-from renderer.setup_kernels import OUTPUTS, setup_cpu
-from renderer.shading import shade_pixels, shade_pixels_arrays
-from renderer.shading_kernels import shade_cpu
-from renderer.span_kernels import SPAN_INT, kept_spans_cpu
-from renderer.zbuffer import (
+from renderer.stages.setup_kernels import OUTPUTS, setup_cpu
+from renderer.stages.shading import shade_pixels, shade_pixels_arrays
+from renderer.stages.shading_kernels import shade_cpu
+from renderer.stages.span_kernels import SPAN_INT, kept_spans_cpu
+from renderer.stages.zbuffer import (
     EMPTY,
     FLOAT32_TINY,
     ZBufferBody,
@@ -99,7 +101,7 @@ def random_triangles(n: int, seed: int = 0) -> np.ndarray:
 @pytest.mark.parametrize(("width", "height"), [(64, 48), (17, 1), (1, 1)])
 def test_cpu_kernel_matches_array_code(width, height):
     clip = random_triangles(4000)
-    got = renderer.scan.TriangleSetup(**setup_cpu(*vertex_table(clip), width, height))
+    got = renderer.stages.scan.TriangleSetup(**setup_cpu(*vertex_table(clip), width, height))
     want = setup_triangles_arrays(np, clip, width, height)
     assert int(want.n_degenerate) >= 800  # the degenerate cases above are really there
     assert_same_setup(got, want)
@@ -382,7 +384,7 @@ def fragments_case(n_spans: int, n_tasks: int, width: int, seed: int = 0):
     dzdx = rng.normal(0.0, 0.01, size=n_tri)
     dzdx[::5] = 0.0
     # constant depths at float32's smallest normal number and below it: CuPy's -ftz would
-    # flush a subnormal float32 depth, so every path keys them as 0 (renderer.zbuffer)
+    # flush a subnormal float32 depth, so every path keys them as 0 (renderer.stages.zbuffer)
     edge = np.arange(10, n_spans, 25)
     zrow[edge] = np.resize([1e-40, FLOAT32_TINY * (1 - 1e-9), FLOAT32_TINY, 5e-45], edge.size)
     tri[edge] = 0  # a triangle of slope 0
@@ -617,7 +619,7 @@ def test_decoding_counts_the_covered_pixels_on_every_path(monkeypatch):
 
 def transform_case(n: int, seed: int = 0):
     """Vertices over many magnitudes (and a few zeros) and a perspective view's matrix."""
-    from renderer.camera import Camera
+    from renderer.scene.camera import Camera
 
     rng = np.random.default_rng(seed)
     vertices = rng.normal(size=(n, 3)) * 10.0 ** rng.uniform(-3, 3, size=(n, 1))
@@ -627,7 +629,7 @@ def transform_case(n: int, seed: int = 0):
 
 
 def test_cpu_transform_matches_array_code():
-    from renderer.transform import to_clip, to_clip_arrays
+    from renderer.stages.transform import to_clip, to_clip_arrays
 
     vertices, mvp = transform_case(5000)
     got = to_clip(np, vertices, mvp)
@@ -638,7 +640,7 @@ def test_cpu_transform_matches_array_code():
 
 
 def test_counting_backend_transform_one_launch_no_upload():
-    from renderer.transform import to_clip, to_clip_arrays
+    from renderer.stages.transform import to_clip, to_clip_arrays
 
     m = Machine(backend="counting")
     vertices, mvp = transform_case(3000, seed=2)

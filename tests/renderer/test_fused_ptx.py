@@ -1,4 +1,4 @@
-"""The fused kernels (renderer.cuda_kernels) compile to PTX for sm_90 without a GPU, with
+"""The fused kernels (renderer.stages.cuda_kernels) compile to PTX for sm_90 without a GPU, with
 no fused multiply-add: NVVM contracts ``a * b + c`` into one ``fma`` unless the
 product is libdevice's ``dmul_rn``, and an ``fma`` rounds once where the array code (one
 CuPy kernel per operation) rounds twice, which would change the last bits.
@@ -28,8 +28,8 @@ import numpy as np
 from numba import cuda, types
 from numba.np import numpy_support
 
-from renderer.cuda_kernels import build_kernels, kernel_functions
-from renderer.setup_kernels import OUTPUTS
+from renderer.stages.cuda_kernels import build_kernels, kernel_functions
+from renderer.stages.setup_kernels import OUTPUTS
 
 f64, i64 = types.float64, types.int64
 outs = tuple(

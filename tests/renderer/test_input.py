@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import renderer
-from renderer.camera import Camera
+from renderer.scene.camera import Camera
 
 TRI = (np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import renderer
-from renderer.contour_tables import TRIANGLES, case_table, triangle_counts
+from renderer.contour.tables import TRIANGLES, case_table, triangle_counts
 from simd import Machine
 from tests.renderer.contour_oracle import (
     match_vertices,

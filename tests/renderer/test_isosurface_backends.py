@@ -10,7 +10,9 @@ import pytest
 
 import renderer
 from kernels import counting
-from renderer import contour_arrays, contour_cpu_kernels, contour_kernels
+from renderer.contour import arrays as contour_arrays
+from renderer.contour import cpu_kernels as contour_cpu_kernels
+from renderer.contour import row_kernels as contour_kernels
 from simd import Machine
 
 #: Per extraction on the counting stand-in (pinned: they may only go down). Syncs: one

@@ -1,4 +1,4 @@
-"""The marching-cubes CUDA kernels (renderer.contour_cuda_kernels) without a GPU: in Numba's CUDA
+"""The marching-cubes CUDA kernels (renderer.contour.cuda_kernels) without a GPU: in Numba's CUDA
 simulator bit for bit against the array code (``contour_sim_cases.py``, in a child
 process), and compiled to PTX for sm_90 with every product rounded on its own (no fused
 multiply-add, whose single rounding would change the vertices' last bits) and IEEE
@@ -43,7 +43,7 @@ from unittest import mock
 
 from numba import cuda, types
 
-from renderer.contour_cuda_kernels import build_kernels
+from renderer.contour.cuda_kernels import build_kernels
 
 i64, f64, f32 = types.int64, types.float64, types.float32
 ints, int2 = types.Array(i64, 1, "C"), types.Array(i64, 2, "C")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import renderer
-from renderer.contour import Planes, slab_isosurface
+from renderer.contour.marching_cubes import Planes, slab_isosurface
 from simd import Machine
 from simd.ranks import canonical_bounds
 from tests.mpi_support import ranks_said_ok, run_ranks

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from renderer import datasets, render
+from renderer import render
+from renderer.datasets import builtin as datasets
 from renderer.pipeline import LoopWorkloads, loop_workloads
 from simd import Machine
 

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from bench.render import PAPER_TABLE1
-from renderer import datasets, oilwell
+from bench.cm5.workload import PAPER_TABLE1
+from renderer.datasets import builtin as datasets
+from renderer.datasets import oilwell
 from simd import Machine
 
 #: Table 1 of Ahrens & Hansen (1995) (scan max, scan avg, z-buffer max, z-buffer avg) per view,

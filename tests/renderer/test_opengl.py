@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import renderer
-from renderer.datasets import load_dataset
+from renderer.datasets.builtin import load_dataset
 from tests.renderer.meshes import grid_mesh, window_mvp
 
 

@@ -11,11 +11,11 @@ import pytest
 
 import renderer
 from kernels import counting
-from renderer.camera import FIT_MARGIN
-from renderer.datasets import load_dataset
-from renderer.mesh import as_mesh, face_normals
-from renderer.picture import resolve
-from renderer.shading import BASE_COLOUR, vertex_scalars
+from renderer.datasets.builtin import load_dataset
+from renderer.scene.camera import FIT_MARGIN
+from renderer.scene.mesh import as_mesh, face_normals
+from renderer.stages.picture import resolve
+from renderer.stages.shading import BASE_COLOUR, vertex_scalars
 from simd import Machine
 
 trimesh = pytest.importorskip("trimesh")

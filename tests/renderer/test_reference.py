@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import renderer
-from renderer.camera import Camera
+from renderer.scene.camera import Camera
 from simd import Machine
 from tests.renderer.meshes import grid_mesh, window_mvp
 from tests.renderer.reference_raster import reference_render

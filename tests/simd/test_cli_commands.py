@@ -24,8 +24,8 @@ PROGRAMS = ("renderer", "diffusion", "mimd")
 def test_pyproject_declares_the_programs_commands():
     commands = pyproject_commands()
     assert commands == {
-        "render": "renderer.cli:register",
-        "isosurface": "renderer.cli_isosurface:register",
+        "render": "renderer.cli.render:register",
+        "isosurface": "renderer.cli.isosurface:register",
         "diffuse": "diffusion.cli:register",
         "bench": "mimd.cli:register",
     }
@@ -223,7 +223,7 @@ def _data_extra_distributions() -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("module", ["renderer.cli", "diffusion.cli", "mimd.cli"])
+@pytest.mark.parametrize("module", ["renderer.cli.render", "diffusion.cli", "mimd.cli"])
 def test_each_program_declares_packages_of_the_data_extra(module):
     requires = importlib.import_module(module).REQUIRES
     assert set(requires) == {"data"} and requires["data"]

@@ -69,7 +69,7 @@ def test_one_time_work_is_said_once(one_time_notes, capsys):
 
 
 def test_building_a_data_set_is_said_once(one_time_notes, monkeypatch, tmp_path, capsys):
-    from renderer.datasets import load_dataset
+    from renderer.datasets.builtin import load_dataset
 
     monkeypatch.setenv("SIMD_EMU_CACHE_DIR", str(tmp_path))
     load_dataset("balanced", 10)
