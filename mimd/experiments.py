@@ -339,9 +339,10 @@ def render_workload(
     The scan-conversion loop's workload of a built-in isosurface
     (:func:`renderer.loop_workloads`, the renderer's public interface for this): one task
     per polygon that covers at least one scan line, its work the number of scan lines. The
-    default is Ahrens & Hansen's unbalanced set in view M(45, 45): a few long slivers among many
-    small polygons. The renderer is imported here, not at module level, so that the MIMD
-    program loads without it until this task set is asked for.
+    default is the built-in unbalanced set (:mod:`renderer.datasets`, our stand-in for Ahrens
+    & Hansen's) in view M(45, 45): a few long slivers among many small polygons. The renderer
+    is imported here, not at module level, so that the MIMD program loads without it until
+    this task set is asked for.
     """
     from renderer import load_dataset, loop_workloads
     from simd import Machine
