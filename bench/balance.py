@@ -5,7 +5,7 @@
    processors:
    * as tasks per processor, through the loops of Ahrens & Hansen (1995) (none,
      cost-effective, balance-always, expand) on the idealised and calibrated CM-5 and the
-     MasPar MP-1, beside the MIMD policies on Barker & Chrisochoides' cluster (10 ms tasks);
+     MasPar MP-1, beside the MIMD policies on a cluster after Barker & Chrisochoides' (10 ms tasks);
    * as a grid of 4 x 4 points per PE of the mesh (16 x 32 and 64 x 64), each point active
      for its count of iterations, without balancing and with Biagioni & Prins' (1991)
      scan-directed balancing every 1, 2, 5, 10 and 20 iterations, on the MP-1 and the

@@ -6,7 +6,9 @@
    the cost with balancing to the cost without, for the maximum load (the busiest PE's
    active points averaged over the iterations) and for time (model clock: diffusion plus
    balancing; the emulator's wall time is recorded too).
-   * Figure 8: large images (512 x 512, 8 x 8 pixels per PE), both dimensions balanced.
+   * Figure 8: large images (512 x 512, 8 x 8 pixels per PE), both dimensions balanced
+     (the paper does not say which sizes its Figure 8 shows; the intervals 10 and 20 are
+     ours, continuing its "every fifth iteration, and so on").
    * Figure 9: small (256 x 256, 4 x 4 per PE), medium (400 x 448, 6-7 x 7 per PE) and
      large images compared.
    * Figure 10: balancing in only one dimension (rows) against both, large images.

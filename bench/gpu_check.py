@@ -1,7 +1,6 @@
-"""One GPU lease in at most 8 minutes: what works there, whether the GPU draws our pictures,
-and how fast.
+"""Check a GPU machine end to end in at most 8 minutes: what works, what it draws, how fast.
 
-Run from the source tree's root on the GPU machine, as the first thing of a lease::
+Run from the source tree's root on the GPU machine, as the first thing there::
 
     python -m bench.gpu_check --out gpu-out
 

@@ -1,7 +1,7 @@
 """MIMD load-balancing baselines (seeds 001 and 002) against the scan-based balancers.
 
 Muniz & Zaluska Table 1 in form (ray tracer on a 4x4 transputer torus: farmer, Gradient Model,
-Extended Gradient, single-processor control run), Barker & Chrisochoides (2005) Figure 1 in form
+Extended Gradient, single-processor control run), Barker & Chrisochoides' Figure 1 in form
 (bi-modal model against simulated Diffusion), Figures 2 and 3 (parametric studies, PNG), one table
 of MIMD policies next to the cost-effective SIMD balancer on the same task sets (synthetic, the ray
 tracer, and the renderer's real per-polygon scan-line workload), and the wall time of a

@@ -17,8 +17,9 @@ cost-effective loop of Figure 2 (LB) and the flattened ``expand`` form (EX).
 4. Table 4: per-execution time of the information gathering, redistribution and solution
    phases of both loops on 512 nodes over the unbalanced runs (min, max, average).
 5. The balanced loops alone on synthetic workloads with the statistics of the paper's own
-   Table 1 (250,000 polygons; its scan-line maxima in the (0,0) views exceed ours), with solution
-   phases that cost what the renderer's do, overestimates from ``simd.balance.calibrate``.
+   Table 1 (ours at 250,000 polygons; its scan-line maxima in the (0,0) views exceed ours),
+   with solution phases that cost what the renderer's do, overestimates from
+   ``simd.balance.calibrate``.
 6. The paper's Tables 2 to 4 cell by cell beside ours (ratio per cell), the overestimates
    beside its 20 and 32 iterations, the speedups and the balanced-set losses, on the
    synthetic frames of ``bench/cm5/paper.py`` (paper-like workloads, nested z-buffer loop).

@@ -11,10 +11,10 @@ averages near 1 carry that rounding.
 Run ``python -m bench.table1 [--quick] [--magnification M] [--out DIR | --save]``:
 ``table1.json`` (``table1-quick.json``, at grid resolution 48, with ``--quick``;
 ``table1-M<M>.json`` for another magnification than the views' 2). The magnified views
-zoom the image by 2, so no magnified maximum exceeds twice the unmagnified one plus a
-pixel; the paper's exceed it in four cells (up to 4 times, unbalanced M(45,45) z-buffer),
-and ``--magnification 4`` shows what a zoom of 4 gives instead (``renderer/datasets/oilwell.py``
-says why the views keep 2).
+zoom the image by 2 (the paper gives no factor; 2 is ours), so no magnified maximum
+exceeds twice the unmagnified one plus a pixel; the paper's exceed it in five cells (up to
+4 times, unbalanced M(45,45) z-buffer), and ``--magnification 4`` shows what a zoom of 4
+gives instead (``renderer/datasets/oilwell.py`` says why the views keep 2).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ References
 .. [1] T. Blank, "The MasPar MP-1 architecture", Proc. IEEE Compcon Spring 1990.
 .. [2] W. D. Hillis, "The Connection Machine", MIT Press, 1985.
 .. [3] E. S. Biagioni and J. F. Prins, "Scan Directed Load Balancing for Highly-Parallel
-   Mesh-Connected Computers", UNC Chapel Hill, 1991, section 6.
+   Mesh-Connected Computers", UNC Chapel Hill, 1991, sections 5 and 6.
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ References
 .. [2] W. D. Hillis, "The Connection Machine", MIT Press, 1985: NEWS grid communication,
    shifts of a parallel variable along one axis of its VP set.
 .. [3] E. S. Biagioni and J. F. Prins, "Scan Directed Load Balancing for Highly-Parallel
-   Mesh-Connected Computers", UNC Chapel Hill, 1991, section 6: the image is
-   divided into tiles of an orthogonal decomposition and each PE copies the edge pixels of
-   its 8 X-Net neighbours before every diffusion step.
+   Mesh-Connected Computers", UNC Chapel Hill, 1991, section 5: the image is
+   divided into tiles and each PE copies the edge pixels of its 8 neighbours over the mesh
+   (the MP-1's X-Net) before every diffusion step.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def halo(tiles, heights, widths, out, width, mode, fill):
     """One thread per output point of ``out[r, c, y, x]`` (grid z: PE, y: row, x: column).
 
     Algorithm: the tile-edge exchange of the MP-1 diffusion program of Biagioni and Prins
-    (Biagioni & Prins 1991, section 6: "copying the pixels from the edges of each of the 8
+    (Biagioni & Prins 1991, section 5: "copying the pixels from the edges of each of the 8
     neighboring processors" over the X-Net), as a gather from the neighbours' tile buffers.
     The point sits ``(y - width, x - width)`` from the tile's top-left. Along each axis it
     falls in the own tile, in the previous or next PE's tile (that PE's last or first

@@ -1,4 +1,4 @@
-"""MIMD load-balancing baselines (Muniz & Zaluska; Barker & Chrisochoides 2005): a program
+"""MIMD load-balancing baselines (Muniz & Zaluska; Barker & Chrisochoides): a program
 on the SIMD machine.
 
 * :mod:`.network` -- the message-passing machine: torus topology, linear message costs;

@@ -1,7 +1,7 @@
 """The MIMD policies as baselines of ``simd-emu bench balance``.
 
 A workload of tasks per processor runs on the simulated message-passing machine of Barker
-& Chrisochoides (2005), their cluster (:meth:`mimd.Network.cluster`), with the same
+& Chrisochoides, their cluster (:meth:`mimd.Network.cluster`), with the same
 number of processors: every task takes ``task_seconds`` on a node, and processor ``i``
 starts with the tasks of its data (datum ``d`` of ``n`` lies on processor ``d * P // n``,
 the block layout of the SIMD machine's virtual processors; with one datum per processor,
@@ -30,8 +30,8 @@ __all__ = ["MACHINE", "MAX_TASKS", "TASK_SECONDS", "MimdBaseline", "baselines"]
 
 #: How the tables name the simulated machine.
 MACHINE = "cluster"
-#: Seconds of one task on a node: coarse enough that a message (about 0.1 ms to start)
-#: costs a hundredth of a task, as for Barker & Chrisochoides' mesh-generation tasks.
+#: Seconds of one task on a node: coarse enough that a message (0.1 ms to start, our
+#: cluster's assumption) costs a hundredth of a task (the paper gives no task times).
 TASK_SECONDS = 1e-2
 #: The simulation's time step, as a fraction of a task.
 TICK_FRACTION = 1 / 20

@@ -2,7 +2,7 @@
 
 Muniz & Zaluska Table 1 (:func:`table1`), the farmer's scaling with links as resources
 (:func:`farmer_scaling`) and the status-interval sensitivity (:func:`gradient_sensitivity`),
-Barker & Chrisochoides (2005) Figure 1 (:func:`figure1`) and Figures 2 and 3 (:func:`parametric`),
+Barker & Chrisochoides' Figure 1 (:func:`figure1`) and Figures 2 and 3 (:func:`parametric`),
 MIMD policies next to the SIMD balancer (:func:`compare`, with the renderer's workload from
 :func:`render_workload`) and the scale run (:func:`scale`).
 :mod:`mimd.report` prints them and writes the JSON; :mod:`mimd.plots` draws them.
@@ -188,7 +188,6 @@ def gradient_sensitivity(*, quick: bool = False) -> dict:
 
 
 # --------------------------------------------------------------------------- Barker & Chrisochoides
-# (2005)
 def _validate_point(name, p, k, *, quantum=0.01, seed=0):
     costs = workload(name, p, k)
     net = Network.cluster(p)
@@ -200,7 +199,7 @@ def _validate_point(name, p, k, *, quantum=0.01, seed=0):
 
 
 def figure1(*, quick: bool = False) -> dict:
-    """Barker & Chrisochoides (2005) Figure 1 in form: model against simulation, Diffusion."""
+    """Barker & Chrisochoides' Figure 1 in form: model against simulation, Diffusion."""
     rows = []
     ks = (2, 4, 8, 16)
     for name in ("linear-2", "linear-4", "step"):
@@ -249,7 +248,7 @@ def figure1(*, quick: bool = False) -> dict:
 
 
 def parametric(kind: str = "bimodal", *, quick: bool = False, simulate_upto: int = 64) -> dict:
-    """Barker & Chrisochoides (2005) Figure 2 (``bimodal``) or Figure 3 (``linear``) in form.
+    """Barker & Chrisochoides' Figure 2 (``bimodal``) or Figure 3 (``linear``) in form.
 
     Model predictions over tasks per processor, polling quantum and neighbourhood size for
     three processor counts; simulated points for machines up to ``simulate_upto``.
@@ -340,9 +339,10 @@ def render_workload(
     The scan-conversion loop's workload of a built-in isosurface
     (:func:`renderer.loop_workloads`, the renderer's public interface for this): one task
     per polygon that covers at least one scan line, its work the number of scan lines. The
-    default is Ahrens & Hansen's unbalanced set in view M(45, 45): a few long slivers among many
-    small polygons. The renderer is imported here, not at module level, so that the MIMD
-    program loads without it until this task set is asked for.
+    default is the built-in unbalanced set (:mod:`renderer.datasets`, our stand-in for Ahrens
+    & Hansen's) in view M(45, 45): a few long slivers among many small polygons. The renderer
+    is imported here, not at module level, so that the MIMD program loads without it until
+    this task set is asked for.
     """
     from renderer import load_dataset, loop_workloads
     from simd import Machine
@@ -402,7 +402,7 @@ def compare(
 ) -> dict:
     """MIMD policies and the SIMD cost-effective balancer on the same task sets.
 
-    MIMD: simulated makespan on a cluster network (Barker & Chrisochoides (2005) costs), tasks
+    MIMD: simulated makespan on a cluster network (after Barker & Chrisochoides' cluster), tasks
     placed in blocks (the farmer holds them all); utilisation = work / (P * makespan). SIMD: each
     task is a datum whose workload is its cost in units of ``max cost / units`` (at least one), run
     by

@@ -4,7 +4,7 @@ Every directed link carries one message at a time, first come first served: a me
 finds its link busy waits at the node until the link is free (a FIFO queue per link). We
 chose exclusive FCFS links over a fair share of the bandwidth because that is what the
 machines of the papers do: a transputer link (Muniz & Zaluska) is a DMA engine that moves one
-message, or one VCR packet, at a time, and an ethernet port (Barker & Chrisochoides 2005) one frame
+message, or one VCR packet, at a time, and an ethernet port (Barker & Chrisochoides) one frame
 at a time; fair sharing is the fluid limit of packet interleaving, which gives a bottleneck link the
 same throughput (both are work-conserving) but needs rates recomputed at every arrival and
 departure, an event-driven computation that does not fit a per-batch scan. Throughput, the

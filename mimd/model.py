@@ -1,7 +1,7 @@
 """Barker & Chrisochoides' analytic model: the bi-modal approximation and the runtime of
 equation 6.
 
-Barker & Chrisochoides (2005) predict the run time of an over-decomposed application
+Barker & Chrisochoides predict the run time of an over-decomposed application
 balanced by Diffusion (or work stealing) in two steps:
 
 1. **Bi-modal approximation** (section 3, equations 1-5). Sort the task weights
@@ -36,7 +36,7 @@ given where the bi-modal averaging hides what decides the run time when weights 
 (linear imbalance): the dominating alpha processor is the one holding the heaviest block,
 running the head of its block while its tail is donated, and the last task a beta
 processor receives is the first one after that head. For a true two-class task set (step,
-bi-modal) both give the same prediction. Against our simulation (Barker & Chrisochoides (2005)
+bi-modal) both give the same prediction. Against our simulation (Barker & Chrisochoides
 Figure 1 in form, ``bench mimd``) the mean error of the average prediction is about 5 % for the
 paper's model and under 3 % refined.
 """
@@ -56,7 +56,7 @@ __all__ = ["BiModal", "bimodal_fit", "ModelParams", "Prediction", "predict"]
 
 @dataclass(frozen=True)
 class BiModal:
-    """Bi-modal approximation of a task set (Barker & Chrisochoides (2005) equations 1-5).
+    """Bi-modal approximation of a task set (Barker & Chrisochoides, equations 1-5).
 
     Attributes
     ----------
@@ -83,7 +83,7 @@ class BiModal:
 
 
 def bimodal_fit(weights) -> BiModal:
-    """Choose ``Gamma`` by least squares (Barker & Chrisochoides (2005) equations 1-5).
+    """Choose ``Gamma`` by least squares (Barker & Chrisochoides, equations 1-5).
 
     Parameters
     ----------
@@ -163,8 +163,7 @@ class ModelParams:
         """Parameters of the simulated machine ``network`` under ``policy``."""
         if not isinstance(policy, Diffusion):
             raise TypeError(
-                "the model of Barker & Chrisochoides (2005) covers the Diffusion and WorkStealing "
-                "policies"
+                "the model of Barker & Chrisochoides covers the Diffusion and WorkStealing policies"
             )
         k = max(1, min(policy.neighbours, network.p - 1))
         offs = network.offsets()[:k]
@@ -192,8 +191,8 @@ class ModelParams:
         )
 
     def message(self, nbytes: float) -> float:
-        """Linear message cost: start-up plus per byte plus per hop (Barker & Chrisochoides
-        2005, section 4.3)."""
+        """Linear message cost: start-up plus per byte (Barker & Chrisochoides, section 4.3)
+        plus per hop (ours: the torus's)."""
         return self.startup + nbytes * self.per_byte + self.hops * self.per_hop
 
 
@@ -218,7 +217,7 @@ class Prediction:
 
 def _turnaround(prm: ModelParams) -> tuple[float, float, float]:
     """(query round, migration round, task transfer) times of one migration (Barker &
-    Chrisochoides 2005, section 4.4).
+    Chrisochoides, section 4.4).
 
     A message costs its start-up once (:meth:`ModelParams.message` includes it, as
     :meth:`mimd.Network.message_time` does): the last of ``k`` queries sent one after the

@@ -2,7 +2,7 @@
 
 The machine of Muniz & Zaluska is a 4x4 torus of T800 transputers whose links run
 at 20 Mbit/s and whose messages are routed store-and-forward by the Virtual Channel Router;
-the machine of Barker & Chrisochoides (2005) is a cluster of Sun workstations on fast
+the machine of Barker & Chrisochoides is a cluster of Sun workstations on fast
 ethernet with MPI, where a message costs a start-up plus a per-byte time. Both are described
 here by one linear cost model: a message of ``b`` bytes over ``h`` hops costs
 
@@ -76,7 +76,7 @@ class Network:
         Size of a migrated task (its data) and of a control message.
     pack, unpack : float
         CPU time to uninstall and pack a task on the sender, unpack and install it on the
-        receiver (Barker & Chrisochoides (2005) section 4.5; measured quantities there, constants
+        receiver (Barker & Chrisochoides, section 4.5; measured quantities there, constants
         here).
     tick : float or None
         Time step of the simulation; ``None`` takes 1/200 of the mean task time.
@@ -137,10 +137,13 @@ class Network:
 
     @classmethod
     def cluster(cls, p: int = 64, **kw) -> Network:
-        """Barker & Chrisochoides's cluster: 333 MHz Ultra 5 nodes, 100 Mbit ethernet, LAM MPI.
+        """After Barker & Chrisochoides' cluster: 64 single-CPU 333 MHz Sun Ultra 5
+        workstations on 100 Mbit fast ethernet, MPI by LAM.
 
-        About 100 us start-up and 12.5 MB/s (0.08 us per byte); a switched network, so hop
-        count adds nothing; migration packs and unpacks a mobile object (1 ms each).
+        The paper prints no message or migration costs (its model takes them as inputs, the
+        packing and unpacking costs measured); these are ours: 100 us to start a message,
+        12.5 MB/s (100 Mbit/s, 0.08 us per byte), a switched network, so hop count adds
+        nothing, and 1 ms to pack or unpack a mobile object.
         """
         base = dict(
             shape=torus_shape(p),
@@ -245,7 +248,7 @@ class Network:
 
         The ``j``-th neighbour of processor ``p`` is ``p`` moved by ``offsets()[j]``; the
         neighbourhood of size ``k`` is the first ``k``, the evolving neighbourhood of round
-        ``r`` the entries ``r*k .. r*k+k-1`` (wrapping), as in Barker & Chrisochoides (2005) section
+        ``r`` the entries ``r*k .. r*k+k-1`` (wrapping), as in Barker & Chrisochoides, section
         4.4.
         """
         rows, cols = self.shape

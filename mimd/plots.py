@@ -1,4 +1,4 @@
-"""The PNG plots of ``simd-emu bench mimd``: Barker & Chrisochoides (2005) Figures 1, 2 and 3
+"""The PNG plots of ``simd-emu bench mimd``: Barker & Chrisochoides' Figures 1, 2 and 3
 in form, and the farmer's scaling with and without link contention."""
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def _figure1(rows: list[dict], f: Path) -> str:
             if j == 0:
                 ax.set_ylabel("run time (s)")
     axes[0, 0].legend()
-    fig.suptitle("Barker & Chrisochoides (2005) Figure 1 in form: Diffusion, model vs simulation")
+    fig.suptitle("Barker & Chrisochoides' Figure 1 in form: Diffusion, model vs simulation")
     fig.tight_layout()
     fig.savefig(f, dpi=90)
     plt.close(fig)
@@ -162,7 +162,7 @@ def _parametric(res: dict, title: str, f: Path) -> str:
         labels.append("simulated")
     axes[0, 0].legend(handles, labels, fontsize=8)
     drawn = "model (lines), simulation (circles)" if simulated else "model predictions"
-    fig.suptitle(f"Barker & Chrisochoides (2005) parametric study, {title}: {drawn}")
+    fig.suptitle(f"Barker & Chrisochoides' parametric study, {title}: {drawn}")
     fig.tight_layout()
     fig.savefig(f, dpi=80)
     plt.close(fig)

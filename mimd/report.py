@@ -1,4 +1,4 @@
-"""The MIMD benchmark: Muniz & Zaluska's Table 1, Barker & Chrisochoides (2005) Figures 1-3,
+"""The MIMD benchmark: Muniz & Zaluska's Table 1, Barker & Chrisochoides' Figures 1-3,
 and MIMD against SIMD balancing.
 
 Run by ``simd-emu bench mimd [--quick]`` and ``python -m bench.mimd [--quick]``. Parts:
@@ -15,13 +15,13 @@ Run by ``simd-emu bench mimd [--quick]`` and ``python -m bench.mimd [--quick]``.
     tasks, with and without link contention: hand-outs a second against the hand-computed
     bounds of the farmer's CPU and of its four links, and the busiest link's occupancy.
 ``gradient``
-    Sensitivity of GM and EG to the status interval (the one parameter Muniz & Zaluska leaves open).
+    Sensitivity of GM and EG to the status interval (Muniz & Zaluska do not give it).
 ``figure1``
-    Barker & Chrisochoides (2005) Figure 1 in form: Diffusion on linear-2, linear-4 and step, 32 and
+    Barker & Chrisochoides' Figure 1 in form: Diffusion on linear-2, linear-4 and step, 32 and
     64 processors, 2 to 16 tasks per processor; simulated time against the model's lower,
     upper and average predictions, with the error of the average.
 ``figure2`` / ``figure3``
-    Barker & Chrisochoides (2005) Figures 2 and 3 in form (model predictions, simulated points
+    Barker & Chrisochoides' Figures 2 and 3 in form (model predictions, simulated points
     beside them): over-decomposition, polling quantum and neighbourhood size, bi-modal imbalance
     (heavy tasks 50 %, variance 0.5 / 1 / 3) and linear imbalance (mild 1.2x, moderate 2x,
     severe 4x, four application messages per task).
@@ -251,7 +251,7 @@ def _gradient(part: str, *, quick: bool, backend: str, echo) -> dict:
 def _figure1(part: str, *, quick: bool, backend: str, echo) -> dict:
     r = figure1(quick=quick)
     echo(
-        "\nBarker & Chrisochoides (2005) Figure 1 in form: Diffusion (quantum 10 ms, "
+        "\nBarker & Chrisochoides' Figure 1 in form: Diffusion (quantum 10 ms, "
         "4 neighbours), "
         "10 s of work per processor"
     )
@@ -295,7 +295,7 @@ def _parametric(part: str, *, quick: bool, backend: str, echo) -> dict:
     e = r.get("model_vs_sim_mean_abs_error_pct")
     npts = sum(len(s["points"]) for s in r["series"])
     echo(
-        f"\nBarker & Chrisochoides (2005) {part} in form ({r['kind']} imbalance): "
+        f"\nBarker & Chrisochoides' {part} in form ({r['kind']} imbalance): "
         f"{npts} model points"
         + (
             f"; mean |model - sim| {e:.1f} % over the simulated ones"

@@ -1,6 +1,6 @@
 """Time-stepped, data-parallel simulation of a message-passing machine on the SIMD machine.
 
-The MIMD machines of Muniz & Zaluska and of Barker & Chrisochoides (2005) are simulated
+The MIMD machines of Muniz & Zaluska and of Barker & Chrisochoides are simulated
 *data-parallel*: all processor state lives in arrays of length P (one virtual processor of our SIMD
 machine per simulated processor) and all task state in arrays of length N (one VP per task). Time
 advances in ticks of ``Network.tick`` seconds; ticks in which nothing can happen (no task finishes,
@@ -108,7 +108,7 @@ def simulate(  # noqa: PLR0913 (the public signature)
     seed : int
         Seed of the random choices (work-stealing victims, polling phases).
     app_messages, app_bytes : float, int
-        Messages of ``app_bytes`` bytes each task sends while it runs (Barker & Chrisochoides (2005)
+        Messages of ``app_bytes`` bytes each task sends while it runs (Barker & Chrisochoides,
         section 6.2: four neighbours); each costs the sender ``startup + app_bytes * per_byte`` of
         CPU.
     max_ticks : int

@@ -1,7 +1,7 @@
 """Task sets: Barker & Chrisochoides' synthetic benchmarks and Muniz & Zaluska's ray-tracing
 workload.
 
-Synthetic task sets of Barker & Chrisochoides (2005) section 5 and 6 (task weight as a function of
+Synthetic task sets of Barker & Chrisochoides, sections 5 and 6 (task weight as a function of
 task id, tasks in id order, so a block placement gives the processors a linear or step imbalance):
 
 * ``linear-2`` / ``linear-4``: weights grow linearly from ``w`` to 2w / 4w;
@@ -34,7 +34,7 @@ def _scale(w: np.ndarray, total: float) -> np.ndarray:
 
 def linear(n: int, ratio: float = 2.0, *, total: float | None = None) -> np.ndarray:
     """Weights growing linearly with the task id from 1 to ``ratio`` (the linear-2 and linear-4
-    sets of Barker & Chrisochoides 2005).
+    sets of Barker & Chrisochoides).
 
     Examples
     --------
@@ -75,7 +75,7 @@ def step(
 def bimodal(
     n: int, heavy_fraction: float = 0.5, variance: float = 1.0, *, total: float | None = None
 ) -> np.ndarray:
-    """Two task types (Barker & Chrisochoides 2005, section 6.1): heavy ones weigh
+    """Two task types (Barker & Chrisochoides, section 6.1): heavy ones weigh
     ``1 + variance``.
 
     Examples

@@ -1,11 +1,13 @@
 """Ahrens & Hansen's CM-5 measurements and the frames that reproduce them on the model clock.
 
-Ahrens & Hansen (1995) give, for 250,000-polygon data
-sets rendered at 512 x 512 on a CM-5 of 32 to 512 nodes: the workloads' maxima and
-averages (Table 1), the frame times of the original (OR) and load-balanced (LB) renderer
-(Tables 2 and 3) and the per-execution times of the balancer's phases on 512 nodes (Table
-4). This module holds those numbers and a *synthetic frame* that runs the paper's loops on
-workloads with Table 1's statistics, charged as the renderer charges them:
+Ahrens & Hansen (1995) give, for a balanced and an unbalanced data set rendered at 512 x 512
+on a CM-5 of 32 to 512 nodes (the paper does not give their polygon counts; it says such
+data sets "typically exceed 250,000 polygons", and the frames here have 250,000): the
+workloads' maxima and averages (Table 1), the frame times of the original (OR) and
+load-balanced (LB) renderer (Tables 2 and 3) and the per-execution times of the balancer's
+phases on 512 nodes (Table 4). This module holds those numbers and a *synthetic frame*
+that runs the paper's loops on workloads with Table 1's statistics, charged as the renderer
+charges them:
 
 * the rest of the frame (transform, clipping tests, triangle setup, shading);
 * the scan conversion loop over the polygons (its body charges a pack of the new spans);
@@ -27,8 +29,9 @@ workloads with Table 1's statistics, charged as the renderer charges them:
   machine size, which the per-active terms of ``CostModel.cm5_calibrated`` charge.
 
 What shape of data gives the paper's Table 1: unbalanced scan conversion maxima of 231 and
-512 scan lines in the side views (0,0) and M(0,0) against averages of 6 and 8 need a few
-polygons as tall as half the image (the whole image magnified) among small ones: thin
+512 scan lines in the side views (0,0) and M(0,0) against averages of 6 and 8 need
+polygons as tall as half the image (the whole image magnified) among small ones (the paper
+does not say how many): thin
 slivers standing across the surface's height, one region of the volume (hence the one run
 of the ``clustered`` tail). The built-in unbalanced isosurface (``renderer.datasets.builtin``) has
 such slivers lying in the sheet of the Marschner-Lobb signal, only 0.32 units tall, so its

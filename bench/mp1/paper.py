@@ -1,8 +1,11 @@
 """Figure 8 of Biagioni & Prins (1991) beside ours on the emulated 64 x 64 MasPar MP-1.
 
-Figure 8 of Biagioni & Prins (1991) plots, for 512 x 512 images on the MP-1, the ratio of the cost
-with scan-directed balancing (every 1, 2, 5, 10, 20 iterations) to the cost without, for the
-maximum load and for the time, per image and on average. **The figure's values cannot be
+Figure 8 of Biagioni & Prins (1991) plots, for their diffusion on the MP-1, "the ratio of the
+cost using load balancing to the cost without load balancing" with scan-directed balancing
+"every iteration ..., every other iteration, every fifth iteration, and so on", for the
+maximum load and for the time. The paper does not say which of its image sizes (512 x 512,
+400 x 448, 256 x 256) the figure shows; ours shows the 512 x 512 images, balanced every 1,
+2, 5, 10 and 20 iterations (10 and 20 are ours). **The figure's values cannot be
 read**: the paper's text holds the caption and the discussion but not the plotted
 points (the figure is an image the text does not carry),
 and the paper gives no number for any ratio. What it does state about Figures 8 to 10

@@ -1,4 +1,4 @@
-"""Load-balancing policies of Muniz & Zaluska and Barker & Chrisochoides (2005): each a
+"""Load-balancing policies of Muniz & Zaluska and Barker & Chrisochoides: each a
 record of its parameters whose methods are the steps of its protocol.
 
 * :mod:`.base` -- :class:`Policy`, the steps the simulator calls and how to add a policy;
@@ -7,7 +7,7 @@ record of its parameters whose methods are the steps of its protocol.
 * :mod:`.gradient` -- :class:`GradientModel`, :class:`ExtendedGradient` (Muniz & Zaluska
   4.1, 4.2);
 * :mod:`.diffusion` -- :class:`Diffusion`, :class:`WorkStealing` (Barker & Chrisochoides
-  (2005) sections 2 and 4).
+  sections 2 and 4).
 
 Each class's docstring says which mechanism of which paper it follows and what its
 parameters mean; the simulator (:mod:`mimd.simulator`) calls their steps and names none.

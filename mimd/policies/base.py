@@ -53,7 +53,7 @@ def initial_placement(n: int, p: int, how: str = "block") -> np.ndarray:
     n, p : int
         Tasks and processors.
     how : {"block", "cyclic", "root"}
-        ``block``: equal contiguous shares in task order (Barker & Chrisochoides (2005) section 4.1,
+        ``block``: equal contiguous shares in task order (Barker & Chrisochoides, section 4.1,
         "each of P processors is initially assigned an equal fraction of the N tasks"); ``cyclic``:
         task ``i`` on processor ``i % p``; ``root``: all on processor 0 (Muniz & Zaluska: the
         root process spawns every task).
@@ -182,6 +182,6 @@ class Policy:
 
 @dataclass(frozen=True)
 class NoBalancing(Policy):
-    """Static assignment, no migration (the baseline of Barker & Chrisochoides (2005) Figure 4)."""
+    """Static assignment, no migration (the baseline of Barker & Chrisochoides' Figure 4)."""
 
     name = "none"

@@ -1,4 +1,4 @@
-"""Diffusion (PREMA) and work stealing, Barker & Chrisochoides (2005) sections 2 and 4:
+"""Diffusion (PREMA) and work stealing, Barker & Chrisochoides, sections 2 and 4:
 receivers ask their neighbourhood for work, answered by each target's polling thread."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ __all__ = ["Diffusion", "WorkStealing"]
 
 @dataclass(frozen=True)
 class Diffusion(Policy):
-    """Diffusion as in PREMA, Barker & Chrisochoides (2005) sections 2 and 4.
+    """Diffusion as in PREMA, Barker & Chrisochoides, sections 2 and 4.
 
     A processor whose work pool is empty sends a query to every processor of its current
     neighbourhood (the ``neighbours`` nearest on the torus; an evolving set: when all say
@@ -47,7 +47,7 @@ class Diffusion(Policy):
     @property
     def poll_overhead(self) -> float:
         """CPU time of one polling-thread invocation, ``2 T_ctx + T_poll`` (Barker &
-        Chrisochoides 2005, section 4.2)."""
+        Chrisochoides, section 4.2)."""
         return 2 * self.ctx + self.poll
 
     # the protocol ------------------------------------------------------------------------
@@ -62,7 +62,7 @@ class Diffusion(Policy):
 
     def before_progress(self, sim, t0, t1) -> None:
         # polling-thread wake-ups in (t0, t1]: fixed overhead per quantum (Barker &
-        # Chrisochoides (2005) 4.2)
+        # Chrisochoides, section 4.2)
         xp, q = sim.xp, self.quantum
         n = xp.floor((t1 - sim.phase_off) / q) - xp.floor((t0 - sim.phase_off) / q)
         sim.charge(sim.pid, n * self.poll_overhead)
@@ -72,7 +72,7 @@ class Diffusion(Policy):
         self.answer_requests(sim)
 
     def after_dispatch(self, sim) -> None:
-        """Processors with an empty pool start asking for work (Barker & Chrisochoides 2005,
+        """Processors with an empty pool start asking for work (Barker & Chrisochoides,
         section 2)."""
         if sim.P == 1:
             return
@@ -234,7 +234,7 @@ class Diffusion(Policy):
 
 @dataclass(frozen=True)
 class WorkStealing(Diffusion):
-    """Work stealing (Barker 2004), the variant of Barker & Chrisochoides (2005) section 4.
+    """Work stealing (Barker 2004), the variant of Barker & Chrisochoides, section 4.
 
     An idle processor asks one victim drawn at random from its ``neighbours`` nearest
     processors (``neighbours >= P - 1``: anyone) for a task; the victim answers at its next

@@ -27,8 +27,9 @@ class Farmer(Policy):
 
     Each hand-out costs the farmer ``serve`` and the message start-up on its CPU; not the
     network's ``pack`` / ``unpack`` (uninstalling and installing a process or mobile object,
-    Barker & Chrisochoides (2005) 4.5): the farmer sends batches of data to worker processes placed
-    at compile time (Muniz & Zaluska 4.3), whose preparation ``serve`` stands for.
+    Barker & Chrisochoides, section 4.5): the farmer sends batches of data to worker
+    processes placed at compile time (Muniz & Zaluska 4.3), whose preparation ``serve``
+    stands for.
     """
 
     serve: float = 2e-4
@@ -118,7 +119,7 @@ class Farmer(Policy):
         recurrence ``c_i = max(a_i, c_{i-1}) + s_i`` from the exact arrivals ``a_i``
         (an add-scan and a max-scan). The hand-out then crosses the links. Not charged:
         ``pack`` (and the worker's ``unpack``), the cost of uninstalling and packing a
-        *process* (Barker & Chrisochoides (2005) 4.5): the farmer of Muniz & Zaluska 4.3 sends
+        *process* (Barker & Chrisochoides, section 4.5): the farmer of Muniz & Zaluska 4.3 sends
         batches of data to worker processes placed at compile time, whose preparation is its
         ``serve``.
         """

@@ -66,7 +66,9 @@ __all__ = [
 #: The balancers of a 1-D workload (loops) and of a 2-D one (the mesh), by name.
 LOOP_BALANCERS = ("none", "cost-effective", "balance-always", "expand")
 GRID_BALANCERS = ("none", "scan-directed")
-#: Balancing intervals of the mesh, as in Biagioni & Prins' Figures 8 to 10.
+#: Balancing intervals of the mesh: 1, 2 and 5 as in Biagioni & Prins' Figures 8 to 10
+#: ("every iteration ..., every other iteration, every fifth iteration, and so on"); 10 and
+#: 20 are ours, continuing their "and so on".
 INTERVALS = (1, 2, 5, 10, 20)
 #: Machines by name: (cost preset of ``simd.Machine``, clock the runs are timed and decide
 #: with). ``wall``'s model time is the default preset's (CM-5 for 1-D, MP-1 for a mesh).

@@ -1,9 +1,10 @@
 """The hardware what-if: where balancing starts to pay as scans, shifts and the router get
 cheaper or dearer.
 
-Biagioni & Prins (1991) close by naming their most important next step: quantifying what
-hardware support for scans and shifts would buy, since the MasPar MP-1 ran both over its
-mesh and their balancing paid only every five or so iterations. :func:`sweep` answers it on
+Biagioni & Prins (1991) call "quantifying the advantage of hardware-assisted scans or
+shifts" "a very important next step" of their work, since the MasPar MP-1 ran both over its
+mesh, their time was lowest balancing every five or so iterations and their implementation
+was "too slow to produce significant improvements". :func:`sweep` answers it on
 the model clock: it scales the constants of one kind of instruction of a cost preset
 (:data:`KINDS`: a scan's local and network terms, a mesh shift, the router's terms) by each
 of ``factors`` (1/16 to 16 by default) and measures the speed-up of each balancer over no

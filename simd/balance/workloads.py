@@ -19,15 +19,14 @@ The built-in families (:data:`FAMILIES`, made by :func:`generate`):
     smallest.
 ``bimodal``
     Half the counts heavy, ``1 + param`` times the light ones (default 3), at random:
-    the bi-modal task set of Barker & Chrisochoides (2005), section 6.1.
+    the bi-modal task set of Barker & Chrisochoides, section 6.1.
 ``linear-2``, ``linear-4``, ``step``
-    Barker & Chrisochoides' (2005) benchmarks, laid along the processors (along the rows
+    Barker & Chrisochoides' benchmarks, laid along the processors (along the rows
     of a grid): counts growing linearly to twice or four times the first, or the last
     quarter twice the rest.
 ``hotspot``
     A single hot spot: a Gaussian bump of counts at the middle, ``param`` (default 0.05)
-    its width as a fraction of the extent; the rest of the machine idle, as in Ahrens &
-    Hansen's worked example.
+    its width as a fraction of the extent; the rest of the machine idle.
 
 Each family is scaled to the mean asked for and rounded to whole tasks; the random ones are
 drawn from ``numpy.random.default_rng(seed)``.

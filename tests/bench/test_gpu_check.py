@@ -1,4 +1,4 @@
-"""The GPU lease script (``python -m bench.gpu_check``): what it runs and how it compares.
+"""The GPU machine check (``python -m bench.gpu_check``): what it runs and how it compares.
 
 Its whole dry run on the counting stand-in is CI's GPU machine rehearsal (``.ci/run``)."""
 

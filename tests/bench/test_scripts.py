@@ -67,7 +67,7 @@ def _expected_name(default: str | None) -> str:
 
 
 def test_every_script_is_covered():
-    # mimd: tests/mimd; gpu_check (the GPU lease, a folder of logs): tests/bench/test_gpu_check.py
+    # mimd: tests/mimd; gpu_check (the GPU check, a folder of logs): tests/bench/test_gpu_check.py
     scripts = {p.stem for p in BENCH.glob("*.py")} - {"mimd", "gpu_check", "__init__"}
     assert scripts == set(SCRIPTS)
 

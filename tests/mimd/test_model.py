@@ -45,7 +45,7 @@ def brute_force(weights):
         ([1, 2, 3, 10], 3, 2.0, 10.0),
         # linear 1..4: Gamma=2 -> 0.25*4 = 1; Gamma=1 or 3 -> 2
         ([1, 2, 3, 4], 2, 1.5, 3.5),
-        # step of Barker & Chrisochoides (2005): 75 % light, 25 % twice as heavy
+        # step of Barker & Chrisochoides: 75 % light, 25 % twice as heavy
         ([1.0] * 6 + [2.0] * 2, 6, 1.0, 2.0),
     ],
 )
@@ -112,7 +112,7 @@ def test_longer_quantum_costs_more_turn_around():
 
 @pytest.mark.parametrize(("name", "k"), [("step", 8), ("linear-2", 4)])
 def test_model_close_to_simulation(name, k):
-    # Barker & Chrisochoides (2005) Figure 1 in miniature: the average prediction within 5 % of the
+    # Barker & Chrisochoides' Figure 1 in miniature: the average prediction within 5 % of the
     # simulation
     net = Network.cluster(32)
     pol = Diffusion()
