@@ -25,7 +25,7 @@ isosurface of the same simulation output, made by two isosurface algorithms. Her
   two triangles per cell: 192 long slivers at 128^3 (one and a half units long along y or
   one unit long along x, one voxel wide) among the small triangles. In views (45, 45) and
   M(45, 45) the slivers along y span hundreds of scan lines while staying a few pixels
-  wide, as the few huge polygons of the unbalanced set of Table 1 (scan max 169 and 468
+  wide, as the tall polygons of the unbalanced set of Table 1 (scan max 169 and 468
   there; here 223 and 341 at 512x512, averages 2 to 5).
   The signal's isosurface is a corrugated sheet only 0.32 units tall (|z| <= 0.16; linear
   interpolation along a two-sample z edge keeps vertices within |z| <= 0.25), so in the
@@ -94,7 +94,8 @@ DATASETS = ("balanced", "unbalanced", "oilwell", "oilwell-unbalanced")
 #: The oil-well kinds (:mod:`renderer.datasets.oilwell`): Table 1 of Ahrens & Hansen (1995)
 #: in shape.
 OILWELL = ("oilwell", "oilwell-unbalanced")
-#: The views of Table 1 of Ahrens & Hansen (1995): (azimuth, elevation, magnification).
+#: The views of Table 1 of Ahrens & Hansen (1995): (azimuth, elevation, magnification); the
+#: paper gives no factor, 2 is ours.
 VIEWS = {
     "(0,0)": ((0.0, 0.0), 1.0),
     "(45,45)": ((45.0, 45.0), 1.0),

@@ -23,12 +23,13 @@ two surfaces are made on (:mod:`renderer.datasets.builtin` runs marching cubes o
   nothing happens, with the same wide column. In that layer the field is the bores' and
   the fracture's (the tunnels fall between its two sample planes), so marching cubes
   returns each bore wall as a ring of tall slivers, one voxel wide and ``2 COARSE_Z``
-  (1.5 units) tall, standing across the surface's height: the few huge polygons of the
-  paper's unbalanced set.
+  (1.5 units) tall, standing across the surface's height: the tall polygons of the paper's
+  unbalanced set (up to 231 scan lines side on; the paper does not say how many).
 
 Why this shape gives Ahrens & Hansen's Table 1: the paper's unbalanced scan-conversion maxima,
 231 and 512 scan lines in the side views (0,0) and M(0,0) against averages of 6 and 8,
-need a few polygons about half the image tall among small ones, and its z-buffer maxima
+need polygons about half the image tall (the paper does not say how many) among small
+ones, and its z-buffer maxima
 of 9 to 30 pixels per span (unmagnified) need them to stay a few pixels wide: thin vertical
 slivers as tall as most of the surface. The framing fits the bounding sphere (radius about
 1.7 here) to the image, so 1.5-unit slivers cover about 240 of the 512 scan lines, a
@@ -37,7 +38,8 @@ little more for the bores nearer the camera, and the whole image magnified; seen
 5 to 8 scan lines and 1 to 3 pixels per span need the bulk of the polygons tall and thin
 too, hence cells ``STRETCH`` times taller than wide, and steep strata: the bedding planes
 are rough (:data:`RIPPLE`, slopes up to about 14), so seen side on their polygons are
-several scan lines tall too, and there are as many of them as the paper's 250,000. The
+several scan lines tall too, and there are about 250,000 of them (the paper says only
+that its data sets "typically exceed 250,000 polygons"). The
 z-buffer maxima of the balanced set and of the side views, 7 to 9 pixels per span (14 to
 21 magnified), need some polygons about three times wider than the bulk (a one-voxel
 polygon spans 2.4 pixels, 3 to 4 along a diagonal) where the magnified views still see
@@ -58,8 +60,9 @@ ours against the paper's Table 1 (``python -m bench.table1``; ratio ours/paper):
     oilwell-unbalanced  M(0,0)    488/512 (0.95)  9.6/8 (1.19)  16/14 (1.14)   2.0/1 (2.01)
     oilwell-unbalanced  M(45,45)  322/468 (0.69)  8.3/4 (2.08)  65/119 (0.55)  2.1/2 (1.05)
 
-Every maximum comes within a factor 1.3 of the paper's but the unbalanced M(45,45) ones
-(scan conversion 0.69, z-buffer 0.55), every average within about 2 but the balanced
+Every maximum comes within a factor 1.3 of the paper's but the M(45,45) ones: the
+unbalanced set's (scan conversion 0.69, z-buffer 0.55) and the balanced z-buffer's (0.71),
+every average within about 2 but the balanced
 M(45,45) scan conversion's (the paper's 1). The unbalanced z-buffer maxima from (45,45),
 33 pixels per span against 9 side on, come from polygons lying horizontal in that view
 and edge on side on: walls perpendicular to x (the depth axis of view (0,0) is y), as long
@@ -69,15 +72,17 @@ unbalanced grid's middle layer has, around them, one tall cell as long as the fr
 (five boxes sharing their faces, fine in y elsewhere): its walls there are four triangles
 1.5 units tall and 0.3 long.
 
-What no data can give under our magnification: ``M`` narrows the field of view by 2 with
+What no data can give under our magnification (the paper gives no factor; 2 is ours):
+``M`` narrows the field of view by 2 with
 the camera kept where it is (:func:`renderer.scene.camera.default_camera`), an exact zoom of the
 image by 2 about its centre, and every polygon in the magnified view is in the unmagnified
 one. So no polygon's scan lines or span grow more than 2 times (plus a pixel of sampling),
 and a magnified maximum is at most twice the unmagnified one plus one: 2 x 161 + 1 = 323
 scan lines and 2 x 33 + 1 = 67 pixels from (45,45), where we nearly are (322 and 65). The paper's
-own magnified maxima exceed twice its unmagnified ones in four cells: unbalanced
-M(45,45) 468 against 169 (2.8 times) and 119 against 30 (4.0 times), balanced z-buffer
-17 against 7 and 21 against 8 (2.4 and 2.6 times); so its magnification was at least 4
+own magnified maxima exceed twice its unmagnified ones in five cells: unbalanced
+M(45,45) 468 against 169 (2.8 times) and 119 against 30 (4.0 times), unbalanced M(0,0)
+512 against 231 (2.2 times), balanced z-buffer 17 against 7 and 21 against 8 (2.4 and 2.6
+times); so its magnification was at least 4
 there, or not a zoom (a camera moved nearer grows the near polygons more than the
 centre). Reaching 119 with our zoom would take an unmagnified maximum of 59, twice the
 paper's 30. A zoom of 4 does not fit the paper either: it gives 130 and 512 there, but

@@ -1,8 +1,9 @@
 """Camera, views and the model-view-projection matrix (OpenGL conventions).
 
-Views are given as in Table 1 of Ahrens & Hansen (1995): azimuth and elevation in
-degrees, ``(0, 0)`` or ``(45, 45)``, and a magnification factor ``M`` that narrows the field
-of view (``M(45, 45)`` in the paper). Matrices follow OpenGL: column vectors
+Views are named as in Table 1 of Ahrens & Hansen (1995), ``(0, 0)``, ``(45, 45)`` and
+``M(...)`` when magnified; the paper defines neither the angles nor the factor. Here they
+are azimuth and elevation in degrees and a factor ``M`` (2 in the built-in views) that
+narrows the field of view. Matrices follow OpenGL: column vectors
 (``clip = mvp @ [x, y, z, 1]``), a right-handed eye space looking down -z, and the clip
 volume ``-w <= x, y, z <= w`` (``gluLookAt`` and ``gluPerspective``).
 """
