@@ -6,8 +6,9 @@ or far plane are clipped in clip space (Sutherland-Hodgman, vectorised over poly
 a clipped triangle becomes a convex polygon of up to 9 vertices and is triangulated as a
 fan, as OpenGL implementations do. x and y are *not* clipped to the view volume here:
 scan conversion clips spans to the viewport (our choice; Ahrens & Hansen 1995, section 3,
-say only that clipping "eliminates polygons that are not in view"). Only vertices beyond a wide guard band (``GUARD_BAND``
-pixels outside the viewport) are clipped in x and y, so that the fixed-point edge
+say only that clipping "eliminates polygons that are not in view"). Only vertices
+beyond a wide guard band (``GUARD_BAND`` pixels outside the viewport) are clipped in x
+and y, so that the fixed-point edge
 functions of scan conversion stay far inside int64.
 
 The intersection on an edge is always computed from its inside vertex towards its

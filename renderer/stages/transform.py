@@ -1,9 +1,10 @@
 """Transform stage: model space to clip space, clip space to window space.
 
 One virtual processor per vertex (ours; Ahrens & Hansen 1995, section 3, list transforming
-"for a new view position and magnification" as the renderer's first step). Written against the machine's array module ``xp``; every
-product and sum is a separate elementwise float64 operation in a fixed order, so NumPy and
-CuPy give bit-identical results (no fused multiply-adds, no BLAS reductions).
+"for a new view position and magnification" as the renderer's first step). Written
+against the machine's array module ``xp``; every product and sum is a separate elementwise
+float64 operation in a fixed order, so NumPy and CuPy give bit-identical results (no fused
+multiply-adds, no BLAS reductions).
 """
 
 from __future__ import annotations
