@@ -4,7 +4,7 @@ volume's rows compiled with its row bodies inlined (``numba.njit``).
 - :func:`classify_cpu`: :func:`~renderer.contour.row_kernels.classify_row` and
   :func:`~renderer.contour.row_kernels.count_row` in one loop, a plane of rows apart;
 - :func:`emit_cpu`: :func:`~renderer.contour.row_kernels.emit_row`, each row's faces loaded
-  ahead in one pass the vector unit runs (:func:`~renderer.contour.row_kernels.bound_helpers`).
+  ahead in one pass the vector unit runs (:func:`~renderer.contour.row_kernels.bound_bodies`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,8 @@ from kernels.rebind import bind, cpu_inline, cpu_loop, cpu_primitives
 from renderer.contour import row_kernels as ck
 from renderer.contour.row_kernels import (
     ROW_FIELDS,
-    bound_helpers,
-    classify_row,
-    count_row,
+    bound_bodies,
     emission_geometry,
-    emit_row,
     thresholds,
 )
 from renderer.contour.tables import case_table, triangle_counts
@@ -31,20 +28,19 @@ __all__ = ["classify_cpu", "emit_cpu"]
 
 
 @functools.cache
-def _cpu_helpers() -> dict[str, Any]:
-    """The bodies' helpers compiled for the CPU, inlined where they are called."""
-    return bound_helpers(cpu_inline, cpu_primitives()["fmul"], faces_ahead=True)
+def _cpu_bodies() -> dict[str, Any]:
+    """The row bodies compiled to be inlined, each row's faces loaded ahead."""
+    return bound_bodies(cpu_inline, cpu_primitives()["fmul"], faces_ahead=True)
 
 
 @functools.cache
 def _cpu_kernel(name: str) -> Any:
-    helpers = _cpu_helpers()
-    bodies = {
-        name: cpu_inline(bind(fn, **helpers))
-        for name, fn in (("classify", classify_row), ("count", count_row), ("emit", emit_row))
-    }
+    """The CPU's loop ``name`` with its row bodies inlined."""
+    bodies = _cpu_bodies()
+    calls = {"classify": bodies["classify_row"], "count": bodies["count_row"],
+             "emit": bodies["emit_row"]}  # fmt: skip
     loop = ck.classify_rows if name == "classify" else ck.emit_rows
-    return cpu_loop(bind(loop, **bodies))
+    return cpu_loop(bind(loop, **calls))
 
 
 def classify_cpu(volume: np.ndarray, level: float) -> tuple:

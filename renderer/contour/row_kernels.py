@@ -1,6 +1,6 @@
 """Marching cubes as three fused kernels over the rows of a volume: scalar bodies written
 once, compiled for the CPU (:mod:`renderer.contour.cpu_kernels`) and for the GPU
-(:mod:`renderer.contour.cuda_kernels`) with the helpers :func:`bound_helpers` binds.
+(:mod:`renderer.contour.cuda_kernels`), both bound by :func:`bound_bodies`.
 
 A *row* is the line of grid points ``(i, j, 0 .. n2 - 1)`` along the volume's last axis,
 numbered ``r = i * n1 + j``. Each row owns the edges that leave its points along axes 0, 1
@@ -48,7 +48,13 @@ from renderer.contour.tables import EDGES, MAX_TRIANGLES
 
 __all__ = [
     "ROW_FIELDS",
-    "bound_helpers",
+    "bound_bodies",
+    "classify_finish",
+    "classify_lane",
+    "combine_lanes",
+    "count_finish",
+    "count_lane",
+    "count_setup",
     "classify_rows",
     "classify_row",
     "count_row",
@@ -215,17 +221,33 @@ def classify_row(vol, above, at, r, rows):
     ``x >= above`` is inside, ``x == at`` at the level (:func:`thresholds`: the level in
     the volume's own type where that is exact, so that the loop compares as many values
     at once as the CPU's vector unit holds)."""
+    i, j = _row_point(vol, r)
+    part = classify_lane(vol, above, at, i, j, 0, 1)
+    classify_finish(vol, above, at, i, j, r, rows, part)
+
+
+def _row_point(vol, r):
+    """The first two grid indices ``(i, j)`` of row ``r``."""
     n1 = vol.shape[1]
-    n2 = vol.shape[2]
     i = r // n1
-    j = r - i * n1
+    return i, r - i * n1
+
+
+def classify_lane(vol, above, at, i, j, lane, lanes):
+    """Lane ``lane`` of ``lanes`` classifying row ``(i, j)``: the points ``k = lane, lane +
+    lanes, ...`` before the row's last, their (values inside, values at the level, NaN and
+    infinite values, crossed edges along axis 2, the first and the last point whose edge
+    is crossed: ``n2`` and -1 when none). A GPU's warp runs a row's lanes side by side,
+    reading consecutive points, and sums them (:func:`combine_lanes`); the CPU runs one
+    lane (0 of 1)."""
+    n2 = vol.shape[2]
     inside = 0
     equal = 0
     nonfinite = 0
     crossings = 0
     first = n2
     last = -1
-    for k in range(n2 - 1):
+    for k in range(lane, n2 - 1, lanes):
         x = _at(vol, i, j, k)
         side = x >= above
         crossed = side != (_at(vol, i, j, k + 1) >= above)
@@ -235,6 +257,21 @@ def classify_row(vol, above, at, r, rows):
         crossings += crossed
         first = min(first, k if crossed else n2)
         last = max(last, k if crossed else -1)
+    return inside, equal, nonfinite, crossings, first, last
+
+
+def combine_lanes(a, b):
+    """Two lanes' :func:`classify_lane` results as one: the counts summed, the first
+    point the lesser, the last the greater."""
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], min(a[4], b[4]),
+            max(a[5], b[5]))  # fmt: skip
+
+
+def classify_finish(vol, above, at, i, j, r, rows, part):
+    """Row ``r`` of ``rows`` from its lanes' combined :func:`classify_lane` and the row's
+    last point."""
+    n2 = vol.shape[2]
+    inside, equal, nonfinite, crossings, first, last = part
     x = vol[i, j, n2 - 1]
     inside += x >= above
     equal += x == at
@@ -253,49 +290,106 @@ def count_row(vol, level, r, rows, table, ntri, edges, tris, spans):
     """Count row ``r``'s crossed edges along each axis (``edges[r]``) and its cells'
     triangles (``tris[r]``); ``spans[r]``: the points ``[lo, hi)`` that
     :func:`emit_row` walks."""
-    n0 = vol.shape[0]
-    n1 = vol.shape[1]
-    n2 = vol.shape[2]
-    i = r // n1
-    j = r - i * n1
-    next_i = r + n1 if i + 1 < n0 else r  # the rows beside it, itself on the last planes
-    next_j = r + 1 if j + 1 < n1 else r
-    lo, hi = _span(rows, r, next_i, next_j, next_i + (next_j - r), n2)
+    i, j, lo, hi, check, cells = count_setup(vol, rows, r)
     along0 = 0
     along1 = 0
     triangles = 0
-    if i + 1 < n0 and j + 1 < n1 and hi > lo:
-        check = rows[r, 5] + rows[next_i, 5] + rows[next_j, 5] + rows[next_i + 1, 5] > 0
+    if cells and hi > lo:
         f0 = _face(vol, level, i, j, lo)
         q0 = _equal_face(vol, level, i, j, lo) if check else 0
         for k in range(lo, hi):
-            along0 += (f0 ^ (f0 >> 1)) & 1
-            along1 += (f0 ^ (f0 >> 3)) & 1
+            own = _own_edges(f0)
+            along0 += own & 1
+            along1 += own >> 1
             if k + 1 < hi:  # the cell between points k and k + 1
                 f1 = _face(vol, level, i, j, k + 1)
                 q1 = _equal_face(vol, level, i, j, k + 1) if check else 0
-                case = f0 | (f1 << 4)
-                if case != 0 and case != 255:
-                    n = ntri[np.uint64(case)]
-                    equal = q0 | (q1 << 4)
-                    if equal != 0:
-                        for s in range(0, 3 * n, 3):
-                            if _degenerate(table, case, s, equal):
-                                n -= 1
-                    triangles += n
+                triangles += _cell_triangles(table, ntri, f0 | (f1 << 4), q0 | (q1 << 4))
                 f0 = f1
                 q0 = q1
-    elif hi > lo:  # a row on the last plane of axis 0 or 1: its own edges only
+    else:  # a row on the last plane of axis 0 or 1: its own edges only
         for k in range(lo, hi):
             bits = _edge_bits(vol, level, i, j, k)
             along0 += bits & 1
             along1 += (bits >> 1) & 1
-    edges[r, 0] = along0
-    edges[r, 1] = along1
+    count_finish(r, rows, edges, tris, spans, lo, hi, (along0, along1, triangles))
+
+
+def count_setup(vol, rows, r):
+    """What counting row ``r`` needs first: its ``(i, j)``, the span ``[lo, hi)`` of points
+    to walk (:func:`_span` over it and the rows beside it), whether a value of those rows
+    lies at the level (``check``: then triangles may be degenerate) and whether the row
+    has cells (it lies on no last plane)."""
+    n0 = vol.shape[0]
+    n1 = vol.shape[1]
+    i, j = _row_point(vol, r)
+    next_i = r + n1 if i + 1 < n0 else r  # the rows beside it, itself on the last planes
+    next_j = r + 1 if j + 1 < n1 else r
+    lo, hi = _span(rows, r, next_i, next_j, next_i + (next_j - r), vol.shape[2])
+    cells = i + 1 < n0 and j + 1 < n1
+    check = False
+    if cells:
+        check = rows[r, 5] + rows[next_i, 5] + rows[next_j, 5] + rows[next_i + 1, 5] > 0
+    return i, j, lo, hi, check, cells
+
+
+def count_lane(vol, level, table, ntri, i, j, lo, hi, check, cells, lane, lanes):
+    """Lane ``lane`` of ``lanes`` counting row ``(i, j)`` over its span ``[lo, hi)``
+    (:func:`count_setup`): the points ``k = lo + lane, lo + lane + lanes, ...``, their
+    crossed edges along axes 0 and 1 and the triangles of the cells between ``k`` and
+    ``k + 1``, for a GPU's warp to sum (:func:`count_row` walks a row alone, each face
+    computed once)."""
+    along0 = 0
+    along1 = 0
+    triangles = 0
+    for k in range(lo + lane, hi, lanes):
+        if cells:
+            f0 = _face(vol, level, i, j, k)
+            own = _own_edges(f0)
+            along0 += own & 1
+            along1 += own >> 1
+            if k + 1 < hi:
+                f1 = _face(vol, level, i, j, k + 1)
+                equal = 0
+                if check:
+                    equal = _equal_face(vol, level, i, j, k) | (
+                        _equal_face(vol, level, i, j, k + 1) << 4
+                    )
+                triangles += _cell_triangles(table, ntri, f0 | (f1 << 4), equal)
+        else:
+            bits = _edge_bits(vol, level, i, j, k)
+            along0 += bits & 1
+            along1 += (bits >> 1) & 1
+    return along0, along1, triangles
+
+
+def count_finish(r, rows, edges, tris, spans, lo, hi, part):
+    """Row ``r``'s counts from its lanes' summed :func:`count_lane`."""
+    edges[r, 0] = part[0]
+    edges[r, 1] = part[1]
     edges[r, 2] = rows[r, 0]
-    tris[r] = triangles
+    tris[r] = part[2]
     spans[r, 0] = lo
     spans[r, 1] = hi
+
+
+def _own_edges(face):
+    """Of the face (:func:`_face`) at a point: bit 0 set where the point's edge along axis
+    0 is crossed (corners 0 and 1 differ), bit 1 along axis 1 (corners 0 and 3)."""
+    return ((face ^ (face >> 1)) & 1) | (((face ^ (face >> 3)) & 1) << 1)
+
+
+def _cell_triangles(table, ntri, case, equal):
+    """The triangles a cell of ``case`` gives (none for 0 and 255), less those that two
+    of its corners at the level (``equal``) make degenerate."""
+    if case == 0 or case == 255:
+        return 0
+    n = ntri[np.uint64(case)]
+    if equal != 0:
+        for s in range(0, 3 * n, 3):
+            if _degenerate(table, case, s, equal):
+                n -= 1
+    return n
 
 
 def _gradient(vol, i, j, k):
@@ -455,7 +549,7 @@ def emit_row(vol, level, r, geometry, rows, table, starts, tri_starts, spans, ei
                 q0 = q1
             # the row's own crossed edges at point k (none along axis 2 at the span's last
             # point: the rows are constant from there on)
-            bits = ((f0 ^ (f0 >> 1)) & 1) | (((f0 ^ (f0 >> 3)) & 1) << 1)
+            bits = _own_edges(f0)
             if k + 1 < hi:
                 bits |= ((f0 ^ f1) & 1) << 2
             f0 = f1
@@ -538,25 +632,27 @@ def _load_no_faces(vol, level, i, j, lo, hi, row_faces):
     return
 
 
-def bound_helpers(device: Any, fmul: Any, *, faces_ahead: bool) -> dict[str, Any]:
-    """The bodies' helpers for one target, by name: ``device`` compiles a helper for it
-    (to be inlined on the CPU, a device function on the GPU), ``fmul`` is its product;
+#: The bodies and their helpers in the order they are compiled: each after the helpers it
+#: calls (:func:`bound_bodies`).
+_BODIES = (
+    _above, _at, _row_point, _face, _load_faces, _face_at, _equal_face, _corner_or_edge,
+    _degenerate, _span, _gradient, _vertex, _edge_bits, _own_edges, _cell_triangles,
+    _triangles, classify_lane, combine_lanes, classify_finish, count_setup, count_lane,
+    count_finish, classify_row, count_row, emit_row,
+)  # fmt: skip
+
+
+def bound_bodies(device: Any, fmul: Any, *, faces_ahead: bool) -> dict[str, Any]:
+    """Every body and helper compiled for one target, by name: ``device`` compiles a
+    function for it (to be inlined on the CPU, a device function on the GPU) with the
+    helpers it calls bound to their compiled copies, ``fmul`` is its product;
     ``faces_ahead``: whether the emission loads a row's faces ahead (:func:`_load_faces`,
-    the CPU's vector unit) or computes each where it reads it (a GPU thread)."""
-    helpers = {"_above": device(_above), "_at": device(_at)}
-    helpers["_face"] = device(bind(_face, _above=helpers["_above"], _at=helpers["_at"]))
-    if faces_ahead:
-        helpers["_load_faces"] = device(bind(_load_faces, _face=helpers["_face"]))
-        helpers["_face_at"] = device(_face_at)
-    else:
-        helpers["_load_faces"] = device(_load_no_faces)
-        helpers["_face_at"] = device(bind(_face_here, _face=helpers["_face"]))
-    helpers["_equal_face"] = device(bind(_equal_face, _at=helpers["_at"]))
-    corner = device(_corner_or_edge)
-    helpers["_degenerate"] = device(bind(_degenerate, _corner_or_edge=corner))
-    helpers["_span"] = device(_span)
-    gradient = device(bind(_gradient, fmul=fmul, _at=helpers["_at"]))
-    helpers["_vertex"] = device(bind(_vertex, fmul=fmul, _gradient=gradient, _at=helpers["_at"]))
-    helpers["_edge_bits"] = device(bind(_edge_bits, _above=helpers["_above"], _at=helpers["_at"]))
-    helpers["_triangles"] = device(bind(_triangles, _degenerate=helpers["_degenerate"]))
-    return helpers
+    the CPU's vector unit) or computes each where it reads it (a GPU thread). One binding
+    for every target: the CPU's loops and the GPU's kernels call what it gives."""
+    swaps = {} if faces_ahead else {"_load_faces": _load_no_faces, "_face_at": _face_here}
+    compiled: dict[str, Any] = {"fmul": fmul}
+    for body in _BODIES:
+        fn = swaps.get(body.__name__, body)
+        calls = {n: compiled[n] for n in fn.__code__.co_names if n in compiled}
+        compiled[body.__name__] = device(bind(fn, **calls) if calls else fn)
+    return compiled
