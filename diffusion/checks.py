@@ -11,37 +11,15 @@ from typing import Any
 
 import numpy as np
 
+from simd.transfers import array_module
+
 __all__ = [
-    "array_module",
     "check_count",
     "check_image",
     "check_machine",
     "check_positive",
     "check_spacing",
 ]
-
-
-def array_module(image: Any) -> Any:
-    """The array namespace of ``image``: cupy for a CuPy array (CuPy is imported only
-    then), the namespace an array names by ``__array_namespace__`` when it is not NumPy
-    (the counting stand-in for CuPy names its own), else numpy.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> array_module(np.zeros(3)) is np, array_module([1.0, 2.0]) is np
-    (True, True)
-    """
-    if type(image).__module__.split(".")[0] == "cupy":
-        import cupy
-
-        return cupy
-    namespace = getattr(image, "__array_namespace__", None)
-    if namespace is not None:
-        xp = namespace()
-        if xp is not np:
-            return xp
-    return np
 
 
 def check_image(

@@ -5,8 +5,9 @@ functions of the machine ``self``: :meth:`~simd.Machine.asarray`,
 :meth:`~simd.Machine.asnumpy`, :meth:`~simd.Machine.fetch` (any arrays in one transfer,
 the pending address checks riding along), :meth:`~simd.Machine.check`,
 :meth:`~simd.Machine.sync`, and ``check_range``, which the router's ``send`` and ``get``
-call to check (or defer the check of) their addresses. :func:`to_host` needs no machine:
-it brings any array (a user's input, a decomposition's slots) to the host.
+call to check (or defer the check of) their addresses. :func:`to_host` and
+:func:`array_module` need no machine: they bring any array (a user's input, a
+decomposition's slots) to the host, and name the array library of any array.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from simd.operands import check_addresses
 
 __all__ = [
     "MAX_PENDING_CHECKS",
+    "array_module",
     "asarray",
     "asnumpy",
     "check",
@@ -66,7 +68,9 @@ def asnumpy(self, a: Any) -> np.ndarray:
 def fetch(self, *arrays: Any) -> tuple[np.ndarray, ...]:
     """Copy ``arrays`` to the host in one transfer (one host sync on a GPU).
 
-    Returns C-contiguous host arrays. ``arrays`` may be strided views (for example rows
+    Returns C-contiguous host arrays; on a GPU they lie in page-locked memory from CuPy's
+    pinned pool (the transfer runs at the bus's speed), given back to the pool for later
+    read backs when they are gone. ``arrays`` may be strided views (for example rows
     reversed with ``[::-1]``): the one device copy that gathers them into the transfer
     buffer follows their strides, so they land on the host in their own order at no
     extra launch or host copy. The deferred address checks ride along: after the copy,
@@ -95,13 +99,18 @@ def fetch(self, *arrays: Any) -> tuple[np.ndarray, ...]:
         offsets.append(end)
         end += a.size * a.dtype.itemsize
     if len(parts) == 1:
-        host = xp.ascontiguousarray(parts[0]).reshape(-1).view(np.uint8).get()
+        buffer = xp.ascontiguousarray(parts[0]).reshape(-1).view(np.uint8)
     else:
         # One copy launch per part into one buffer (as concatenate would), any strides.
         buffer = xp.empty(end, dtype=np.uint8)
         for a, offset in zip(parts, offsets, strict=True):
             _part(buffer, offset, a)[...] = a
-        host = buffer.get()
+    # Into page-locked memory, which the device writes at full speed (pageable memory
+    # goes through a staging copy); the block returns to CuPy's pinned pool, to be used
+    # again, when the last array of this read back is gone.
+    host = _pinned_bytes(xp, buffer.size)
+    buffer.get(out=host, blocking=False)
+    xp.cuda.get_current_stream().synchronize()
     self._settled = len(self._unread)  # the copy waited for the device
     out = []
     for a, offset in zip(parts, offsets, strict=True):
@@ -197,6 +206,12 @@ def _raise_first(pending: list, bounds: np.ndarray) -> None:
         check_addresses(what, size, low, high)
 
 
+def _pinned_bytes(xp: Any, nbytes: int) -> np.ndarray:
+    """``nbytes`` of page-locked host memory from ``xp``'s pinned pool, as a NumPy array."""
+    memory = xp.cuda.alloc_pinned_memory(max(nbytes, 1))
+    return np.ndarray((max(nbytes, 1),), np.uint8, buffer=memory)[:nbytes]
+
+
 def _part(buffer: Any, offset: int, like: Any) -> Any:
     """The bytes of ``buffer`` from ``offset`` viewed as a C-contiguous array like ``like``."""
     nbytes = like.size * like.dtype.itemsize
@@ -210,3 +225,26 @@ def to_host(a: Any) -> np.ndarray:
     [1, 2]
     """
     return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+def array_module(a: Any) -> Any:
+    """The array namespace of ``a``: cupy for a CuPy array (CuPy is imported only
+    then), the namespace an array names by ``__array_namespace__`` when it is not NumPy
+    (the counting stand-in for CuPy names its own), else numpy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> array_module(np.zeros(3)) is np, array_module([1.0, 2.0]) is np
+    (True, True)
+    """
+    if type(a).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        return cupy
+    namespace = getattr(a, "__array_namespace__", None)
+    if namespace is not None:
+        xp = namespace()
+        if xp is not np:
+            return xp
+    return np

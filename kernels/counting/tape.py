@@ -34,9 +34,10 @@ class Tape:
     it did, on caches the device work has not flushed (as a GPU would leave them): the
     emulated device work evicts the host's code and data from the CPU caches, which made
     its Python about twice as slow over a 250k frame (the package docstring of
-    :mod:`kernels.counting`). Only synchronising reads back carry recorded data to the
-    host here, so a block that reads device data otherwise (``numpy.asarray`` of a device
-    array, an asynchronous ``get`` into pinned memory) cannot be replayed faithfully; a
+    :mod:`kernels.counting`). Only reads back (synchronising ones and asynchronous
+    ``get`` calls into pinned memory) carry recorded data to the host here, so a block
+    that reads device data otherwise (``numpy.asarray`` of a device array) cannot be
+    replayed faithfully; a
     block that asks for other operations than the recorded ones raises
     :class:`ReplayError`. Record a block that has run once already (the first run of a
     machine's kernels makes their scratch buffers).

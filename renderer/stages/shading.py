@@ -20,6 +20,7 @@ import numpy as np
 from renderer.stages.fast_paths import fast_path
 from renderer.stages.scan import TriangleSetup, edge_functions
 from renderer.stages.transform import SUBPIXEL
+from simd.transfers import array_module
 
 __all__ = [
     "AMBIENT",
@@ -53,6 +54,10 @@ def lambert(
     """RGB in [0, 1] of surfaces with unit ``normals`` (K, 3) lit from unit direction ``light``
     (two-sided Lambert plus ambient); ``colour`` is one RGB or one per normal (K, 3).
 
+    ``normals`` may be a NumPy or a CuPy array: the dot product is three products and two
+    sums in a fixed order (no matrix product, whose order a BLAS chooses), so both give the
+    same bits.
+
     Examples
     --------
     >>> import numpy as np
@@ -60,9 +65,11 @@ def lambert(
     >>> np.round(rgb, 3).tolist()     # facing the light: full colour; edge-on: ambient only
     [[0.92, 0.86, 0.72], [0.138, 0.129, 0.108]]
     """
-    normals = np.asarray(normals, dtype=np.float64)
-    n_dot_l = np.abs(normals @ np.asarray(light, dtype=np.float64))
-    colour = np.asarray(colour)
+    xp = array_module(normals)
+    normals = xp.asarray(normals, dtype=np.float64)
+    lx, ly, lz = (float(c) for c in np.asarray(light, dtype=np.float64))
+    n_dot_l = xp.abs(normals[:, 0] * lx + normals[:, 1] * ly + normals[:, 2] * lz)
+    colour = xp.asarray(colour)
     if colour.ndim == 1:
         colour = colour[None, :]
     return colour * (ambient + diffuse * n_dot_l)[:, None]
