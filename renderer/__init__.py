@@ -34,11 +34,12 @@ from renderer.pipeline import (
     render,
 )
 from renderer.scene.camera import Camera, default_camera
-from renderer.scene.mesh import Mesh, as_mesh, load_mesh, mesh_share
+from renderer.scene.mesh import DeviceMesh, Mesh, as_mesh, load_mesh, mesh_share
 from renderer.scene.prepared import Scene
 
 __all__ = [
     "Camera",
+    "DeviceMesh",
     "Frame",
     "FrameCounts",
     "FrameStats",

@@ -23,7 +23,7 @@ import numpy as np
 from renderer.driver import frame_view, read_back, run_stages
 from renderer.frame import Frame, FrameCounts, FrameStats, LoopWorkloads
 from renderer.scene.camera import Camera
-from renderer.scene.mesh import as_mesh
+from renderer.scene.mesh import DeviceMesh, as_mesh
 from renderer.scene.prepared import Scene
 from renderer.settings import LOOP_FORMS, MAX_SIZE, FrameSettings, check_camera_options
 from renderer.stages.shading import surface_colours
@@ -192,6 +192,8 @@ def render(  # noqa: PLR0913 (the public signature: every picture option by keyw
         if ranks is not None:
             _check_ranks(mesh, framing, keep_workloads)
         scene = mesh if isinstance(mesh, Scene) else None
+        if scene is None and ranks is None and _on_its_device(mesh, machine):
+            scene = Scene(mesh)  # drawn from the device's copy: no read back, no upload
         mesh = scene.mesh if scene is not None else as_mesh(mesh, allow_empty=ranks is not None)
         opt = FrameSettings.check(
             size, supersample=supersample, loop=loop, shading=shading, clock=clock,
@@ -204,7 +206,7 @@ def render(  # noqa: PLR0913 (the public signature: every picture option by keyw
             raise TypeError(f"machine must be a simd.Machine, got {type(machine).__name__}")
         base = None
         if ranks is None:
-            base = surface_colours(len(mesh.vertices), colour, values, colormap, value_range)
+            base = surface_colours(mesh.n_vertices, colour, values, colormap, value_range)
         if scene is not None:
             if machine is not None and machine is not scene.machine:
                 raise ValueError("a Scene renders on the machine it was prepared on")
@@ -268,6 +270,11 @@ def loop_workloads(
         keep_workloads=True,
     )
     return frame.stats.workloads
+
+
+def _on_its_device(mesh: Any, machine: Any) -> bool:
+    """Whether ``mesh`` is a DeviceMesh to render on the machine holding it."""
+    return isinstance(mesh, DeviceMesh) and (machine is None or machine is mesh.machine)
 
 
 def _default_machine() -> Any:

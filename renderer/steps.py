@@ -122,7 +122,7 @@ def transform(s: FrameState) -> PhaseRecord:
             if scene is not None
             else vertex_colours(mesh, s.light, opt.shading, **options)
         )
-        m.charge("elementwise", len(mesh.vertices), ops=TRANSFORM_OPS)
+        m.charge("elementwise", mesh.n_vertices, ops=TRANSFORM_OPS)
     return record
 
 
@@ -136,7 +136,7 @@ def clip(s: FrameState) -> PhaseRecord:
                                     machine=m)  # fmt: skip
         else:
             # give every corner its own vertex so the face colour rides along
-            corner = xp.arange(3 * len(s.mesh.faces), dtype=xp.int64).reshape(-1, 3)
+            corner = xp.arange(3 * s.mesh.n_faces, dtype=xp.int64).reshape(-1, 3)
             s.tris = clip_triangles(xp, s.clip[s.faces.reshape(-1)], corner, m.asarray(s.vcol),
                                     width, height, machine=m)  # fmt: skip
         s.clip = s.vcol = None

@@ -145,7 +145,7 @@ def _describe(args: argparse.Namespace, mesh: Any, machine: Any, t_load: float) 
     for a volume), machine, view."""
     made = "extracted" if args.volume else "loaded"
     print(
-        f"mesh     : {mesh.name}, {mesh.n_faces} triangles, {len(mesh.vertices)} vertices "
+        f"mesh     : {mesh.name}, {mesh.n_faces} triangles, {mesh.n_vertices} vertices "
         f"({made} in {t_load:.2f} s)"
     )
     if args.volume:

@@ -6,6 +6,7 @@ Marching cubes runs as three phases over the rows of a volume. The phases' scala
 (:mod:`~renderer.contour.row_kernels`) are compiled for the CPU
 (:mod:`~renderer.contour.cpu_kernels`) and the GPU (:mod:`~renderer.contour.cuda_kernels`);
 their array code (:mod:`~renderer.contour.arrays`) is the reference they are tested
-against; :mod:`~renderer.contour.tables` holds the case table and
+against; :mod:`~renderer.contour.tables` holds the case table,
+:mod:`~renderer.contour.parameters` the kernels' scalar arguments, and
 :mod:`~renderer.contour.fast_paths` names the kernels in the fast-path registry.
 """

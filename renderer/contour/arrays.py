@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from renderer.contour.row_kernels import emission_geometry, thresholds
+from renderer.contour.parameters import emission_geometry, thresholds
 from renderer.contour.tables import CORNERS, EDGES, MAX_TRIANGLES, case_table
 
 __all__ = ["classify_arrays", "count_arrays", "emit_arrays", "row_table"]
@@ -50,7 +50,7 @@ def _corner_bits(xp: Any, flags: Any) -> Any:
 
 def _inside(vol: Any, level: float) -> Any:
     """Whether each value is at or above ``level``, compared as the fused kernels compare
-    (:func:`renderer.contour.row_kernels.thresholds`: a float32 volume against the float32
+    (:func:`renderer.contour.parameters.thresholds`: a float32 volume against the float32
     nearest at or above it)."""
     return vol >= thresholds(vol.dtype, level)[0]
 
@@ -78,7 +78,7 @@ def classify_arrays(xp: Any, vol: Any, level: float) -> tuple:
 
 def row_table(xp: Any, vol: Any, above: Any, at: Any) -> Any:
     """:func:`renderer.contour.row_kernels.classify_row` for every row, with the level as
-    :func:`renderer.contour.row_kernels.thresholds` gives it: ``(rows, 8)`` int64."""
+    :func:`renderer.contour.parameters.thresholds` gives it: ``(rows, 8)`` int64."""
     n0, n1, n2 = vol.shape
     inside = vol >= above
     crossed = inside[:, :, 1:] != inside[:, :, :-1]

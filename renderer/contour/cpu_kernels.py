@@ -15,13 +15,8 @@ from typing import Any
 import numpy as np
 
 from kernels.rebind import bind, cpu_inline, cpu_loop, cpu_primitives
-from renderer.contour import row_kernels as ck
-from renderer.contour.row_kernels import (
-    ROW_FIELDS,
-    bound_bodies,
-    emission_geometry,
-    thresholds,
-)
+from renderer.contour.parameters import emission_geometry, thresholds
+from renderer.contour.row_kernels import DTYPES, ROW_FIELDS, bound_bodies
 from renderer.contour.tables import case_table, triangle_counts
 
 __all__ = ["classify_cpu", "emit_cpu"]
@@ -39,7 +34,7 @@ def _cpu_kernel(name: str) -> Any:
     bodies = _cpu_bodies()
     calls = {"classify": bodies["classify_row"], "count": bodies["count_row"],
              "emit": bodies["emit_row"]}  # fmt: skip
-    loop = ck.classify_rows if name == "classify" else ck.emit_rows
+    loop = classify_rows if name == "classify" else emit_rows
     return cpu_loop(bind(loop, **calls))
 
 
@@ -69,20 +64,59 @@ def classify_cpu(volume: np.ndarray, level: float) -> tuple:
 
 
 def emit_cpu(volume: np.ndarray, level: float, geometry: tuple, rows: np.ndarray,
-             offsets: tuple, sizes: tuple[int, int]) -> tuple:  # fmt: skip
-    """The fused emission on the CPU: ``vertices``, ``normals`` (V, 3) float64 and
-    ``faces`` (T, 3) int64. ``geometry``: the spacing and the origin (6 floats), and for a
-    slab the global index of its first plane (:func:`emission_geometry`);
+             offsets: tuple, sizes: tuple[int, int], dtypes: tuple = DTYPES) -> tuple:  # fmt: skip
+    """The fused emission on the CPU: ``vertices``, ``normals`` (V, 3) and ``faces`` (T,
+    3), of ``dtypes`` (the vertices' and normals', the faces'; computed in float64 and
+    int64, rounded where stored). ``geometry``: the spacing and the origin (6 floats), and
+    for a slab the global index of its first plane (:func:`emission_geometry`);
     ``offsets``: the rows' first vertex per axis, first triangle and spans; ``sizes``:
     ``(V, T)``."""
     starts, tri_starts, spans = offsets
     n_vertices, n_triangles = sizes
-    verts = np.empty((n_vertices, 3), dtype=np.float64)
-    normals = np.empty((n_vertices, 3), dtype=np.float64)
-    faces = np.empty((n_triangles, 3), dtype=np.int64)
+    verts = np.empty((n_vertices, 3), dtype=dtypes[0])
+    normals = np.empty((n_vertices, 3), dtype=dtypes[0])
+    faces = np.empty((n_triangles, 3), dtype=dtypes[1])
     eid = np.empty(12, dtype=np.int64)
     row_faces = np.empty(volume.shape[2], dtype=np.int64)
     _cpu_kernel("emit")(volume, float(level), emission_geometry(geometry), rows,
                         case_table(), starts, tri_starts, spans, eid, row_faces, verts,
                         normals, faces)  # fmt: skip
     return verts, normals, faces
+
+
+# ------------------------------------------------------------------------ the CPU's loops
+# (compiled with the row bodies inlined: _cpu_kernel)
+
+
+def classify_rows(vol, above, at, level, rows, table, ntri, edges, tris, spans):
+    """Every row classified and counted, a plane of rows ahead: the rows of plane ``i``
+    are counted while the plane after it, which the counting reads, is in the cache."""
+    n0 = vol.shape[0]
+    n1 = vol.shape[1]
+    for r in range(n1):
+        classify(vol, above, at, r, rows)
+    for i in range(n0):
+        if i + 1 < n0:
+            for r in range((i + 1) * n1, (i + 2) * n1):
+                classify(vol, above, at, r, rows)
+        for r in range(i * n1, (i + 1) * n1):
+            count(vol, level, r, rows, table, ntri, edges, tris, spans)
+
+
+def emit_rows(vol, level, geometry, rows, table, starts, tri_starts, spans, eid, row_faces,
+               verts, normals, faces):  # fmt: skip
+    for r in range(rows.shape[0]):
+        emit(vol, level, r, geometry, rows, table, starts, tri_starts, spans, eid, row_faces,
+             verts, normals, faces)  # fmt: skip
+
+
+def classify(*args: Any) -> None:  # the loops' bodies, bound to compiled ones on the CPU
+    raise NotImplementedError
+
+
+def count(*args: Any) -> None:
+    raise NotImplementedError
+
+
+def emit(*args: Any) -> None:
+    raise NotImplementedError

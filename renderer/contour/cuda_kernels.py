@@ -29,6 +29,7 @@ from kernels.numba_cuda import cuda_module
 from kernels.rebind import bind
 from renderer.contour import row_kernels as ck
 from renderer.contour.arrays import count_arrays, emit_arrays, row_table
+from renderer.contour.parameters import emission_geometry, thresholds
 from renderer.contour.tables import case_table, triangle_counts
 
 __all__ = [
@@ -241,7 +242,7 @@ def classify_device(xp: Any, volume: Any, level: float) -> tuple:
     n0, n1, _ = volume.shape
     n = n0 * n1
     rows = xp.empty((n, len(ck.ROW_FIELDS)), dtype=xp.int64)
-    _launch_rows(xp, "classify", n, (volume, *ck.thresholds(volume.dtype, level), rows))
+    _launch_rows(xp, "classify", n, (volume, *thresholds(volume.dtype, level), rows))
     edges = xp.empty((n, 3), dtype=xp.int64)
     tris = xp.empty(n, dtype=xp.int64)
     spans = xp.empty((n, 2), dtype=xp.int64)
@@ -251,15 +252,15 @@ def classify_device(xp: Any, volume: Any, level: float) -> tuple:
 
 
 def emit_device(xp: Any, volume: Any, level: float, geometry: tuple, rows: Any, offsets: tuple,
-                sizes: tuple[int, int]) -> tuple:  # fmt: skip
-    """The fused emission on ``xp``'s device: ``vertices``, ``normals`` (V, 3) float64 and
-    ``faces`` (T, 3) int64 (arguments as :func:`renderer.contour.cpu_kernels.emit_cpu`)."""
+                sizes: tuple[int, int], dtypes: tuple = ck.DTYPES) -> tuple:  # fmt: skip
+    """The fused emission on ``xp``'s device: ``vertices``, ``normals`` (V, 3) and ``faces``
+    (T, 3) of ``dtypes`` (arguments as :func:`renderer.contour.cpu_kernels.emit_cpu`)."""
     starts, tri_starts, spans = offsets
     n_vertices, n_triangles = sizes
-    verts = xp.empty((n_vertices, 3), dtype=xp.float64)
-    normals = xp.empty((n_vertices, 3), dtype=xp.float64)
-    faces = xp.empty((n_triangles, 3), dtype=xp.int64)
-    geometry = ck.emission_geometry(geometry)
+    verts = xp.empty((n_vertices, 3), dtype=dtypes[0])
+    normals = xp.empty((n_vertices, 3), dtype=dtypes[0])
+    faces = xp.empty((n_triangles, 3), dtype=dtypes[1])
+    geometry = emission_geometry(geometry)
     args = (volume, float(level), geometry, rows, _tables(xp)[0], starts, tri_starts, spans,
             verts, normals, faces)  # fmt: skip
     _launch(xp, "emit", int(rows.shape[0]), args)

@@ -56,11 +56,16 @@ import numpy as np
 from renderer.contour.arrays import classify_arrays, emit_arrays
 from renderer.contour.fast_paths import fast_path
 from renderer.contour.tables import MAX_TRIANGLES
-from renderer.scene.mesh import Mesh
+from renderer.scene.mesh import DeviceMesh, Mesh
 
-__all__ = ["IsosurfaceShare", "Planes", "gather_isosurface", "isosurface", "slab_isosurface"]
-
-_ARRAYS = {"classify": classify_arrays, "emit": emit_arrays}
+__all__ = [
+    "IsosurfaceShare",
+    "Planes",
+    "checked_dtype",
+    "gather_isosurface",
+    "isosurface",
+    "slab_isosurface",
+]
 
 # Elementwise operations per virtual processor charged to the model clock (hand-counted).
 #: Per point: the comparison with the level, the three checks and the case index's bits.
@@ -80,6 +85,7 @@ def isosurface(
     spacing: float | tuple[float, float, float] = (1.0, 1.0, 1.0),
     origin: tuple[float, float, float] = (0.0, 0.0, 0.0),
     machine: Any = None,
+    dtype: Any = np.float32,
 ) -> Mesh:
     """The isosurface of ``volume`` at ``level``, by marching cubes on the emulated machine.
 
@@ -101,10 +107,17 @@ def isosurface(
     machine : simd.Machine, optional
         The machine to run on (a default ``Machine()`` when omitted); one across MPI
         ranks (``comm=``) extracts in slabs, each rank its own.
+    dtype : {numpy.float32, numpy.float64}
+        The vertices' and normals' type: computed in float64, stored as float32 (what VTK
+        stores, half the bytes) unless float64 is asked for. The faces are int32 while the
+        vertices' ids fit (fewer than 2**31 vertices), else int64.
 
     Returns
     -------
     Mesh
+        On a GPU (a CuPy machine), a :class:`~renderer.scene.mesh.DeviceMesh`: its arrays
+        stay on the device, read back (in one transfer, into page-locked memory) the first
+        time they are read, and :func:`renderer.render` draws it there without a copy.
         One vertex per crossed grid edge, with unit normals pointing down the gradient
         (towards lower values; zero where the gradient vanishes), and the triangles of
         ``vtkMarchingCubes``: the same triangles with the same winding, vertex positions
@@ -149,15 +162,32 @@ def isosurface(
     from simd import Machine
 
     m = machine if machine is not None else Machine()
-    volume, dtype = _checked_volume(volume)
+    volume, kind = _checked_volume(volume)
     level = _checked_level(level)
     geometry = _checked_geometry(spacing, origin)
+    out = checked_dtype(dtype)
     if m.ranks is not None:
-        return _isosurface_on_ranks(m, volume, dtype, level, geometry)
-    volume = _kernel_array(volume, dtype, m.xp)
+        return _isosurface_on_ranks(m, volume, kind, level, geometry, out)
+    volume = _kernel_array(volume, kind, m.xp)
     n0 = volume.shape[0]
-    mesh = _extract(m, volume, level, geometry, Planes(0, 0, n0, n0), checked=True)
-    return Mesh(mesh.vertices, mesh.faces, mesh.normals, mesh.name)
+    whole = Planes(0, 0, n0, n0)
+    verts, normals, faces, _ = _extract(m, volume, level, geometry, whole, out, checked=True)
+    name = f"isosurface at {level:g}"
+    if m.backend == "cupy":
+        return DeviceMesh(m, verts, faces, normals, name)
+    return Mesh(verts, faces, normals, name)
+
+
+def checked_dtype(dtype: Any) -> np.dtype:
+    """The vertices' type an extraction is asked for, float32 or float64, or one
+    ValueError."""
+    try:
+        out = np.dtype(dtype)
+    except TypeError:
+        out = None
+    if out not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64 (the vertices' type); got {dtype!r}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -212,6 +242,7 @@ def slab_isosurface(
     spacing: float | tuple[float, float, float] = (1.0, 1.0, 1.0),
     origin: tuple[float, float, float] = (0.0, 0.0, 0.0),
     machine: Any = None,
+    dtype: Any = np.float32,
 ) -> IsosurfaceShare:
     """The share of planes ``planes.lo`` to ``planes.hi - 1`` of the isosurface of a volume
     of ``planes.n0`` planes, from the slab ``volume`` holding its planes
@@ -219,7 +250,8 @@ def slab_isosurface(
     vertices of the whole volume's :func:`isosurface` that those planes own, bit for bit,
     with the vertex and triangle ids counted from the slab's first (``first_vertex`` and
     ``first_face`` 0). The values are not checked (NaN, the level's side) and the share
-    may be empty. The slabs of a volume in order give its whole surface.
+    may be empty. The slabs of a volume in order give its whole surface. ``dtype``: the
+    vertices' type, as :func:`isosurface` takes it; the share's arrays are on the host.
 
     Examples
     --------
@@ -236,10 +268,11 @@ def slab_isosurface(
     from simd import Machine
 
     m = machine if machine is not None else Machine()
-    volume, dtype = _checked_volume(volume, slab=True)
+    volume, kind = _checked_volume(volume, slab=True)
     geometry = _checked_geometry(spacing, origin) + (planes.first,)
-    volume = _kernel_array(volume, dtype, m.xp)
-    return _extract(m, volume, float(level), geometry, planes)
+    volume = _kernel_array(volume, kind, m.xp)
+    out = checked_dtype(dtype)
+    return _share(m, *_extract(m, volume, float(level), geometry, planes, out), level)
 
 
 def gather_isosurface(share: IsosurfaceShare, machine: Any) -> Mesh | None:
@@ -249,34 +282,47 @@ def gather_isosurface(share: IsosurfaceShare, machine: Any) -> Mesh | None:
     own = slice(0, share.owned_vertices)
     vertices = machine.gather(share.vertices[own])
     normals = machine.gather(share.normals[own])
-    faces = machine.gather(share.faces + share.first_vertex)
+    faces = machine.gather(share.faces.astype(np.int64) + share.first_vertex)
     if vertices is None:
         return None
-    return Mesh(vertices, faces, normals, share.name)
+    return Mesh(vertices, faces.astype(_face_dtype(len(vertices))), normals, share.name)
 
 
-def _isosurface_on_ranks(m: Any, volume: Any, dtype: Any, level: float,
-                         geometry: tuple) -> IsosurfaceShare:  # fmt: skip
+def _isosurface_on_ranks(m: Any, volume: Any, kind: Any, level: float, geometry: tuple,
+                         out: np.dtype) -> IsosurfaceShare:  # fmt: skip
     """This rank's share of the isosurface: the planes of its block (the machine's
     canonical layout along axis 0), from the slab of ``volume`` it holds (read from a
     memory map, only those planes are read)."""
     n0 = volume.shape[0]
     lo, hi = (int(v) for v in m.ranks.bounds(n0)[m.rank : m.rank + 2])
     first, last = Planes.held(lo, hi, n0)
-    slab = _kernel_array(volume[first:last], dtype, m.xp)
+    slab = _kernel_array(volume[first:last], kind, m.xp)
 
     def totals(counts: np.ndarray) -> np.ndarray:
         return m.ranks.allreduce(np.asarray(counts, dtype=np.int64), "add")
 
     planes = Planes(first, lo, hi, n0)
-    return _extract(m, slab, level, geometry + (first,), planes, checked=True, totals=totals)
+    found = _extract(m, slab, level, geometry + (first,), planes, out, checked=True,
+                     totals=totals)  # fmt: skip
+    return _share(m, *found, level)
 
 
-def _extract(m: Any, volume: Any, level: float, geometry: tuple, planes: Planes, *,
-             checked: bool = False, totals: Any = None) -> IsosurfaceShare:  # fmt: skip
-    """The three phases on ``volume`` (the planes ``planes`` says it holds); ``checked``:
-    refuse NaN, a level on one side and an empty surface (over the whole volume: the
-    counts summed by ``totals`` over the ranks)."""
+def _share(m: Any, verts: Any, normals: Any, faces: Any, counts: tuple,
+           level: float) -> IsosurfaceShare:  # fmt: skip
+    """A slab's extraction as its share, read back to the host (one transfer)."""
+    first_vertex, first_face, own_v, own_t = counts
+    verts, normals, faces = m.fetch(verts, normals, faces)
+    return IsosurfaceShare(verts, faces[:own_t], normals, f"isosurface at {level:g}",
+                           first_vertex, own_v, first_face)  # fmt: skip
+
+
+def _extract(m: Any, volume: Any, level: float, geometry: tuple, planes: Planes,
+             out: np.dtype, *, checked: bool = False, totals: Any = None) -> tuple:  # fmt: skip
+    """The three phases on ``volume`` (the planes ``planes`` says it holds), vertices and
+    normals of type ``out``; ``checked``: refuse NaN, a level on one side and an empty
+    surface (over the whole volume: the counts summed by ``totals`` over the ranks).
+    Returns the vertices, normals and faces on the machine's device, and the first vertex
+    and triangle ids and the own vertices' and triangles' numbers."""
     _, n1, n2 = volume.shape
     points = planes.n0 * n1 * n2
     with m.phase("classify"):
@@ -314,11 +360,10 @@ def _extract(m: Any, volume: Any, level: float, geometry: tuple, planes: Planes,
         _check_found(m, rows[a:b, 7], int(nonfinite), points, n_triangles, level)
     with m.phase("emit"):
         sizes = (own_v + ghost_v, own_t + ghost_t)
-        out = _emit(m.xp, volume, level, geometry, rows, offsets, sizes)
+        dtypes = (out, _face_dtype(sizes[0]))
+        verts, normals, faces = _emit(m.xp, volume, level, geometry, rows, offsets, sizes, dtypes)
         _charge_emit(m, points, n_vertices, n_triangles)
-    verts, normals, faces = m.fetch(*out)
-    return IsosurfaceShare(verts, faces[:own_t], normals, f"isosurface at {level:g}",
-                           first_vertex, own_v, first_face)  # fmt: skip
+    return verts, normals, faces, (first_vertex, first_face, own_v, own_t)
 
 
 def _classify(xp: Any, volume: Any, level: float) -> tuple:
@@ -327,16 +372,27 @@ def _classify(xp: Any, volume: Any, level: float) -> tuple:
         n = 0
         return (xp.zeros((n, 8), dtype=xp.int64), xp.zeros((n, 3), dtype=xp.int64),
                 xp.zeros(n, dtype=xp.int64), xp.zeros((n, 2), dtype=xp.int64))  # fmt: skip
-    return _run("classify", xp, volume, level)
+    fused = fast_path("classify", xp)
+    return fused(volume, level) if fused is not None else classify_arrays(xp, volume, level)
 
 
 def _emit(xp: Any, volume: Any, level: float, geometry: tuple, rows: Any, offsets: tuple,
-          sizes: tuple[int, int]) -> tuple:  # fmt: skip
-    """The emit phase's vertices, normals and triangles (empty for a slab of no planes)."""
+          sizes: tuple[int, int], dtypes: tuple) -> tuple:  # fmt: skip
+    """The emit phase's vertices, normals and triangles of ``dtypes`` (the vertices' and
+    normals', the faces'; empty for a slab of no planes)."""
     if volume.shape[0] == 0:
-        empty = xp.zeros((0, 3), dtype=xp.float64)
-        return empty, empty.copy(), xp.zeros((0, 3), dtype=xp.int64)
-    return _run("emit", xp, volume, level, geometry, rows, offsets, sizes)
+        empty = xp.zeros((0, 3), dtype=dtypes[0])
+        return empty, empty.copy(), xp.zeros((0, 3), dtype=dtypes[1])
+    fused = fast_path("emit", xp)
+    if fused is not None:
+        return fused(volume, level, geometry, rows, offsets, sizes, dtypes)
+    verts, normals, faces = emit_arrays(xp, volume, level, geometry, rows, offsets, sizes)
+    return verts.astype(dtypes[0]), normals.astype(dtypes[0]), faces.astype(dtypes[1])
+
+
+def _face_dtype(n_vertices: int) -> np.dtype:
+    """int32 for the faces of ``n_vertices`` vertices while their ids fit, else int64."""
+    return np.dtype(np.int32) if n_vertices <= np.iinfo(np.int32).max else np.dtype(np.int64)
 
 
 def _slab_offsets(xp: Any, counted: tuple, scanned: tuple, bounds: tuple) -> tuple:
@@ -366,14 +422,6 @@ def _slab_offsets(xp: Any, counted: tuple, scanned: tuple, bounds: tuple) -> tup
     emitted[a:g] = spans[a:g]
     ghost = xp.stack([edges[b:g].sum(), tris[b:g].sum()])
     return (local, local_tris, emitted), xp.concatenate([first, own, ghost])
-
-
-def _run(name: str, xp: Any, *args: Any) -> Any:
-    """Phase ``name`` as its fused kernel, or as array code where none applies."""
-    fused = fast_path(name, xp)
-    if fused is not None:
-        return fused(*args)
-    return _ARRAYS[name](xp, *args)
 
 
 def _charge_emit(m: Any, points: int, n_vertices: int, n_triangles: int) -> None:

@@ -47,6 +47,7 @@ from kernels.rebind import bind, fmul
 from renderer.contour.tables import EDGES, MAX_TRIANGLES
 
 __all__ = [
+    "DTYPES",
     "ROW_FIELDS",
     "bound_bodies",
     "classify_finish",
@@ -55,14 +56,14 @@ __all__ = [
     "count_finish",
     "count_lane",
     "count_setup",
-    "classify_rows",
     "classify_row",
     "count_row",
     "emit_row",
-    "emit_rows",
-    "emission_geometry",
-    "thresholds",
 ]
+
+#: The emission's output types unless asked otherwise: float32 vertices and normals (what
+#: VTK stores; half the bytes to move) and int32 faces (while the vertices' ids fit).
+DTYPES = (np.dtype(np.float32), np.dtype(np.int32))
 
 #: The columns of the per-row table :func:`classify_row` fills.
 ROW_FIELDS = (
@@ -177,50 +178,12 @@ def _span(rows, a, b, c, d, n2):
     return lo, hi + 2
 
 
-def thresholds(dtype: Any, level: float) -> tuple:
-    """``(above, at)`` for :func:`classify_row`: for a float32 volume the smallest float32
-    at or above ``level`` and ``level`` itself if a float32 holds it (else NaN, which no
-    value equals), so that a float32 ``x`` compares with them as with ``level``; for any
-    other volume ``level`` twice.
-
-    Examples
-    --------
-    >>> thresholds(np.float32, 0.7)   # the float32 nearest 0.7 lies below it
-    (np.float32(0.70000005), np.float32(nan))
-    >>> thresholds(np.float32, 0.5)
-    (np.float32(0.5), np.float32(0.5))
-    """
-    if np.dtype(dtype) != np.float32:
-        return float(level), float(level)
-    with np.errstate(over="ignore"):  # beyond float32's range: an infinity, as it should
-        nearest = np.float32(level)
-    above = nearest if float(nearest) >= level else np.nextafter(nearest, np.float32(np.inf))
-    at = nearest if float(nearest) == level else np.float32(np.nan)
-    return above, at
-
-
-def emission_geometry(geometry: tuple) -> tuple:
-    """The geometry as :func:`emit_row` takes it (10 floats: the spacing, the origin, the
-    inverse spacing and the global index of the volume's plane 0 along axis 0) from the
-    spacing and the origin (6 floats) and, for a slab of a larger volume, that index (a
-    7th; 0 when absent).
-
-    Examples
-    --------
-    >>> emission_geometry((2.0, 4.0, 1.0, 0.0, 0.0, 0.0, 5))[6:]
-    (0.5, 0.25, 1.0, 5.0)
-    """
-    spacing = tuple(float(g) for g in geometry[:3])
-    first = float(geometry[6]) if len(geometry) > 6 else 0.0
-    return (spacing + tuple(float(g) for g in geometry[3:6]) + tuple(1.0 / g for g in spacing)
-            + (first,))  # fmt: skip
-
-
 def classify_row(vol, above, at, r, rows):
     """Classify the points of row ``r``: row ``r`` of ``rows`` (:data:`ROW_FIELDS`).
-    ``x >= above`` is inside, ``x == at`` at the level (:func:`thresholds`: the level in
-    the volume's own type where that is exact, so that the loop compares as many values
-    at once as the CPU's vector unit holds)."""
+    ``x >= above`` is inside, ``x == at`` at the level
+    (:func:`~renderer.contour.parameters.thresholds`: the level in the volume's own type
+    where that is exact, so that the loop compares as many values at once as the CPU's
+    vector unit holds)."""
     i, j = _row_point(vol, r)
     part = classify_lane(vol, above, at, i, j, 0, 1)
     classify_finish(vol, above, at, i, j, r, rows, part)
@@ -422,7 +385,8 @@ def _gradient(vol, i, j, k):
 
 def _vertex(vol, level, geometry, i, j, k, axis, v, verts, normals):
     """Write vertex ``v``: the crossing on the edge from grid point ``(i, j, k)`` along
-    ``axis``, with its unit normal (``geometry``: :func:`emission_geometry`)."""
+    ``axis``, with its unit normal (``geometry``:
+    :func:`~renderer.contour.parameters.emission_geometry`)."""
     i1 = i
     j1 = j
     k1 = k
@@ -582,44 +546,6 @@ def _triangles(table, case, equal, eid, t, faces):
         faces[u, 2] = eid[np.uint64(table[c, s + 2])]
         t += 1
     return t
-
-
-# ------------------------------------------------------------------------ the CPU's loops
-# (renderer.contour.cpu_kernels compiles them with the bodies inlined)
-
-
-def classify_rows(vol, above, at, level, rows, table, ntri, edges, tris, spans):
-    """Every row classified and counted, a plane of rows ahead: the rows of plane ``i``
-    are counted while the plane after it, which the counting reads, is in the cache."""
-    n0 = vol.shape[0]
-    n1 = vol.shape[1]
-    for r in range(n1):
-        classify(vol, above, at, r, rows)
-    for i in range(n0):
-        if i + 1 < n0:
-            for r in range((i + 1) * n1, (i + 2) * n1):
-                classify(vol, above, at, r, rows)
-        for r in range(i * n1, (i + 1) * n1):
-            count(vol, level, r, rows, table, ntri, edges, tris, spans)
-
-
-def emit_rows(vol, level, geometry, rows, table, starts, tri_starts, spans, eid, row_faces,
-               verts, normals, faces):  # fmt: skip
-    for r in range(rows.shape[0]):
-        emit(vol, level, r, geometry, rows, table, starts, tri_starts, spans, eid, row_faces,
-             verts, normals, faces)  # fmt: skip
-
-
-def classify(*args: Any) -> None:  # the loops' bodies, bound to compiled ones on the CPU
-    raise NotImplementedError
-
-
-def count(*args: Any) -> None:
-    raise NotImplementedError
-
-
-def emit(*args: Any) -> None:
-    raise NotImplementedError
 
 
 def _face_here(vol, level, i, j, k, row_faces):

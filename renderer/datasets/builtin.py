@@ -209,8 +209,9 @@ def _build(kind: str, n: int, rank: int = 0, nranks: int = 1) -> Mesh:
         if last == first:
             continue  # no planes of this block on this rank
         block = sample(n, xs[first:last], ys, zs)  # the samples the whole grid has there
-        part = slab_isosurface(block, LEVEL, Planes(first, lo, hi, len(xs)),
-                               spacing=spacing, origin=origin, machine=machine)  # fmt: skip
+        # float64, as the data sets were first built and their figures pinned
+        part = slab_isosurface(block, LEVEL, Planes(first, lo, hi, len(xs)), spacing=spacing,
+                               origin=origin, machine=machine, dtype=np.float64)  # fmt: skip
         if part.n_faces:  # else no surface crosses this block's planes
             parts.append(part)
     if kind in OILWELL:
@@ -224,7 +225,7 @@ def _build(kind: str, n: int, rank: int = 0, nranks: int = 1) -> Mesh:
         return Mesh(empty, np.zeros((0, 3), dtype=np.int64), empty, name)
     offsets = np.cumsum([0] + [len(p.vertices) for p in parts[:-1]])
     v = np.concatenate([p.vertices for p in parts])
-    f = np.concatenate([p.faces + o for p, o in zip(parts, offsets, strict=True)])
+    f = np.concatenate([p.faces.astype(np.int64) + o for p, o in zip(parts, offsets, strict=True)])
     nn = np.concatenate([_unit(p.normals) for p in parts])
     return Mesh(_z_up(v), f, _z_up(nn), name)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,7 @@ __all__ = [
     "default_camera",
     "look_at",
     "perspective",
+    "sphere_of",
     "viewport_matrix",
 ]
 
@@ -204,12 +206,22 @@ def bounding_sphere(mesh: Mesh) -> tuple[np.ndarray, float]:
     >>> centre.tolist(), round(radius, 6)
     ([1.0, 1.0, 0.0], 1.414214)
     """
-    lo, hi = mesh.bounds()
+    return sphere_of(mesh.vertices, fetch=lambda *a: tuple(np.asarray(x) for x in a))
+
+
+def sphere_of(vertices: Any, fetch: Any) -> tuple[np.ndarray, float]:
+    """:func:`bounding_sphere` of ``vertices`` (N, 3) float64, NumPy or device arrays alike
+    (the same bits: minima and maxima, and three squares summed in a fixed order);
+    ``fetch`` brings the centre and the squared radius to the host (``Machine.fetch``)."""
+    lo, hi = vertices.min(axis=0), vertices.max(axis=0)
     centre = (lo + hi) / 2.0
-    radius = float(np.sqrt(((mesh.vertices - centre) ** 2).sum(axis=1).max()))
+    d = vertices - centre
+    r2 = (d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]).max()
+    centre, r2 = fetch(centre, r2)
+    radius = float(np.sqrt(r2))
     if radius == 0.0:
         radius = 1.0  # a single point: any distance will do
-    return centre, radius
+    return np.asarray(centre, dtype=np.float64), radius
 
 
 #: Ways :func:`default_camera` frames the mesh.

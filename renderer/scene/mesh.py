@@ -19,6 +19,7 @@ from simd.errors import one_line, require
 
 __all__ = [
     "MAX_COORDINATE",
+    "DeviceMesh",
     "Mesh",
     "as_mesh",
     "corner_normals",
@@ -39,11 +40,11 @@ class Mesh:
 
     Parameters
     ----------
-    vertices : (N, 3) float64 array
-        Vertex positions (model space).
-    faces : (M, 3) int64 array
+    vertices : (N, 3) float array
+        Vertex positions (model space): float64, or float32 from an isosurface.
+    faces : (M, 3) integer array
         Vertex indices of each triangle, counter-clockwise seen from the outside.
-    normals : (N, 3) float64 array, optional
+    normals : (N, 3) float array, optional
         Unit per-vertex normals; computed from the faces when absent.
     name : str
         A label for tables and file names.
@@ -59,9 +60,82 @@ class Mesh:
         """Number of triangles."""
         return int(self.faces.shape[0])
 
+    @property
+    def n_vertices(self) -> int:
+        """Number of vertices."""
+        return int(self.vertices.shape[0])
+
     def bounds(self) -> np.ndarray:
         """(2, 3) array of the minimum and maximum corner of the bounding box."""
         return np.stack([self.vertices.min(axis=0), self.vertices.max(axis=0)])
+
+
+class DeviceMesh(Mesh):
+    """A mesh whose arrays live on a machine's device: what :func:`renderer.isosurface`
+    gives on a GPU.
+
+    Its ``vertices``, ``faces`` and ``normals`` are host arrays like any Mesh's: the first
+    time one is read, all three come to the host in one transfer (``machine.fetch``), and
+    stay. Rendered on its own machine (:func:`renderer.render`, :class:`renderer.Scene`),
+    it is drawn from the device's copy and never read back. It holds its device memory
+    as long as it lives.
+
+    Parameters
+    ----------
+    machine : simd.Machine
+        The machine whose device holds the arrays.
+    vertices, faces, normals : device arrays
+        (N, 3), (M, 3) and (N, 3), on ``machine.xp``.
+    name : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simd import Machine
+    >>> m = Machine(backend="counting")
+    >>> tri = DeviceMesh(m, m.asarray(np.eye(3)), m.asarray([[0, 1, 2]]), m.asarray(np.eye(3)))
+    >>> tri.on(m) is not None, tri.n_faces, tri.vertices.sum()    # read back when read
+    (True, 1, np.float64(3.0))
+    """
+
+    def __init__(self, machine: Any, vertices: Any, faces: Any, normals: Any,
+                 name: str = "mesh") -> None:  # fmt: skip
+        object.__setattr__(self, "machine", machine)
+        object.__setattr__(self, "device", (vertices, faces, normals))
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "_host", None)
+
+    def __repr__(self) -> str:
+        return (
+            f"DeviceMesh({self.name!r}, {self.n_faces} triangles, {self.n_vertices} vertices, "
+            f"on {self.machine!r})"
+        )
+
+    vertices = property(lambda self: self._fetched()[0], doc="(N, 3) host array.")
+    faces = property(lambda self: self._fetched()[1], doc="(M, 3) host array.")
+    normals = property(lambda self: self._fetched()[2], doc="(N, 3) host array.")
+
+    @property
+    def n_faces(self) -> int:
+        """Number of triangles (read on the host without a transfer)."""
+        return int(self.device[1].shape[0])
+
+    @property
+    def n_vertices(self) -> int:
+        """Number of vertices (read on the host without a transfer)."""
+        return int(self.device[0].shape[0])
+
+    def on(self, machine: Any) -> tuple | None:
+        """The device arrays ``(vertices, faces, normals)`` when ``machine`` is the one
+        holding them, else None."""
+        return self.device if machine is self.machine else None
+
+    def _fetched(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        host = self._host
+        if host is None:
+            host = self.machine.fetch(*self.device)
+            object.__setattr__(self, "_host", host)
+        return host
 
 
 def as_mesh(mesh: Any, *, name: str | None = None, allow_empty: bool = False) -> Mesh:

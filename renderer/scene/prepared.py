@@ -19,8 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from renderer.scene.camera import Camera, bounding_sphere, default_camera
-from renderer.scene.mesh import Mesh, as_mesh, corner_normals, face_normals, vertex_normals
+from renderer.scene.camera import Camera, bounding_sphere, default_camera, sphere_of
+from renderer.scene.mesh import (
+    DeviceMesh,
+    Mesh,
+    as_mesh,
+    corner_normals,
+    face_normals,
+    vertex_normals,
+)
 from renderer.stages.shading import BASE_COLOUR, SHADINGS, lambert
 
 __all__ = ["Scene", "vertex_colours"]
@@ -74,20 +81,25 @@ class Scene:
     Parameters
     ----------
     mesh : Mesh, object with ``vertices`` (N, 3) and ``faces`` (M, 3), or such a pair
-        Validated once, as :func:`renderer.render` validates a mesh.
+        Validated once, as :func:`renderer.render` validates a mesh. A
+        :class:`~renderer.scene.mesh.DeviceMesh` on ``machine`` (an isosurface extracted
+        on a GPU) is prepared from its device arrays and never read back for the usual
+        frames (Gouraud shading without a crease angle, one surface colour); the frames
+        that need its host arrays read them back once.
     machine : simd.Machine, optional
-        The machine whose device holds the scene; a default ``Machine()`` when omitted.
-        Every frame of the scene renders on it.
+        The machine whose device holds the scene; a default ``Machine()`` when omitted
+        (for a DeviceMesh: its machine). Every frame of the scene renders on it.
 
     Attributes
     ----------
     mesh : Mesh
-        The validated mesh (host arrays).
+        The validated mesh (host arrays; a DeviceMesh reads them back when they are read).
     machine : simd.Machine
     vertices, faces : device arrays
         float64 (N, 3) and int64 (M, 3), on ``machine.xp``.
-    normals : (N, 3) float64 host array
-        Unit vertex normals (computed on the host so every backend shades alike).
+    normals : (N, 3) array
+        Unit vertex normals: computed on the host so every backend shades alike, or a
+        DeviceMesh's own on the device.
 
     Examples
     --------
@@ -103,18 +115,28 @@ class Scene:
     """
 
     def __init__(self, mesh: Any, machine: Any = None) -> None:
+        if machine is None and isinstance(mesh, DeviceMesh):
+            machine = mesh.machine
         if machine is None:
             from simd import Machine
 
             machine = Machine()
         elif not (hasattr(machine, "xp") and hasattr(machine, "scan")):
             raise TypeError(f"machine must be a simd.Machine, got {type(machine).__name__}")
-        self.mesh = as_mesh(mesh)
         self.machine = machine
-        self.vertices = machine.asarray(self.mesh.vertices, dtype=np.float64)
-        self.faces = machine.asarray(self.mesh.faces, dtype=np.int64)
-        self.normals = vertex_normals(self.mesh)
-        self._sphere = bounding_sphere(self.mesh)
+        device = mesh.on(machine) if isinstance(mesh, DeviceMesh) else None
+        if device is not None:  # drawn from the device's copy, never read back for it
+            self.mesh = mesh
+            vertices, faces, self.normals = device
+            self.vertices = vertices.astype(np.float64)
+            self.faces = faces.astype(np.int64)
+            self._sphere = sphere_of(self.vertices, fetch=machine.fetch)
+        else:
+            self.mesh = as_mesh(mesh)
+            self.vertices = machine.asarray(self.mesh.vertices, dtype=np.float64)
+            self.faces = machine.asarray(self.mesh.faces, dtype=np.int64)
+            self.normals = vertex_normals(self.mesh)
+            self._sphere = bounding_sphere(self.mesh)
         self._face_normals: np.ndarray | None = None
         self._corner_normals: dict[float, np.ndarray] = {}
         self._colours: dict[tuple, Any] = {}
@@ -123,7 +145,7 @@ class Scene:
     def __repr__(self) -> str:
         return (
             f"Scene({self.mesh.name!r}, {self.n_faces} triangles, "
-            f"{len(self.mesh.vertices)} vertices, machine={self.machine!r})"
+            f"{self.mesh.n_vertices} vertices, machine={self.machine!r})"
         )
 
     @property

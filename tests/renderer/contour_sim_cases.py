@@ -58,10 +58,16 @@ def run_case(name: str) -> None:
         where = (starts, np.cumsum(tris) - tris, spans)
         sizes = (int(edges.sum()), int(tris.sum()))
         geometry = (0.5, 1.0, 2.0, -1.0, 0.0, 3.0)
-        got = contour_cuda.emit_device(np, volume, level, geometry, rows, where, sizes)
+        wide = (np.float64, np.int64)
+        got = contour_cuda.emit_device(np, volume, level, geometry, rows, where, sizes, wide)
         want = contour_arrays.emit_arrays(np, volume, level, geometry, rows, where, sizes)
         for field, a, b in zip(("vertices", "normals", "faces"), got, want, strict=True):
             assert np.array_equal(np.asarray(a), b), field
+        # the default float32 and int32: the same values rounded where they are stored
+        got = contour_cuda.emit_device(np, volume, level, geometry, rows, where, sizes)
+        for field, a, b in zip(("vertices", "normals", "faces"), got, want, strict=True):
+            a = np.asarray(a)
+            assert a.dtype.itemsize == 4 and np.array_equal(a, b.astype(a.dtype)), field
         assert sizes[1] > 0
     finally:
         contour_cuda._THREADS, contour_cuda._MAX_GRID = saved

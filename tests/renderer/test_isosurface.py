@@ -108,12 +108,31 @@ def test_anisotropic_spacing_and_origin(m):
     spacing, origin = (0.5, 1.5, 2.25), (-3.0, 1.0, 0.25)
     mesh = renderer.isosurface(volume, 0.0, spacing=spacing, origin=origin, machine=m)
     assert_same_as_vtk(mesh, volume, 0.0, spacing, origin)
-    unit = renderer.isosurface(volume, 0.0, machine=m)
+    # float64 on request: the positions to float64's precision
+    wide = dict(machine=m, dtype=np.float64)
+    mesh = renderer.isosurface(volume, 0.0, spacing=spacing, origin=origin, **wide)
+    unit = renderer.isosurface(volume, 0.0, **wide)
     np.testing.assert_allclose(mesh.vertices, unit.vertices * spacing + origin, rtol=1e-14)
     assert np.array_equal(mesh.faces, unit.faces)
     # one number: the same step along every axis
-    same = renderer.isosurface(volume, 0.0, spacing=2.0, machine=m)
+    same = renderer.isosurface(volume, 0.0, spacing=2.0, **wide)
     np.testing.assert_allclose(same.vertices, unit.vertices * 2.0, rtol=1e-15)
+
+
+def test_float32_is_float64_rounded(m):
+    volume = smooth((12, 13, 14), seed=6)
+    narrow = renderer.isosurface(volume, 0.0, machine=m)
+    wide = renderer.isosurface(volume, 0.0, machine=m, dtype=np.float64)
+    assert (narrow.vertices.dtype, narrow.normals.dtype, narrow.faces.dtype) == (
+        np.float32,
+        np.float32,
+        np.int32,
+    )
+    assert np.array_equal(narrow.vertices, wide.vertices.astype(np.float32))
+    assert np.array_equal(narrow.normals, wide.normals.astype(np.float32))
+    assert np.array_equal(narrow.faces, wide.faces)
+    with pytest.raises(ValueError, match="dtype must be float32 or float64"):
+        renderer.isosurface(volume, 0.0, machine=m, dtype=np.int32)
 
 
 @pytest.mark.parametrize("shape", [(2, 11, 12), (11, 2, 12), (11, 12, 2), (2, 2, 9), (2, 2, 2)])
@@ -182,7 +201,7 @@ def test_sphere_is_watertight_and_oriented(m):
     # the normals point outwards (down the gradient: values fall outwards)
     centre = mesh.vertices.mean(axis=0)
     assert (np.einsum("ij,ij->i", mesh.normals, mesh.vertices - centre) > 0).all()
-    np.testing.assert_allclose(np.linalg.norm(mesh.normals, axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(mesh.normals, axis=1), 1.0, rtol=1e-6)  # float32
     # counter-clockwise seen from outside: the winding agrees with the normals
     a, b, c = (mesh.vertices[mesh.faces[:, k]] for k in range(3))
     facing = np.einsum("ij,ij->i", np.cross(b - a, c - a), mesh.normals[mesh.faces[:, 0]])

@@ -12,7 +12,7 @@ import renderer
 from kernels import counting
 from renderer.contour import arrays as contour_arrays
 from renderer.contour import cpu_kernels as contour_cpu_kernels
-from renderer.contour import row_kernels as contour_kernels
+from renderer.contour import parameters
 from simd import Machine
 
 #: Per extraction on the counting stand-in (pinned: they may only go down). Syncs: one
@@ -73,16 +73,22 @@ def test_cpu_kernels_match_the_array_code(case):
     rows, edges, tris, spans = want
     where, sizes = offsets(edges, tris, spans)
     geometry = (0.5, 1.0, 2.0, -1.0, 0.0, 3.0)
-    got = contour_cpu_kernels.emit_cpu(volume, level, geometry, rows, where, sizes)
+    wide = (np.float64, np.int64)
+    got = contour_cpu_kernels.emit_cpu(volume, level, geometry, rows, where, sizes, wide)
     want = contour_arrays.emit_arrays(np, volume, level, geometry, rows, where, sizes)
     for name, a, b in zip(("vertices", "normals", "faces"), got, want, strict=True):
         assert np.array_equal(a, b), name  # bit for bit
+    # the default types: the same values rounded where they are stored
+    narrow = contour_cpu_kernels.emit_cpu(volume, level, geometry, rows, where, sizes)
+    assert [a.dtype for a in narrow] == [np.float32, np.float32, np.int32]
+    for name, a, b in zip(("vertices", "normals", "faces"), narrow, want, strict=True):
+        assert np.array_equal(a, b.astype(a.dtype)), name
 
 
 def test_thresholds_compare_as_the_level():
     values = np.float32([0.1, np.nextafter(np.float32(0.1), 1), -np.inf, 3e38, np.nan])
     for level in (0.1, float(np.float32(0.1)), -1e39, 1e39, 0.0):
-        above, at = contour_kernels.thresholds(np.float32, level)
+        above, at = parameters.thresholds(np.float32, level)
         assert np.array_equal(values >= above, values.astype(np.float64) >= level)
         assert np.array_equal(values == at, values.astype(np.float64) == level)
 
@@ -107,6 +113,8 @@ def test_counting_backend_within_budget():
     renderer.isosurface(volume, 0.0, machine=m)  # the case tables go to the device once
     with counting.measure() as c:
         mesh = renderer.isosurface(volume, 0.0, machine=m)
+        assert isinstance(mesh, renderer.DeviceMesh)
+        assert mesh.vertices.dtype == np.float32  # the mesh comes to the host when read
     total = c.total
     assert total.syncs == BUDGET["syncs"], dict(total.sync_ops)
     assert total.launches == BUDGET["launches"], dict(total.ops)
@@ -115,7 +123,8 @@ def test_counting_backend_within_budget():
     assert total.ops["kernel:renderer.contour_emit"] == 1
     assert not total.implicit, "host arrays mixed into device operations"
     assert total.h2d_bytes == volume.nbytes  # the volume, nothing else
-    out = 48 * len(mesh.vertices) + 24 * mesh.n_faces
+    # float32 vertices and normals, int32 faces: half the bytes of float64 and int64
+    out = (48 * len(mesh.vertices) + 24 * mesh.n_faces) // 2
     assert out < total.d2h_bytes < out + 64  # the mesh, the sizes and the checks
     assert c.stages()["classify"].syncs == 0 and c.stages()["emit"].syncs == 0
 

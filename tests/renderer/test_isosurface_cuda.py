@@ -54,17 +54,22 @@ kernels = build_kernels()
 for dtype in (f32, f64):
     volume = types.Array(dtype, 3, "C")
     sigs = {
-        # the level as the volume's type compares with it (contour_kernels.thresholds)
+        # the level as the volume's type compares with it (renderer.contour.parameters.thresholds)
         "classify": (volume, dtype, dtype, int2),
         "count": (volume, f64, int2, table, types.Array(types.uint8, 1, "C"), int2, ints,
                   int2),
-        # the spacing, origin, inverse spacing and first plane are arguments, not an array
+        # the spacing, origin, inverse spacing and first plane are arguments, not an array;
+        # the mesh float32 and int32 (the default) or float64 and int64
         "emit": (volume, f64, types.UniTuple(f64, 10), int2, table, int2, ints, int2,
-                 types.Array(f64, 2, "C"), types.Array(f64, 2, "C"), int2),
+                 types.Array(f32, 2, "C"), types.Array(f32, 2, "C"),
+                 types.Array(types.int32, 2, "C")),
+        "emit-wide": (volume, f64, types.UniTuple(f64, 10), int2, table, int2, ints, int2,
+                      types.Array(f64, 2, "C"), types.Array(f64, 2, "C"), int2),
     }
     for name, sig in sigs.items():
+        kernel = kernels[name.split("-")[0]].py_func
         with mock.patch("numba.cuda.dispatcher.get_current_device", return_value=sm90):
-            ptx = cuda.compile_ptx(kernels[name].py_func, sig, cc=(9, 0))[0]
+            ptx = cuda.compile_ptx(kernel, sig, cc=(9, 0))[0]
         out[f"{name}-{dtype}"] = ptx
 print(json.dumps(out))
 """
@@ -75,7 +80,7 @@ def ptx_all() -> dict[str, str]:
     return ptx_from_child(_SCRIPT)
 
 
-@pytest.mark.parametrize("name", ["classify", "count", "emit"])
+@pytest.mark.parametrize("name", ["classify", "count", "emit", "emit-wide"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_ptx_targets_sm90_without_fma(ptx_all, name, dtype):
     ptx = ptx_all[f"{name}-{dtype}"]
