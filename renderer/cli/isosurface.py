@@ -63,6 +63,12 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="mesh file: .ply, .obj or .stl (default: isosurface.ply)",
     )
     add_backend_arguments(p)
+    p.add_argument(
+        "--float64",
+        action="store_true",
+        help="keep the vertices and normals in float64 (default: rounded to float32, as VTK "
+        "stores them)",
+    )
     p.add_argument("--verbose", "-v", action="store_true", help="print the extraction's phases")
     p.set_defaults(func=run)
     return p

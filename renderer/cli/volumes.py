@@ -16,6 +16,8 @@ import math
 import os
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "ISOSURFACE_PHASES",
     "check_volume_options",
@@ -95,7 +97,8 @@ def volume_surface(args: argparse.Namespace, machine: Any) -> Any:
     volume = read_volume(args.volume, mmap=machine.ranks is not None)
     if machine.ranks is None:
         _check_level(volume.array, args.level)
-    return volume.isosurface(args.level, machine=machine)
+    dtype = np.float64 if getattr(args, "float64", False) else np.float32
+    return volume.isosurface(args.level, machine=machine, dtype=dtype)
 
 
 def _check_level(array: Any, value: float) -> None:
