@@ -24,11 +24,13 @@ from renderer.driver import frame_view, read_back, run_stages
 from renderer.frame import Frame, FrameCounts, FrameStats, LoopWorkloads
 from renderer.scene.camera import Camera
 from renderer.scene.mesh import DeviceMesh, as_mesh
-from renderer.scene.prepared import Scene
+from renderer.scene.prepared import FRAME_WAY_OUT, Scene, mesh_device_bytes
 from renderer.settings import LOOP_FORMS, MAX_SIZE, FrameSettings, check_camera_options
 from renderer.stages.shading import surface_colours
 from renderer.steps import STAGES as STAGE_STEPS
 from renderer.steps import FrameState, resolve_samples
+from simd.device_memory import out_of_memory, require_device_memory
+from simd.errors import SimdError
 
 __all__ = [
     "Frame",
@@ -193,7 +195,7 @@ def render(  # noqa: PLR0913 (the public signature: every picture option by keyw
             _check_ranks(mesh, framing, keep_workloads)
         scene = mesh if isinstance(mesh, Scene) else None
         if scene is None and ranks is None and _on_its_device(mesh, machine):
-            scene = Scene(mesh)  # drawn from the device's copy: no read back, no upload
+            scene = Scene(mesh, machine)  # drawn from the device's copy: no read back or upload
         mesh = scene.mesh if scene is not None else as_mesh(mesh, allow_empty=ranks is not None)
         opt = FrameSettings.check(
             size, supersample=supersample, loop=loop, shading=shading, clock=clock,
@@ -219,12 +221,20 @@ def render(  # noqa: PLR0913 (the public signature: every picture option by keyw
         picture = dict(colour=colour, values=values, colormap=colormap, value_range=value_range)
         return render_sort_last(mesh, opt, machine, view, picture, progress)
     m = machine if machine is not None else _default_machine()
+    if scene is None:
+        require_device_memory(m, mesh_device_bytes(mesh), _mesh_what(mesh), FRAME_WAY_OUT)
     cam, mvp, light = frame_view(scene or mesh, opt, **view)
     state = FrameState(opt, m, mesh, scene, mvp, light, base=base, on_device=m.backend == "cupy")
     stages = STAGE_STEPS + ((("resolve", resolve_samples),) if opt.supersample > 1 else ())
     t_start = time.perf_counter()
-    run_stages(state, stages, progress)
-    return read_back(state, cam, t_start)
+    try:
+        run_stages(state, stages, progress)
+        return read_back(state, cam, t_start)
+    except MemoryError as err:
+        if m.backend != "cupy" or isinstance(err, SimdError):
+            raise
+        # the frame's arrays go with its state; a Scene keeps what it held
+        raise out_of_memory(m, err, f"the {opt.width}x{opt.height} frame", FRAME_WAY_OUT) from None
 
 
 def loop_workloads(
@@ -272,9 +282,13 @@ def loop_workloads(
     return frame.stats.workloads
 
 
+def _mesh_what(mesh: Any) -> str:
+    return f"the mesh ({mesh.n_faces:,} triangles)"
+
+
 def _on_its_device(mesh: Any, machine: Any) -> bool:
-    """Whether ``mesh`` is a DeviceMesh to render on the machine holding it."""
-    return isinstance(mesh, DeviceMesh) and (machine is None or machine is mesh.machine)
+    """Whether ``mesh`` is a DeviceMesh to render on the device holding it."""
+    return isinstance(mesh, DeviceMesh) and (machine is None or mesh.on(machine) is not None)
 
 
 def _default_machine() -> Any:

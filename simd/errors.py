@@ -8,6 +8,7 @@ from types import ModuleType
 __all__ = [
     "BackendUnavailableError",
     "CollisionError",
+    "DeviceMemoryError",
     "GPUUnavailableWarning",
     "MissingPackageError",
     "SimdError",
@@ -26,6 +27,11 @@ class CollisionError(SimdError):
 
 class BackendUnavailableError(SimdError, RuntimeError):
     """The backend that was asked for cannot run here (no CuPy, no GPU, broken driver)."""
+
+
+class DeviceMemoryError(SimdError, MemoryError):
+    """Work that the GPU's memory cannot hold: the message names the bytes it needs, the
+    bytes free and the way out (slabs or shares over MPI ranks, or the CPU)."""
 
 
 class GPUUnavailableWarning(UserWarning):

@@ -40,6 +40,11 @@ that later code adds register a NumPy emulation with :func:`kernels.fastpaths.em
 ``cuda.Event`` records host times; reading an elapsed time costs one sync (the event's
 ``synchronize``) and nothing before, as on a GPU.
 
+The device has a memory (80 GiB unless :func:`device_memory` says otherwise), which
+``cuda.runtime.memGetInfo`` reports free: an allocation larger than it raises CuPy's
+``cuda.memory.OutOfMemoryError``, so that the out-of-memory paths run without a GPU. Only
+single allocations are checked, not the sum of the live ones.
+
 Use it through ``simd.Machine(backend="counting")`` (``backend == "cupy"``, ``xp`` this
 namespace) and :func:`measure`::
 
@@ -118,7 +123,15 @@ from kernels.counting.raw_kernels import (
     numba_launches,
     numba_signature,
 )
-from kernels.counting.records import Counts, Measurement, call_overhead, measure, scope
+from kernels.counting.records import (
+    Counts,
+    Measurement,
+    OutOfMemoryError,
+    call_overhead,
+    device_memory,
+    measure,
+    scope,
+)
 from kernels.counting.tape import ReplayError, Tape, recording, replaying
 
 __all__ = [
@@ -129,6 +142,8 @@ __all__ = [
     "Tape",
     "Counts",
     "CountingCuPy",
+    "OutOfMemoryError",
+    "device_memory",
     "DeviceArray",
     "Measurement",
     "cupy",

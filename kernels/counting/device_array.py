@@ -27,7 +27,7 @@ from kernels.counting.op_costs import (
     VIEWS,
     copies,
 )
-from kernels.counting.records import entry, state
+from kernels.counting.records import check_allocation, entry, state
 from kernels.counting.tape import host_copy
 
 __all__ = ["DeviceArray", "run", "run_function", "run_ufunc", "sync", "to_host", "to_host_copy"]
@@ -134,6 +134,7 @@ def run(  # noqa: PLR0913 (an operation and its cost model, by keyword)
         result = fn(*args, **kwargs)
     finally:
         state.depth -= 1
+    check_allocation(_out_bytes(result))
     n = launches(result) if callable(launches) else launches
     out = _wrap(result) if wrap else result
     counts = {

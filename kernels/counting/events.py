@@ -12,7 +12,7 @@ import time
 import types
 from typing import Any
 
-from kernels.counting.records import entry, state
+from kernels.counting.records import OutOfMemoryError, entry, state
 
 __all__ = ["Device", "Event", "Stream", "cuda"]
 
@@ -76,7 +76,10 @@ cuda = types.SimpleNamespace(
     runtime=types.SimpleNamespace(
         getDeviceCount=lambda: 1,
         getDeviceProperties=lambda device: {"name": b"counting stand-in"},
+        # (free, total) bytes: the whole device free (kernels.counting.device_memory)
+        memGetInfo=lambda: (state.memory, state.memory),
     ),
+    memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
     # Page-locked host memory is plain host memory here (the copies are counted).
     alloc_pinned_memory=bytearray,
 )

@@ -27,7 +27,7 @@ from kernels.counting.raw_kernels import (
     numba_launches,
     numba_signature,
 )
-from kernels.counting.records import entry, measure, scope, state
+from kernels.counting.records import check_allocation, entry, measure, scope, state
 
 __all__ = ["CountingCuPy", "CountingUfunc", "cupy"]
 
@@ -118,6 +118,7 @@ class CountingCuPy(types.ModuleType):
                 return a
             return a.astype(dtype)
         host = to_host_copy(a, dtype=dtype, copy=True, order=order or "K")
+        check_allocation(host.nbytes)
         state.record("asarray", h2d=host.nbytes)
         return host.view(DeviceArray)
 
@@ -143,6 +144,10 @@ class CountingCuPy(types.ModuleType):
     @entry
     def get_array_module(self, *args: Any) -> Any:
         return self if any(isinstance(a, DeviceArray) for a in args) else np
+
+    def get_default_memory_pool(self) -> Any:
+        """CuPy's memory pool: the stand-in keeps no freed blocks."""
+        return _POOL
 
     # ---- kernels not compiled but emulated
     @entry
@@ -171,6 +176,11 @@ class CountingCuPy(types.ModuleType):
         bookkeeping that CuPy has no part in, so a plain list operation."""
         return state.scopes
 
+
+#: ``cupy.get_default_memory_pool()`` of the stand-in, which keeps no freed blocks.
+_POOL = types.SimpleNamespace(
+    free_bytes=lambda: 0, used_bytes=lambda: 0, total_bytes=lambda: 0, free_all_blocks=lambda: None
+)
 
 #: The counting namespace (one device per process, as CuPy's current device).
 cupy = CountingCuPy()

@@ -18,7 +18,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Counts", "Measurement", "State", "call_overhead", "entry", "measure", "scope", "state"]
+__all__ = [
+    "Counts",
+    "DEVICE_MEMORY",
+    "Measurement",
+    "OutOfMemoryError",
+    "State",
+    "call_overhead",
+    "check_allocation",
+    "device_memory",
+    "entry",
+    "measure",
+    "scope",
+    "state",
+]
 
 
 @dataclass
@@ -101,6 +114,48 @@ class Measurement:
         return out
 
 
+#: The stand-in's device memory unless a test sets another (80 GiB, an H100's).
+DEVICE_MEMORY = 80 * 2**30
+
+
+class OutOfMemoryError(MemoryError):
+    """``cupy.cuda.memory.OutOfMemoryError``: an allocation the device cannot hold."""
+
+    def __init__(self, size: int, total: int) -> None:
+        super().__init__(
+            f"Out of memory allocating {size:,} bytes (allocated so far: {total:,} bytes)."
+        )
+        self.size, self.total = size, total
+
+
+def check_allocation(nbytes: int) -> None:
+    """Raise :class:`OutOfMemoryError` for an allocation larger than the device's memory."""
+    if nbytes > state.memory:
+        raise OutOfMemoryError(nbytes, 0)
+
+
+@contextlib.contextmanager
+def device_memory(nbytes: int) -> Iterator[None]:
+    """Within the block, the stand-in's device holds ``nbytes``: a larger allocation raises
+    CuPy's out-of-memory error, and ``memGetInfo`` reports that much free.
+
+    Examples
+    --------
+    >>> from kernels.counting import cupy as xp, device_memory
+    >>> with device_memory(1024):
+    ...     try:
+    ...         xp.zeros(1000)
+    ...     except MemoryError as err:
+    ...         print(type(err).__name__)
+    OutOfMemoryError
+    """
+    saved, state.memory = state.memory, int(nbytes)
+    try:
+        yield
+    finally:
+        state.memory = saved
+
+
 class State:
     """The counting device's process-wide state (one device, as CuPy's current one)."""
 
@@ -109,6 +164,10 @@ class State:
         self.scopes: list[str] = []
         self.meters: list[Measurement] = []
         self.lifetime = Counts()
+        #: The device's memory in bytes as the stand-in reports it (``memGetInfo``); an
+        #: allocation larger than it raises CuPy's out-of-memory error
+        #: (:func:`kernels.counting.device_memory`).
+        self.memory = DEVICE_MEMORY
         #: The ``kernels.counting.tape.Tape`` being recorded or replayed, if any.
         self.tape: Any = None
         # Check calls against CuPy's API and kernels' signatures (off while replaying a

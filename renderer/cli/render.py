@@ -159,7 +159,7 @@ def _describe(args: argparse.Namespace, mesh: Any, machine: Any, t_load: float) 
 def _frames(args: argparse.Namespace, mesh: Any, machine: Any, outputs: list[str]) -> int:
     """One frame in ``--loop``'s form, or with ``--compare`` one in every form; write the
     outputs of the last and say what was written."""
-    from simd import Machine
+    from simd import Machine, SimdError
 
     forms = LOOP_FORMS if args.compare else (args.loop,)
     warm_up_loops(args, forms)
@@ -168,7 +168,7 @@ def _frames(args: argparse.Namespace, mesh: Any, machine: Any, outputs: list[str
         m = machine if len(forms) == 1 else Machine(pes=args.pes, backend=args.backend)
         try:
             frames[form] = frame = _render(args, mesh, m, form)
-        except ValueError as err:
+        except (ValueError, SimdError) as err:
             return fail(err)
         if args.verbose:
             _report_form(frame, m, form)
@@ -266,6 +266,7 @@ def _orbit(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
     import statistics
 
     from renderer.orbit import orbit
+    from simd import SimdError
 
     try:
         picture = picture_options(args, mesh)
@@ -285,7 +286,10 @@ def _orbit(args: argparse.Namespace, mesh: Any, machine: Any) -> int:
         clock=args.clock,
         **picture,
     )
-    images, times, stats, total = _gather_orbit(frames, args)
+    try:
+        images, times, stats, total = _gather_orbit(frames, args)
+    except (ValueError, SimdError) as err:  # a frame the GPU cannot hold
+        return fail(err)
     try:
         _write_orbit(args, images, {"orbit": args.orbit, "frame_seconds": times, "frames": stats})
     except (ValueError, OSError) as err:

@@ -57,6 +57,7 @@ from renderer.contour.arrays import classify_arrays, emit_arrays
 from renderer.contour.fast_paths import fast_path
 from renderer.contour.tables import MAX_TRIANGLES
 from renderer.scene.mesh import DeviceMesh, Mesh
+from simd.device_memory import require_device_memory
 
 __all__ = [
     "IsosurfaceShare",
@@ -168,6 +169,7 @@ def isosurface(
     out = checked_dtype(dtype)
     if m.ranks is not None:
         return _isosurface_on_ranks(m, volume, kind, level, geometry, out)
+    _check_room(m, volume, kind)
     volume = _kernel_array(volume, kind, m.xp)
     n0 = volume.shape[0]
     whole = Planes(0, 0, n0, n0)
@@ -358,9 +360,11 @@ def _extract(m: Any, volume: Any, level: float, geometry: tuple, planes: Planes,
     n_vertices, n_triangles = (int(c) for c in (totals or np.asarray)([own_v, own_t]))
     if checked:
         _check_found(m, rows[a:b, 7], int(nonfinite), points, n_triangles, level)
+    sizes = (own_v + ghost_v, own_t + ghost_t)
+    dtypes = (out, _face_dtype(sizes[0]))
+    mesh_bytes = 6 * sizes[0] * dtypes[0].itemsize + 3 * sizes[1] * dtypes[1].itemsize
+    require_device_memory(m, mesh_bytes, f"the surface ({sizes[1]:,} triangles)", WAY_OUT)
     with m.phase("emit"):
-        sizes = (own_v + ghost_v, own_t + ghost_t)
-        dtypes = (out, _face_dtype(sizes[0]))
         verts, normals, faces = _emit(m.xp, volume, level, geometry, rows, offsets, sizes, dtypes)
         _charge_emit(m, points, n_vertices, n_triangles)
     return verts, normals, faces, (first_vertex, first_face, own_v, own_t)
@@ -388,6 +392,24 @@ def _emit(xp: Any, volume: Any, level: float, geometry: tuple, rows: Any, offset
         return fused(volume, level, geometry, rows, offsets, sizes, dtypes)
     verts, normals, faces = emit_arrays(xp, volume, level, geometry, rows, offsets, sizes)
     return verts.astype(dtypes[0]), normals.astype(dtypes[0]), faces.astype(dtypes[1])
+
+
+#: What to do when a volume or its surface does not fit the GPU's memory.
+WAY_OUT = "extract it in slabs on MPI ranks (mpiexec -n N) or on the CPU (--backend numpy)"
+#: Device bytes per row of the volume the classification and the scans hold: the rows'
+#: table (8 int64), their edges, triangles and spans (6), and the scans' offsets (4).
+_ROW_BYTES = 8 * (8 + 6 + 4)
+
+
+def _check_room(m: Any, volume: Any, kind: np.dtype) -> None:
+    """Refuse, in one line and before any work, a volume whose extraction cannot fit the
+    GPU's memory: the volume itself (unless it is there already, of the kernels' type)
+    and the per-row tables."""
+    n0, n1, n2 = volume.shape
+    on_device = type(volume).__module__.split(".")[0] != "numpy" and hasattr(volume, "device")
+    upload = 0 if on_device and volume.dtype == kind else n0 * n1 * n2 * kind.itemsize
+    shape = "x".join(str(n) for n in volume.shape)
+    require_device_memory(m, upload + n0 * n1 * _ROW_BYTES, f"the volume ({shape})", WAY_OUT)
 
 
 def _face_dtype(n_vertices: int) -> np.dtype:

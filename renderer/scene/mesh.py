@@ -126,9 +126,11 @@ class DeviceMesh(Mesh):
         return int(self.device[0].shape[0])
 
     def on(self, machine: Any) -> tuple | None:
-        """The device arrays ``(vertices, faces, normals)`` when ``machine`` is the one
-        holding them, else None."""
-        return self.device if machine is self.machine else None
+        """The device arrays ``(vertices, faces, normals)`` when ``machine`` computes on
+        the device holding them (the same array library, on one process), else None."""
+        if machine is self.machine or (machine.xp is self.machine.xp and machine.ranks is None):
+            return self.device
+        return None
 
     def _fetched(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         host = self._host

@@ -29,8 +29,21 @@ from renderer.scene.mesh import (
     vertex_normals,
 )
 from renderer.stages.shading import BASE_COLOUR, SHADINGS, lambert
+from simd.device_memory import require_device_memory
 
-__all__ = ["Scene", "vertex_colours"]
+__all__ = ["FRAME_WAY_OUT", "Scene", "mesh_device_bytes", "vertex_colours"]
+
+#: What to do when a mesh or a frame does not fit the GPU's memory.
+FRAME_WAY_OUT = (
+    "render a share of the triangles per MPI rank (mpiexec -n N), a smaller image, or on "
+    "the CPU (--backend numpy)"
+)
+
+
+def mesh_device_bytes(mesh: Mesh) -> int:
+    """The device bytes a frame's mesh takes: float64 vertices and their colours, int64
+    faces (the frame's own arrays come on top)."""
+    return 48 * mesh.n_vertices + 24 * mesh.n_faces
 
 
 def vertex_colours(
@@ -133,6 +146,8 @@ class Scene:
             self._sphere = sphere_of(self.vertices, fetch=machine.fetch)
         else:
             self.mesh = as_mesh(mesh)
+            what = f"the mesh ({self.mesh.n_faces:,} triangles)"
+            require_device_memory(machine, mesh_device_bytes(self.mesh), what, FRAME_WAY_OUT)
             self.vertices = machine.asarray(self.mesh.vertices, dtype=np.float64)
             self.faces = machine.asarray(self.mesh.faces, dtype=np.int64)
             self.normals = vertex_normals(self.mesh)
