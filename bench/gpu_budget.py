@@ -11,8 +11,10 @@ from the launches and which comes on top on a GPU; the timing wrapper's own cost
 call, ``counting.call_overhead()``, calibrated when the run starts, is taken off too).
 Two frames per form: a one-off frame from the mesh (uploads it), and a later frame of a
 ``renderer.Scene`` of the same view (the mesh and camera already made; the least host
-time of ``--repeat`` frames). The original form also runs on the unbalanced set, as in
-the paper's tables.
+time of ``--repeat`` frames, its host code run every time), and the same frame replayed
+as CUDA graphs (:mod:`renderer.replays`: captured by the scene's second frame of its kind,
+then launched graph by graph with its reads back). The original form also runs on the
+unbalanced set, as in the paper's tables.
 
 Run ``python -m bench.gpu_budget [--quick] [--repeat N] [--no-pool] [--out DIR | --save]``;
 ``--quick`` uses a small resolution of the same surface (``load_dataset("balanced", 48)``) and a
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import time
 from typing import Any
 
@@ -81,6 +84,55 @@ def measure_frame(
     }
 
 
+def _scene_frames(scene: Any, loop: str, size: int, m: Machine, repeat: int) -> dict[str, Any]:
+    """A Scene's later frame: its counts and the least host time of ``repeat``, inline and
+    with the device work replayed from a tape."""
+    renderer.render(scene, size=size, loop=loop)  # the scene's first frame
+    with counting.recording() as tape:  # the device's answers to a later frame
+        renderer.render(scene, size=size, loop=loop)
+    # Later frames count the same; their host time is the least of several (the
+    # others include the time this process waited for the CPU).
+    rows = [measure_frame(scene, loop, size, m) for _ in range(repeat)]
+    row = min(rows, key=lambda r: r["total"]["host_seconds"])
+    row["total"]["host_seconds_all"] = [r["total"]["host_seconds"] for r in rows]
+    # The same frames with the device work replayed from the tape: the host's time on
+    # caches that no emulated device work has flushed, as on a GPU.
+    replayed = [measure_frame(scene, loop, size, m, tape)["total"] for _ in range(repeat)]
+    if any(r["launches"] != row["total"]["launches"] for r in replayed):
+        raise RuntimeError("a replayed frame counted other launches than the recorded one")
+    host = [r["host_seconds"] for r in replayed]
+    row["total"]["host_seconds_replayed"] = min(host)
+    row["total"]["host_seconds_replayed_all"] = host
+    row.update(dataset="balanced", frame="scene (second frame)")
+    return row
+
+
+def _replayed_frames(scene: Any, loop: str, size: int, m: Machine, repeat: int) -> dict:
+    """A Scene's frame replayed as CUDA graphs (renderer.replays): captured by the second
+    frame of its kind, then replayed; the least host time of ``repeat`` replays."""
+    for _ in range(2):  # seen (replays on), then captured
+        renderer.render(scene, size=size, loop=loop)
+    rows = [measure_frame(scene, loop, size, m) for _ in range(repeat)]
+    row = min(rows, key=lambda r: r["total"]["host_seconds"])
+    row["total"]["host_seconds_all"] = [r["total"]["host_seconds"] for r in rows]
+    row.update(dataset="balanced", frame="scene (replayed as CUDA graphs)")
+    return row
+
+
+@contextlib.contextmanager
+def _graphs_off():
+    """Frames run their host code every time (``SIMD_GRAPHS=0``) within the block."""
+    saved = os.environ.get("SIMD_GRAPHS")
+    os.environ["SIMD_GRAPHS"] = "0"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["SIMD_GRAPHS"]
+        else:
+            os.environ["SIMD_GRAPHS"] = saved
+
+
 def print_frame(title: str, row: dict[str, Any]) -> None:
     its = ", ".join(f"{k} {v}" for k, v in row["iterations"].items())
     print(f"\n{title}: {row['triangles']:,} triangles, {row['pixels']:,} pixels; iterations {its}")
@@ -103,10 +155,12 @@ def print_frame(title: str, row: dict[str, Any]) -> None:
         + f" (wall {t['wall_seconds']:.2f} s); syncs by cause: "
         + ", ".join(f"{k} {v}" for k, v in sorted(t["sync_ops"].items(), key=lambda kv: -kv[1]))
     )
-    lo, hi = (t["launches"] * us / 1e3 for us in CUPY_LAUNCH_US)
+    launches = t["launches"] + t.get("graph_launches", 0)
+    lo, hi = (launches * us / 1e3 for us in CUPY_LAUNCH_US)
+    graphs = f" (of them {t['graph_launches']} of CUDA graphs)" if t.get("graph_launches") else ""
     print(
         f"not in it: CuPy's own host time per launch, {CUPY_LAUNCH_US[0]}-{CUPY_LAUNCH_US[1]} us"
-        f" x {t['launches']:,} launches = {lo:.2f}-{hi:.2f} ms on a GPU"
+        f" x {launches:,} launches{graphs} = {lo:.2f}-{hi:.2f} ms on a GPU"
     )
 
 
@@ -160,24 +214,12 @@ def measure(args: argparse.Namespace, forms: list[str]) -> dict[str, Any]:
         print_frame(f"{loop}, balanced set, one-off frame from the mesh", row)
         results.append(row)
         scene = renderer.Scene(balanced, machine=m)
-        renderer.render(scene, size=size, loop=loop)  # the scene's first frame
-        with counting.recording() as tape:  # the device's answers to a later frame
-            renderer.render(scene, size=size, loop=loop)
-        # Later frames count the same; their host time is the least of several (the
-        # others include the time this process waited for the CPU).
-        rows = [measure_frame(scene, loop, size, m) for _ in range(args.repeat)]
-        row = min(rows, key=lambda r: r["total"]["host_seconds"])
-        row["total"]["host_seconds_all"] = [r["total"]["host_seconds"] for r in rows]
-        # The same frames with the device work replayed from the tape: the host's time on
-        # caches that no emulated device work has flushed, as on a GPU.
-        replayed = [measure_frame(scene, loop, size, m, tape)["total"] for _ in range(args.repeat)]
-        if any(r["launches"] != row["total"]["launches"] for r in replayed):
-            raise RuntimeError("a replayed frame counted other launches than the recorded one")
-        host = [r["host_seconds"] for r in replayed]
-        row["total"]["host_seconds_replayed"] = min(host)
-        row["total"]["host_seconds_replayed_all"] = host
-        row.update(dataset="balanced", frame="scene (second frame)")
+        with _graphs_off():  # the frame's own host code, run as it is every time
+            row = _scene_frames(scene, loop, size, m, args.repeat)
         print_frame(f"{loop}, balanced set, second frame of a Scene", row)
+        results.append(row)
+        row = _replayed_frames(scene, loop, size, m, args.repeat)
+        print_frame(f"{loop}, balanced set, a Scene's frame replayed as CUDA graphs", row)
         results.append(row)
     if "original" in forms and not args.no_unbalanced:
         unbalanced = renderer.load_dataset("unbalanced", resolution)

@@ -53,9 +53,14 @@ def _epoch_tags(cupy: Any, size: int, device_id: int) -> tuple[Any, np.uint64]:
     """The tag array (at least ``size`` words) of the current stream and this call's tag.
 
     Zero-filled only when it is created, grown, or its epoch wraps; otherwise a call costs
-    no device work before the winner kernel.
+    no device work before the winner kernel. A stream capturing a CUDA graph gets tags of
+    the graph's own, zeroed in it: a replay runs with the tag it was captured with, which
+    the tags of the calls in between (later epochs) would otherwise beat.
     """
-    key = (id(cupy), device_id, cupy.cuda.get_current_stream().ptr)
+    stream = cupy.cuda.get_current_stream()
+    if stream.is_capturing():
+        return cupy.zeros(size, dtype=cupy.uint64), _TAG_STEP
+    key = (id(cupy), device_id, stream.ptr)
     entry = _TAGS.get(key)
     if entry is None or entry[2] is not cupy:
         entry = None

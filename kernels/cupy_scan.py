@@ -26,7 +26,7 @@ from kernels import cuda_scan_source as _src
 from kernels import reference
 from kernels.registry import register
 
-__all__ = ["scan", "reduce"]
+__all__ = ["reduce", "scan", "scratch_arrays"]
 
 
 #: The dtypes the kernels take, as a set (one hash per call, not up to four comparisons).
@@ -91,6 +91,13 @@ def _launch(
 #: thread's launches on one stream run in order, so a scan reuses them rather than
 #: allocating two buffers per call.
 _SCRATCH: dict[tuple, list] = {}
+
+
+def scratch_arrays(cupy: Any) -> list:
+    """The look-back's scratch buffers of namespace ``cupy`` (every stream's and thread's):
+    what a CUDA graph of scans uses that was made before it (:mod:`simd.graphs` holds
+    them for as long as it may replay)."""
+    return [a for entry in _SCRATCH.values() if entry[2] is cupy for a in entry[:2]]
 
 
 def _scratch(cupy: Any, tile_bytes: int, device_id: int) -> tuple[Any, Any]:

@@ -87,6 +87,14 @@ def read_back(state: FrameState, cam: Camera | None, t_start: float,
     """The frame's results to the host in one read back (one host sync on a GPU, which
     also reports the machine's deferred address checks: ``Machine.fetch``), as a Frame.
     ``counts``: the pipeline's counts when known otherwise (summed over MPI ranks)."""
+    host = state.machine.fetch(*frame_results(state))
+    return frame_of(state, host, cam, t_start, counts, ranks)
+
+
+def frame_results(state: FrameState) -> list:
+    """The arrays a frame reads back, in order: image, depth, face (rows top down), the
+    frame's counters, then the writes and the workloads when asked for. Drops the state's
+    own references to the first three (a read back of a replayed frame reads these)."""
     s, m, opt = state, state.machine, state.settings
     width, height = opt.render_size
 
@@ -110,7 +118,13 @@ def read_back(state: FrameState, cam: Camera | None, t_start: float,
         results.append(top_down(s.writes, width, height))
     if opt.keep_workloads:
         results += [s.scan_workload, s.span_lengths]
-    host = m.fetch(*results)
+    return results
+
+
+def frame_of(state: FrameState, host: tuple, cam: Camera | None, t_start: float,
+             counts: FrameCounts | None = None, ranks: dict | None = None) -> Frame:  # fmt: skip
+    """The Frame of ``state`` from its results on the host (:func:`frame_results`, read)."""
+    s, m, opt = state, state.machine, state.settings
     image, depth, face = host[:3]
     if s.counters is None:
         n_degenerate = int(host[3])

@@ -57,6 +57,11 @@ class FrameStats:
         triangles, its estimated work before and after balancing (``work_before``,
         ``work_after``), whether triangles moved (``balanced``) and how many (``moved``).
         The stages then include ``rank-balance`` and ``composite`` with their MPI messages.
+    replayed : bool
+        The frame ran as the CUDA graphs captured from an earlier frame of its scene with
+        the same key (:mod:`renderer.replays`): the same work, so the same records, but
+        the stages, run as graphs, were not timed one by one (their wall time is 0);
+        ``wall`` is this frame's.
     """
 
     stages: dict[str, PhaseRecord]
@@ -66,6 +71,7 @@ class FrameStats:
     wall: float
     workloads: LoopWorkloads | None = None
     ranks: dict[str, Any] | None = None
+    replayed: bool = False
 
     @property
     def cycles(self) -> float:
@@ -116,6 +122,7 @@ class FrameStats:
             "counts": asdict(self.counts),
             "cycles": self.cycles,
             "wall_seconds": self.wall,
+            "replayed": self.replayed,
             **({"ranks": self.ranks} if self.ranks is not None else {}),
         }
 

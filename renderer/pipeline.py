@@ -22,6 +22,7 @@ import numpy as np
 
 from renderer.driver import frame_view, read_back, run_stages
 from renderer.frame import Frame, FrameCounts, FrameStats, LoopWorkloads
+from renderer.replays import FrameReplays, replays_on
 from renderer.scene.camera import Camera
 from renderer.scene.mesh import DeviceMesh, as_mesh
 from renderer.scene.prepared import FRAME_WAY_OUT, Scene, mesh_device_bytes
@@ -228,6 +229,10 @@ def render(  # noqa: PLR0913 (the public signature: every picture option by keyw
     stages = STAGE_STEPS + ((("resolve", resolve_samples),) if opt.supersample > 1 else ())
     t_start = time.perf_counter()
     try:
+        if replays_on(state, progress):
+            if scene.replays is None:
+                scene.replays = FrameReplays()
+            return scene.replays.render(state, stages, cam)
         run_stages(state, stages, progress)
         return read_back(state, cam, t_start)
     except MemoryError as err:

@@ -231,7 +231,8 @@ class _Phase:
             m._scope_names.append(self.name)
         if self.sync:
             m.sync()
-        self.on_device = m.backend == "cupy" and not self.sync
+        # timed on the host while the work is captured into a graph (no events in it)
+        self.on_device = m.backend == "cupy" and not self.sync and m._recording is None
         interval = DeviceInterval(m.xp.cuda, m._events) if self.on_device else HostInterval()
         self.record = PhaseRecord(path, interval=interval)
         m._open.append(self.record)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from kernels.registry import lookup, warm_up
-from simd import accounting, distributed, mesh, router, scans, transfers
+from simd import accounting, distributed, graphs, mesh, router, scans, transfers
 from simd.accounting import OUTSIDE
 from simd.backend import resolve_backend
 from simd.cost import CostModel
@@ -163,6 +163,9 @@ class Machine:
         self._eager = checks == "eager" or self.backend != "cupy"
         self._bounds: Any = None  # (MAX_PENDING_CHECKS, 2) int64 on the device, made once
         self._bound_views: list = []  # per row of it, its two 0-d views once made
+        self._recording: Any = None  # the simd.graphs.Recording capturing the work, if any
+        self._capture_stream: Any = None  # its stream (made once, simd.graphs)
+        self._graph_pool: Any = None  # the memory pool of the captured work (simd.graphs)
 
     def __repr__(self) -> str:
         shape = "x".join(map(str, self.pes))
@@ -317,6 +320,9 @@ class Machine:
     check = transfers.check
     sync = transfers.sync
     _check_range = transfers.check_range
+
+    # CUDA graphs of a block of work, replayed.
+    recording = graphs.recording
 
     # Phases, VP sets and the model clock.
     stats = property(accounting.stats)

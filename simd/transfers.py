@@ -57,7 +57,7 @@ def asnumpy(self, a: Any) -> np.ndarray:
     """``a`` as a NumPy array (copied to the host if needed; runs the deferred checks
     in the same transfer, see :meth:`fetch`)."""
     if self.backend == "cupy":
-        if self._pending:
+        if self._pending or self._recording is not None:
             return self.fetch(a)[0]
         out = self.xp.asnumpy(a)
         self._settled = len(self._unread)  # the copy waited for the device
@@ -87,6 +87,13 @@ def fetch(self, *arrays: Any) -> tuple[np.ndarray, ...]:
     if self.backend != "cupy":
         self.check()
         return tuple(np.asarray(a, order="C") for a in arrays)
+    if self._recording is not None:  # a read back ends a stretch of captured work
+        return self._recording.read(arrays, lambda: _fetch_now(self, arrays))
+    return _fetch_now(self, arrays)
+
+
+def _fetch_now(self, arrays: tuple) -> tuple[np.ndarray, ...]:
+    """:func:`fetch` on a GPU, now."""
     xp, own = self.xp, self._array
     pending, self._pending = self._pending, []
     arrays = tuple(a if type(a) is own else xp.asarray(a) for a in arrays)
@@ -136,8 +143,8 @@ def check(self) -> None:
 def sync(self) -> None:
     """Wait for the device to finish (no-op on NumPy); runs the deferred checks."""
     if self.backend == "cupy":
-        if self._pending:
-            self.fetch()  # the read back waits for the device too
+        if self._pending or self._recording is not None:
+            self.fetch()  # the read back waits for the device too (and ends a capture)
         else:
             self.xp.cuda.get_current_stream().synchronize()
 

@@ -129,6 +129,12 @@ def run(  # noqa: PLR0913 (an operation and its cost model, by keyword)
     call = _Call()
     args = call.unwrap(args, host_ok=host_ok)
     kwargs = {k: call.unwrap(v, host_ok=host_ok) for k, v in kwargs.items()}
+    capture = state.capture
+    if capture is not None:
+        if syncs:
+            capture.refuse(f"{op}: a read back to the host")
+        if call.host_bytes + h2d:
+            capture.refuse(f"{op}: a copy of host memory to the device")
     state.depth += 1
     try:
         result = fn(*args, **kwargs)
@@ -137,6 +143,8 @@ def run(  # noqa: PLR0913 (an operation and its cost model, by keyword)
     check_allocation(_out_bytes(result))
     n = launches(result) if callable(launches) else launches
     out = _wrap(result) if wrap else result
+    if capture is not None:  # the device arrays the caller gets (a scalar is one here)
+        capture.add(fn, args, kwargs, out)
     counts = {
         "launches": n,
         "syncs": syncs,
@@ -156,6 +164,8 @@ def sync(op: str, nbytes: int, fn: Callable, *args: Any) -> Any:
     """A device-to-host read of ``nbytes``: one sync."""
     if state.depth:
         return fn(*args)
+    if state.capture is not None:
+        state.capture.refuse(f"{op}: a read back to the host")
     tape = state.tape
     if tape is not None and tape.position is not None:  # replaying: the recorded value
         result = host_copy(tape.next(op)[1])
@@ -176,6 +186,8 @@ def copied(op: str, nbytes: int, source: np.ndarray) -> Any:
     """An asynchronous device-to-host copy of ``nbytes``: no sync, the bytes counted; its
     data kept on a tape being recorded and answered from one being replayed, as a read
     back's (:func:`sync`)."""
+    if not state.depth and state.capture is not None:
+        state.capture.refuse(f"{op}: a copy to the host")
     tape = state.tape
     if not state.depth and tape is not None and tape.position is not None:
         result = host_copy(tape.next(op)[1])
@@ -201,6 +213,15 @@ def _index_kind(key: Any) -> tuple[str, int]:
                 return "mask", host
             kind = "gather"
     return kind, host
+
+
+def _element_view(base: np.ndarray, key: Any) -> np.ndarray:
+    """The 0-d view of the one element that ``key`` (integers) names in ``base``."""
+    parts = key if isinstance(key, tuple) else (key,)
+    ranges = tuple(
+        slice(int(k), int(k) + 1 or None) if isinstance(k, int | np.integer) else k for k in parts
+    )
+    return base[ranges].reshape(())
 
 
 def _slice_syncs(key: Any) -> int:
@@ -271,6 +292,8 @@ class DeviceArray(np.ndarray):
         """Copy the host array ``arr`` (same shape and dtype) in: asynchronous, no sync."""
         if arr.shape != self.shape or arr.dtype != self.dtype:
             raise ValueError(f"set: {arr.dtype} {arr.shape} into {self.dtype} {self.shape}")
+        if state.capture is not None:
+            state.capture.refuse("set: a copy of host memory to the device")
         state.record("set", h2d=arr.nbytes)
         self.view(np.ndarray)[...] = arr
 
@@ -341,10 +364,12 @@ class DeviceArray(np.ndarray):
             )  # fmt: skip
         # a view: no kernel (a 0-d view for a single element, as CuPy gives)
         if syncs:
+            if state.capture is not None:
+                state.capture.refuse("a slice bound read from the device")
             state.record("getitem[slice bound]", syncs=syncs, d2h=8 * syncs)
         out = base[key]
-        if isinstance(out, np.generic):
-            return np.asarray(out).view(DeviceArray)
+        if isinstance(out, np.generic):  # a 0-d view of the element, as CuPy gives
+            return _element_view(base, key).view(DeviceArray)
         return out.view(DeviceArray)
 
     @entry

@@ -12,6 +12,7 @@ import time
 import types
 from typing import Any
 
+from kernels.counting.graphs import Capture, Graph
 from kernels.counting.records import OutOfMemoryError, entry, state
 
 __all__ = ["Device", "Event", "Stream", "cuda"]
@@ -38,16 +39,58 @@ class Event:
 
 
 class Stream:
-    """``cupy.cuda.Stream``: the device's one stream, which holds no state."""
+    """``cupy.cuda.Stream``: the legacy default stream (``ptr`` 0), or a stream of its own
+    that can capture its work into a CUDA graph (:mod:`kernels.counting.graphs`). The
+    device runs one operation at a time, so streams order nothing here; ``with stream:``
+    makes it the current one."""
 
-    ptr = 0
+    _made = 0
+
+    def __init__(self, null: bool = False, non_blocking: bool = False, ptds: bool = False):
+        if null:
+            self.ptr = 0
+        else:
+            Stream._made += 1
+            self.ptr = Stream._made
+        self._capturing = False
+
+    def __enter__(self) -> Stream:
+        _CURRENT.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.remove(self)
 
     @entry
     def synchronize(self) -> None:
+        if state.capture is not None:
+            state.capture.refuse("Stream.synchronize")
         state.record("Stream.synchronize", syncs=1)
 
+    def begin_capture(self, mode: Any = None) -> None:
+        """Capture the stream's work into a graph until :meth:`end_capture`."""
+        if self.ptr == 0:
+            raise RuntimeError("cannot capture on the default (legacy) stream")
+        if state.capture is not None:
+            raise RuntimeError("a stream is capturing already")
+        state.capture = Capture()
+        self._capturing = True
 
-_STREAM = Stream()  # the one stream of the counting device
+    def end_capture(self) -> Graph:
+        """The graph of the work captured since :meth:`begin_capture` (counted as one)."""
+        if not self._capturing:
+            raise RuntimeError("the stream is not capturing")
+        capture, state.capture = state.capture, None
+        self._capturing = False
+        state.record("Stream.end_capture", captures=1)
+        return capture.graph()
+
+    def is_capturing(self) -> bool:
+        return self._capturing
+
+
+_STREAM = Stream(null=True)  # the legacy default stream of the counting device
+_CURRENT: list[Stream] = []  # the streams made current by ``with``, innermost last
 
 
 class Device:
@@ -58,6 +101,8 @@ class Device:
 
     @entry
     def synchronize(self) -> None:
+        if state.capture is not None:
+            state.capture.refuse("Device.synchronize")
         state.record("Device.synchronize", syncs=1)
 
 
@@ -71,7 +116,7 @@ cuda = types.SimpleNamespace(
     Event=Event,
     Device=Device,
     Stream=Stream,
-    get_current_stream=lambda *a: _STREAM,
+    get_current_stream=lambda *a: _CURRENT[-1] if _CURRENT else _STREAM,
     get_elapsed_time=_elapsed_ms,
     runtime=types.SimpleNamespace(
         getDeviceCount=lambda: 1,

@@ -117,6 +117,8 @@ class CountingCuPy(types.ModuleType):
             if dtype is None or np.dtype(dtype) == a.dtype:
                 return a
             return a.astype(dtype)
+        if state.capture is not None:
+            state.capture.refuse("asarray: a copy of host memory to the device")
         host = to_host_copy(a, dtype=dtype, copy=True, order=order or "K")
         check_allocation(host.nbytes)
         state.record("asarray", h2d=host.nbytes)

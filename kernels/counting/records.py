@@ -45,6 +45,9 @@ class Counts:
     h2d_copies: int = 0
     traffic_bytes: int = 0
     device_seconds: float = 0.0
+    #: CUDA graphs captured (a stream's ``end_capture``) and launched (``Graph.launch``).
+    captures: int = 0
+    graph_launches: int = 0
     #: Launches by operation name.
     ops: Counter = field(default_factory=Counter)
     #: Syncs by the operation that caused them.
@@ -60,6 +63,8 @@ class Counts:
         self.h2d_copies += other.h2d_copies
         self.traffic_bytes += other.traffic_bytes
         self.device_seconds += other.device_seconds
+        self.captures += other.captures
+        self.graph_launches += other.graph_launches
         self.ops.update(other.ops)
         self.sync_ops.update(other.sync_ops)
         self.implicit.update(other.implicit)
@@ -74,6 +79,8 @@ class Counts:
             "h2d_copies": self.h2d_copies,
             "traffic_bytes": self.traffic_bytes,
             "device_seconds": self.device_seconds,
+            "captures": self.captures,
+            "graph_launches": self.graph_launches,
             "sync_ops": dict(self.sync_ops),
             "implicit": dict(self.implicit),
         }
@@ -168,6 +175,8 @@ class State:
         #: allocation larger than it raises CuPy's out-of-memory error
         #: (:func:`kernels.counting.device_memory`).
         self.memory = DEVICE_MEMORY
+        #: The stream capture in progress (``kernels.counting.graphs.Capture``), if any.
+        self.capture: Any = None
         #: The ``kernels.counting.tape.Tape`` being recorded or replayed, if any.
         self.tape: Any = None
         # Check calls against CuPy's API and kernels' signatures (off while replaying a
@@ -184,7 +193,7 @@ class State:
         #: what its arrays' ``__array_namespace__`` gives.
         self.namespace: Any = None
 
-    def record(
+    def record(  # noqa: PLR0913 (every count of one operation, by keyword)
         self,
         op: str,
         *,
@@ -194,6 +203,8 @@ class State:
         d2h: int = 0,
         traffic: int = 0,
         implicit: int = 0,
+        captures: int = 0,
+        graph_launches: int = 0,
     ) -> None:
         """Count one operation (its time is counted by the API call that made it, entry)."""
         path = "/".join(self.scopes)
@@ -213,6 +224,8 @@ class State:
             c.d2h_bytes += d2h
             c.h2d_copies += 1 if h2d else 0
             c.traffic_bytes += traffic
+            c.captures += captures
+            c.graph_launches += graph_launches
             if launches:
                 c.ops[op] += launches
             if syncs:

@@ -156,6 +156,8 @@ class Scene:
         self._corner_normals: dict[float, np.ndarray] = {}
         self._colours: dict[tuple, Any] = {}
         self._camera: tuple[tuple, Camera] | None = None  # the last default camera made
+        #: Its frames captured as CUDA graphs on a GPU (renderer.replays), made when needed.
+        self.replays: Any = None
 
     def __repr__(self) -> str:
         return (

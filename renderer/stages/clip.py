@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from renderer.stages.fast_paths import fast_path
+from simd.transfers import to_host
 
 __all__ = ["ClippedTriangles", "clip_triangles", "classify_arrays", "GUARD_BAND"]
 
@@ -180,7 +181,8 @@ def clip_triangles(
     gx = 1.0 + 2.0 * GUARD_BAND / width
     gy = 1.0 + 2.0 * GUARD_BAND / height
     # host read 1 (one transfer): how many faces cross a plane, how many are dropped
-    rejected, crossing, n_clipped, n_rejected = _classify(xp, clip, faces, gx, gy)
+    rejected, crossing, tally = _classify(xp, clip, faces, gx, gy)
+    n_clipped, n_rejected = (int(v) for v in _read(machine, tally))
     if machine is not None:
         machine.charge("elementwise", clip.shape[0], ops=OUTCODE_OPS)
         machine.charge("elementwise", m, ops=TRIANGLE_TEST_OPS)
@@ -211,7 +213,7 @@ def clip_triangles(
     else:
         offsets = xp.cumsum(counts) - counts
     # host read 2, only when something was clipped: the number of output triangles
-    total = int(offsets[-1] + counts[-1]) if n_clipped else m - n_rejected
+    total = int(_read(machine, offsets[-1:] + counts[-1:])[0]) if n_clipped else m - n_rejected
     # Every output row gets its face (row `total` is a spare that takes the writes of
     # dropped faces and unused fan slots); unclipped faces give their triangle as it is.
     face = xp.zeros(total + 1, dtype=xp.int64)
@@ -236,8 +238,9 @@ def clip_triangles(
     return ClippedTriangles(points, values, corners[:total], face[:total], n_clipped, n_rejected)
 
 
-def _classify(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tuple[Any, Any, int, int]:
-    """Each face's flags (rejected, crossing) and their counts, read back in one transfer.
+def _classify(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tuple[Any, Any, Any]:
+    """Each face's flags (rejected, crossing) and their counts (crossing, rejected: two
+    int64 on the arrays' side, to read back in one transfer).
 
     One fused kernel where one is compiled (:mod:`renderer.stages.clip_kernels`): Numba on the
     CPU, Numba CUDA on the GPU (the counts by atomic adds); :func:`classify_arrays`
@@ -247,8 +250,13 @@ def _classify(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tuple[Any
     if fused is not None and clip.dtype == np.float64:
         return fused(clip, faces, gx, gy)
     rejected, crossing = classify_arrays(xp, clip, faces, gx, gy)
-    n_clipped, n_rejected = (int(v) for v in xp.stack([crossing, rejected]).sum(axis=1).tolist())
-    return rejected, crossing, n_clipped, n_rejected
+    return rejected, crossing, xp.stack([crossing, rejected]).sum(axis=1).astype(xp.int64)
+
+
+def _read(machine: Any, a: Any) -> np.ndarray:
+    """``a`` on the host: through the machine (a counted read back, which a CUDA graph
+    capture ends), or copied (no machine: a call of the stage's functions alone)."""
+    return machine.asnumpy(a) if machine is not None else to_host(a)
 
 
 def classify_arrays(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tuple[Any, Any]:

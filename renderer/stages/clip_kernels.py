@@ -85,12 +85,12 @@ def classify_cpu(clip: np.ndarray, faces: np.ndarray, gx: float, gy: float) -> t
     Examples
     --------
     >>> clip = np.array([[-0.5, -0.5, 0, 1], [0.5, -0.5, 0, 1], [0, 0.5, 0, 1], [0, 0, -2, 1]])
-    >>> rej, cross, n_c, n_r = classify_cpu(clip, np.array([[0, 1, 2], [0, 1, 3]]), 3.0, 3.0)
-    >>> rej.tolist(), cross.tolist(), n_c, n_r
-    ([False, False], [False, True], 1, 0)
+    >>> rej, cross, counts = classify_cpu(clip, np.array([[0, 1, 2], [0, 1, 3]]), 3.0, 3.0)
+    >>> rej.tolist(), cross.tolist(), counts.tolist()
+    ([False, False], [False, True], [1, 0])
     """
     m = faces.shape[0]
     rejected = np.empty(m, dtype=np.bool_)
     crossing = np.empty(m, dtype=np.bool_)
     n_cross, n_rej = _cpu_kernel()(clip, faces, float(gx), float(gy), rejected, crossing)
-    return rejected, crossing, int(n_cross), int(n_rej)
+    return rejected, crossing, np.array([n_cross, n_rej], dtype=np.int64)

@@ -330,7 +330,7 @@ def setup_device(
 def classify_device(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tuple:
     """The fused clipping tests on ``xp``'s device: ``rejected, crossing`` (bool, one per
     face) and the numbers of crossing and rejected faces (counted on the device by atomic
-    adds, read back together: one host sync)."""
+    adds, two int64 there: the caller reads them back together)."""
     m = int(faces.shape[0])
     rejected = xp.empty(m, dtype=xp.bool_)
     crossing = xp.empty(m, dtype=xp.bool_)
@@ -338,8 +338,7 @@ def classify_device(xp: Any, clip: Any, faces: Any, gx: float, gy: float) -> tup
     if m:
         _launch(xp, "classify", m, (clip, faces, float(gx), float(gy), rejected, crossing,
                                     counts))  # fmt: skip
-    n_clipped, n_rejected = (int(v) for v in counts.tolist())
-    return rejected, crossing, n_clipped, n_rejected
+    return rejected, crossing, counts
 
 
 def shade_device(

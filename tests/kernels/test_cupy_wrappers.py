@@ -48,7 +48,7 @@ class _NumpyAsCupy(types.ModuleType):
 
     def __init__(self):
         super().__init__("cupy_shim")
-        stream = types.SimpleNamespace(ptr=0)
+        stream = types.SimpleNamespace(ptr=0, is_capturing=lambda: False)
         self.cuda = types.SimpleNamespace(Device=_FakeDevice, get_current_stream=lambda: stream)
 
     def __getattr__(self, name):

@@ -145,7 +145,8 @@ def run_clip_case(name: str) -> None:
     gy = 1.0 + 2.0 * 8192 / height
     saved = _shape(threads, grid)
     try:
-        rej, cross, n_clipped, n_rejected = cuda_kernels.classify_device(np, clip, faces, gx, gy)
+        rej, cross, counts = cuda_kernels.classify_device(np, clip, faces, gx, gy)
+        n_clipped, n_rejected = np.asarray(counts).tolist()
     finally:
         cuda_kernels._THREADS, cuda_kernels._MAX_GRID = saved
     want_rej, want_cross = classify_arrays(np, clip, faces, gx, gy)

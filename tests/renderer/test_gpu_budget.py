@@ -149,10 +149,12 @@ def test_scene_renders_on_its_own_machine(meshes):
 
 
 @pytest.mark.parametrize("loop", renderer.LOOP_FORMS)
-def test_scene_frames_replay_with_the_device_work_stubbed(meshes, loop):
+def test_scene_frames_replay_with_the_device_work_stubbed(meshes, loop, monkeypatch):
     """bench/gpu_budget.py's replayed host time: a later frame of a scene, run again from
     a recording of the device's answers, asks for the same work and gives the same frame
-    (the host reads device data only through counted read backs)."""
+    (the host reads device data only through counted read backs). The frame's host code
+    runs each time: no CUDA graphs (renderer.replays)."""
+    monkeypatch.setenv("SIMD_GRAPHS", "0")
     scene = renderer.Scene(meshes["balanced"], machine=Machine(backend="counting"))
     renderer.render(scene, size=SIZE, loop=loop)
     with counting.measure() as recorded, counting.recording() as tape:
