@@ -18,16 +18,20 @@ value, each in a process of its own with a time limit, all within ``--budget`` s
    (image, depth, face) with the NumPy frames, the CLI's PNG too; then frame times, for a
    bare mesh and for a :class:`renderer.Scene`, with the host time spent inside the Numba
    launches; the host cost of single instructions.
-4. ``tests``: the ``gpu`` tests, highest value first, stopped when the time left is needed
-   for step 5.
-5. ``timings``: the primitives at 2^26 elements against a device copy and ``cupy.cumsum``,
-   the isosurface extraction's voxels per second at 512^3 and 1024^3 (its phases on the
-   device, and the whole call with the mesh read back to the host),
+4. ``frames``: the frames against their budgets (:mod:`bench.gpu_frames`): a Scene's frames
+   replayed as CUDA graphs, a redistributing frame, each stage's device and host time,
+   the isosurface at 512^3 and 1024^3 (on the device, with the mesh on the host, drawn
+   where it lies), an orbit, the diffusion on the PE mesh, frames from 0.25 to 16 million
+   triangles and 512 to 2048 pixels a side.
+5. ``tests``: the ``gpu`` tests, highest value first, stopped when the time left is needed
+   for step 6.
+6. ``timings``: the primitives at 2^26 elements against a device copy and ``cupy.cumsum``,
    and dense diffusion at 8192 x 8192 against its memory floor.
 
-It writes 8 files to ``--out``: ``summary.txt`` (one line a step and the key numbers),
+It writes 9 files to ``--out``: ``summary.txt`` (one line a step and the key numbers),
 ``results.json`` (everything measured, with the machine's description), ``env.log``,
-``warm.log``, ``smoke.log``, ``tests.log``, ``tests.xml`` (JUnit) and ``timings.log``; and
+``warm.log``, ``smoke.log``, ``frames.log``, ``tests.log``, ``tests.xml`` (JUnit) and
+``timings.log``; and
 exits with status 1 if a step failed (a frame unlike NumPy's, a failed test, ...).
 
 ``--backend counting`` is the dry run without a GPU: the same steps on the counting stand-in
@@ -73,7 +77,10 @@ TESTS = (
     "tests/simd/test_distributed.py",
 )
 
-LOGS = ("env.log", "warm.log", "smoke.log", "tests.log", "timings.log")
+LOGS = ("env.log", "warm.log", "smoke.log", "frames.log", "tests.log", "timings.log")
+
+#: Seconds the frames step (bench.gpu_frames) may take.
+FRAMES_LIMIT = 150
 
 
 # --------------------------------------------------------------------------- orchestration
@@ -181,6 +188,8 @@ def lease(out: Path, backend: str, budget: float) -> int:
         _env(run)
         _warm(run)
         run.run(run.command("smoke"), "smoke", "smoke.log", min(180, max(20, run.left(RESERVE))))
+        frames = min(FRAMES_LIMIT, max(20, run.left(RESERVE + 60)))
+        run.run(run.command("frames"), "frames", "frames.log", frames)
         _tests(run)
         run.run(run.command("timings"), "timings", "timings.log", max(20, run.left(5)))
         _keys(run)
@@ -288,8 +297,9 @@ def step_prepare(work: Path, backend: str) -> None:
 
     t = time.perf_counter()
     mesh = renderer.load_dataset("balanced", "250k")
+    renderer.load_dataset("unbalanced", "250k")  # the redistributing frame's (frames)
     made = time.perf_counter() - t
-    _key(f"data set {mesh.n_faces} triangles ready in {made:.1f} s")
+    _key(f"data sets of {mesh.n_faces} triangles ready in {made:.1f} s")
     result: dict[str, Any] = {"dataset_seconds": made}
     result["numba_probe"] = _numba_probe(backend)
     _save(work, "prepare", result)
@@ -542,6 +552,18 @@ def _per_call(m: Any) -> dict[str, float]:
     return out
 
 
+def step_frames(work: Path, backend: str) -> None:
+    """Frames against their budgets (bench.gpu_frames): replayed as CUDA graphs, a
+    redistributing frame, the per-stage breakdown, the isosurface, an orbit, the mesh
+    diffusion and the scale of frames."""
+    from bench import gpu_frames
+
+    path = work / "reference.npz"
+    reference = dict(np.load(path)) if path.exists() else None
+    result = gpu_frames.measure(backend, reference, _key, budget=FRAMES_LIMIT - 20)
+    _save(work, "frames", result)
+
+
 def step_timings(work: Path, backend: str) -> None:
     """The primitives at 2^26 against a device copy and cupy.cumsum; dense diffusion at
     8192 x 8192 against its memory floor."""
@@ -560,49 +582,6 @@ def step_timings(work: Path, backend: str) -> None:
             f"{r['floor_ratio']:.2f} of the copy floor{vs}"
         )
     _save(work, "diffusion", diffusion.gpu_throughput(quick=backend != "cupy"))
-    _save(work, "isosurface", _isosurface_rates(backend))
-
-
-def _isosurface_rates(backend: str) -> list[dict[str, Any]]:
-    """Isosurface extraction of the Marschner-Lobb signal (made on the device) at 512^3
-    and 1024^3 (64^3 without a GPU): voxels per second of the whole call, the mesh read
-    back to the host, and of its three phases on the device (their CUDA-event times),
-    beside a device copy of the volume."""
-    import renderer
-    from renderer.datasets.builtin import marschner_lobb
-    from simd import Machine
-
-    m = Machine(backend=backend)
-    xp = m.xp
-    out = []
-    for n in (512, 1024) if backend == "cupy" else (64,):
-        volume = marschner_lobb(n, xp=xp)  # made on the device
-        mesh = renderer.isosurface(volume, 0.5, machine=m)  # warm: the kernels compiled
-        m.sync()
-        m.reset_stats()
-        start = time.perf_counter()
-        mesh = renderer.isosurface(volume, 0.5, machine=m)
-        m.sync()
-        seconds = time.perf_counter() - start
-        phases = m.stats
-        on_device = sum(phases[name].wall for name in ("classify", "scan", "emit"))
-        start = time.perf_counter()
-        copy = volume.copy()
-        m.sync()
-        copy_seconds = time.perf_counter() - start
-        del copy, volume
-        mesh_bytes = sum(a.nbytes for a in (mesh.vertices, mesh.normals, mesh.faces))
-        out.append({"n": n, "triangles": mesh.n_faces, "seconds": seconds,
-                    "phases_seconds": {k: phases[k].wall for k in ("classify", "scan", "emit")},
-                    "mesh_bytes": mesh_bytes, "device_copy_seconds": copy_seconds})  # fmt: skip
-        _key(
-            f"isosurface {n}^3: {1e3 * seconds:.1f} ms ({n**3 / seconds / 1e9:.2f} G voxels/s) "
-            f"with the {mesh.n_faces} triangles read back ({mesh_bytes / 1e6:.0f} MB); "
-            f"its phases on the device {1e3 * on_device:.1f} ms "
-            f"({n**3 / on_device / 1e9:.1f} G voxels/s); "
-            f"a device copy of the volume {1e3 * copy_seconds:.2f} ms"
-        )
-    return out
 
 
 STEPS = {
@@ -610,6 +589,7 @@ STEPS = {
     "nvrtc": step_nvrtc,
     "reference": step_reference,
     "smoke": step_smoke,
+    "frames": step_frames,
     "timings": step_timings,
 }
 
@@ -618,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.gpu_check", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--out", type=Path, default=Path("gpu-out"), help="folder for the 8 files")
+    parser.add_argument("--out", type=Path, default=Path("gpu-out"), help="folder for the 9 files")
     parser.add_argument(
         "--budget", type=float, default=450, help="seconds for all steps (default 450)"
     )

@@ -35,7 +35,7 @@ def test_frames_compare_pixel_for_pixel():
 
 
 def test_at_most_eight_files_come_back():
-    assert len({"summary.txt", "results.json", "tests.xml", *gpu_check.LOGS}) == 8
+    assert len({"summary.txt", "results.json", "tests.xml", *gpu_check.LOGS}) == 9
 
 
 def test_an_output_that_is_a_file_is_refused_before_any_work(tmp_path):
@@ -44,3 +44,18 @@ def test_an_output_that_is_a_file_is_refused_before_any_work(tmp_path):
     with pytest.raises(SystemExit, match="cannot write results to"):
         gpu_check.main(["--out", str(blocker / "out"), "--backend", "counting"])
     assert blocker.read_text() == ""
+
+
+def test_the_frames_step_measures_every_part_on_the_stand_in(monkeypatch):
+    from bench import gpu_frames
+
+    monkeypatch.setenv("SIMD_BACKEND", "counting")
+    keys: list[str] = []
+    got = gpu_frames.measure("counting", None, keys.append, budget=120)
+    assert set(got) == {"replayed", "redistributing", "breakdown", "isosurface", "orbit",
+                        "mesh_diffusion", "scale"}  # fmt: skip
+    failed = {name: part for name, part in got.items() if "error" in part or "skipped" in part}
+    assert not failed, failed
+    assert all(got["replayed"][form]["replayed"] for form in gpu_frames.FORMS)
+    assert sum(v["decisions"] for v in got["redistributing"]["usual"]["loops"].values()) > 0
+    assert not any("budget" in k for k in keys)  # no verdicts without a GPU
