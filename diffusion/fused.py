@@ -37,7 +37,7 @@ from diffusion.cuda_kernels import (
 from diffusion.layout import Layout
 from diffusion.settings import PMParameters
 
-__all__ = ["CHECK_EVERY", "pm_iterate", "pm_iterate_epsilon"]
+__all__ = ["CHECK_EVERY", "GRAPH_STEPS", "pm_iterate", "pm_iterate_epsilon"]
 
 #: Iterations between read backs of the activity counts with ``epsilon``: one sync per
 #: 8 iterations, and at most 7 iterations that change nothing after convergence.
@@ -60,7 +60,8 @@ def pm_iterate(xp: Any, out: Any, p: PMParameters, layout: Layout | None = None)
     """``p.niter`` plain Perona-Malik steps (``p.epsilon`` is not looked at) of the float32
     device array ``out`` (which it may overwrite), this process's block of ``layout``
     (:class:`diffusion.layout.Layout`; the whole image by default); returns the result. One
-    launch per iteration, no sync (on ranks also the exchange of the ghost rows)."""
+    launch per iteration, no sync (on ranks also the exchange of the ghost rows); on one
+    process, a CUDA graph of :data:`GRAPH_STEPS` iterations launched again instead."""
     layout = layout or Layout(out.shape)
     src, dst, lo, hi = _buffers(xp, out, layout)
     if hi == lo:
@@ -69,11 +70,52 @@ def pm_iterate(xp: Any, out: Any, p: PMParameters, layout: Layout | None = None)
     kernel = step_kernel(xp, p.option, out.ndim, 0, vec, index64, device_id(xp))
     args = shape_args(src.shape, index64, lo, hi) + step_scalars(p)
     own = slice(lo, hi)
-    for _ in range(p.niter):
+
+    def step(src: Any, dst: Any) -> tuple[Any, Any]:
         layout.fill(src, own)
         kernel(grid, block, (src, dst, *args))
-        src, dst = dst, src
+        return dst, src
+
+    done = _replayed_steps(xp, step, src, dst, p.niter, type(layout).fill is Layout.fill)
+    for _ in range(p.niter - done):
+        src, dst = step(src, dst)
     return src[own]
+
+
+#: Iterations captured into one CUDA graph, launched again and again (even: the two
+#: buffers are back in their places after it).
+GRAPH_STEPS = 16
+
+
+def _replayed_steps(xp: Any, step: Any, src: Any, dst: Any, niter: int, alone: bool) -> int:
+    """Run the first iterations as one CUDA graph of :data:`GRAPH_STEPS` of them, captured
+    once and launched again (one launch where there were sixteen); returns how many it ran
+    (a multiple of it; 0 where the iterations are too few, the image is a block of MPI
+    ranks whose ghost rows an exchange fills, or ``SIMD_GRAPHS=0``)."""
+    import os
+
+    cuda = xp.cuda
+    if not alone or niter < 2 * GRAPH_STEPS or os.environ.get("SIMD_GRAPHS", "1") == "0":
+        return 0
+    if not hasattr(cuda.Stream(), "begin_capture"):
+        return 0
+    stream = cuda.Stream(non_blocking=True)
+    current = cuda.get_current_stream()
+    if hasattr(stream, "wait_event"):  # the image made on the current stream first
+        stream.wait_event(current.record())
+    with stream:
+        stream.begin_capture()
+        try:
+            a, b = src, dst
+            for _ in range(GRAPH_STEPS):
+                a, b = step(a, b)
+        finally:
+            graph = stream.end_capture()
+        for _ in range(niter // GRAPH_STEPS):
+            graph.launch(stream)
+    if hasattr(current, "wait_event"):  # later work on the current stream after them
+        current.wait_event(stream.record())
+    return niter // GRAPH_STEPS * GRAPH_STEPS
 
 
 def pm_iterate_epsilon(

@@ -98,3 +98,21 @@ def test_counting_path_matches_numpy_path(kw, shape, spacing):
     assert (info.iterations, info.converged) == (ref_info.iterations, ref_info.converged)
     np.testing.assert_allclose(info.active_fraction, ref_info.active_fraction, atol=1e-3)
     np.testing.assert_allclose(info.updated_fraction, ref_info.updated_fraction, atol=1e-3)
+
+
+def test_plain_iterations_replay_as_a_cuda_graph(monkeypatch):
+    """Many plain iterations: 16 captured once as a CUDA graph, launched again, the rest
+    one launch each; the image is the one of a launch per iteration."""
+    from diffusion.fused import GRAPH_STEPS
+
+    image = np.random.default_rng(3).random(SHAPE).astype(np.float32) * 255
+    x = counting.cupy.asarray(image)
+    with counting.measure() as c:
+        graphed = anisotropic_diffusion(x, niter=3 * GRAPH_STEPS + 2, kappa=20, gamma=0.1)
+    assert c.total.captures == 1 and c.total.graph_launches == 3
+    assert c.total.launches <= GRAPH_STEPS + 2 + 4  # captured, the rest, the set-up
+    monkeypatch.setenv("SIMD_GRAPHS", "0")
+    with counting.measure() as c:
+        plain = anisotropic_diffusion(x, niter=3 * GRAPH_STEPS + 2, kappa=20, gamma=0.1)
+    assert c.total.captures == 0
+    np.testing.assert_array_equal(np.asarray(graphed), np.asarray(plain))
