@@ -49,7 +49,11 @@ class _NumpyAsCupy(types.ModuleType):
     def __init__(self):
         super().__init__("cupy_shim")
         stream = types.SimpleNamespace(ptr=0)
-        self.cuda = types.SimpleNamespace(Device=_FakeDevice, get_current_stream=lambda: stream)
+        self.cuda = types.SimpleNamespace(
+            Device=_FakeDevice,
+            get_current_stream=lambda: stream,
+            runtime=types.SimpleNamespace(getDevice=lambda: 0),
+        )
 
     def __getattr__(self, name):
         return getattr(np, name)
@@ -68,24 +72,24 @@ def fake_scan(monkeypatch):
     monkeypatch.setattr(scan_src, "_TUNING", SMALL_TUNING)
     rng = random.Random(0)
     launches = []
+    ready = set()  # the control words of the scratches set up
 
     def module(namespace, key, device_id):
-        state = {}
-
-        def init(grid, block, args):
-            tile_mem, tile_bytes, num_tiles, ticket = args
+        def init(stream, grid, block, args):
+            regions, region_bytes, capacity, control = args
             assert block == (scan_src.INIT_BLOCK,)
-            assert grid[0] * block[0] >= num_tiles
-            assert tile_mem.dtype == np.uint8 and tile_mem.size == int(tile_bytes)
-            assert int(tile_bytes) >= scan_src.tile_state_bytes(int(num_tiles))
-            assert isinstance(tile_bytes, np.uint64) and isinstance(num_tiles, np.int32)
-            ticket[0] = 0
-            state["ready"] = True
+            assert grid[0] * block[0] >= int(capacity)
+            assert regions.dtype == np.uint8 and regions.size == 2 * int(region_bytes)
+            assert int(region_bytes) >= scan_src.tile_state_bytes(int(capacity))
+            assert isinstance(region_bytes, np.uint64) and isinstance(capacity, np.int32)
+            assert control.dtype == np.uint64 and control.size == 1
+            control[0] = 0
+            ready.add(id(control))
 
-        def scan(grid, block, args):
-            x, flags, out, n, row_len, fill, form, tile_mem, tile_bytes, num_tiles, ticket = args
+        def scan(stream, grid, block, args):
+            x, flags, out, n, row_len, fill, form, regions, region_bytes, tiles, cap, control = args
             assert isinstance(form, np.int32)
-            assert state.pop("ready"), "the tile states were not initialised before the scan"
+            assert id(control) in ready, "the scratch was not set up before the scan"
             assert isinstance(n, np.int64) and isinstance(row_len, np.int64)
             # The kernel's `value_t initial` is read as exactly x's type: a wider scalar
             # (a Python int is passed as 8 bytes) would shift every later argument.
@@ -93,8 +97,10 @@ def fake_scan(monkeypatch):
             assert flags is None or flags.dtype == np.uint8 or flags is x
             assert x.flags.c_contiguous and out.flags.c_contiguous and x.ndim == 1
             b, items = SMALL_TUNING[x.dtype.itemsize]
-            assert block == (b,) and grid == (int(num_tiles),)
-            assert int(num_tiles) * b * items >= int(n) > (int(num_tiles) - 1) * b * items
+            assert block == (b,) and grid == (int(tiles),)
+            assert int(tiles) * b * items >= int(n) > (int(tiles) - 1) * b * items
+            # the other region's reset by the scan's blocks covers the scratch
+            assert int(tiles) <= int(cap) <= b * int(tiles)
             launches.append(key)
             model_kernel(
                 x,
