@@ -33,8 +33,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from kernels import cuda_args
 from kernels.numba_launch import SLOT_FORMATS, parameter_slots
 
@@ -44,7 +42,10 @@ __all__ = ["DriverLaunch", "launcher", "parameter_format"]
 def parameter_format(source: str, name: str) -> str:
     """The ``struct`` format of kernel ``name``'s parameters in ``source``: one 8-byte
     little-endian slot each, a pointer as an unsigned 64-bit address."""
-    params = cuda_args.kernel_params(source, name).params
+    return _format(cuda_args.kernel_params(source, name).params)
+
+
+def _format(params: tuple) -> str:
     return "<" + "".join("Q" if p.pointer else SLOT_FORMATS[p.dtype] for p in params)
 
 
@@ -52,46 +53,36 @@ class DriverLaunch:
     """Launches of one compiled kernel function through ``cuLaunchKernel``.
 
     ``launch(stream, grid, block, args)``: ``args`` as a ``RawKernel`` takes them (device
-    arrays, None for a null pointer, scalars), ``grid`` and ``block`` tuples of one to
-    three ints, ``stream`` the stream's handle (``cupy.cuda.get_current_stream().ptr``).
+    arrays, None for a null pointer, scalars), ``grid`` and ``block`` tuples of three
+    ints, ``stream`` the stream's handle (``cupy.cuda.get_current_stream().ptr``).
+    ``params``: the kernel's C parameters (:func:`kernels.cuda_args.kernel_params`).
     """
 
-    __slots__ = ("buffer", "function", "launch_kernel", "lock", "packer", "params", "pointers")
+    __slots__ = ("buffer", "function", "launch_kernel", "lock", "pack", "params", "pointer",
+                 "slots")  # fmt: skip
 
-    def __init__(self, function: int, fmt: str, launch_kernel: Callable) -> None:
+    def __init__(self, function: int, params: tuple, launch_kernel: Callable) -> None:
         self.function = function
         self.launch_kernel = launch_kernel
-        self.packer, self.buffer, self.params, self.pointers = parameter_slots(fmt)
+        #: Whether each parameter is a pointer (a device array's address, or 0 for None).
+        self.pointer = tuple(p.pointer for p in params)
+        packer, self.buffer, self.params, self.slots = parameter_slots(_format(params))
+        self.pack = packer.pack_into
         self.lock = threading.Lock()
 
     def __call__(self, stream: int, grid: tuple, block: tuple, args: tuple) -> None:
-        values = [a if type(a) in _PLAIN else _address(a) for a in args]
-        gx, gy, gz = (*grid, 1, 1)[:3]
-        bx, by, bz = (*block, 1, 1)[:3]
+        values = [
+            (0 if a is None else a.data.ptr) if pointer else a
+            for a, pointer in zip(args, self.pointer, strict=True)
+        ]
         with self.lock:  # one buffer: filled and copied by the driver together
-            self.packer.pack_into(self.buffer, 0, *values)
-            self.launch_kernel(self.function, gx, gy, gz, bx, by, bz, 0, stream, self.params, 0)
-
-
-def _address(a: Any) -> Any:
-    """A device array's data pointer, 0 for None, any other argument as it is."""
-    if a is None:
-        return 0
-    data = getattr(a, "data", None)
-    return a if data is None else data.ptr
-
-
-#: Argument types passed as they are (the scalars the backend's kernels take): anything
-#: else is a device array or None.
-_PLAIN = frozenset(
-    {bool, int, float, np.bool_, np.uint8, np.uint16, np.int32, np.uint32, np.int64, np.uint64}
-    | {np.float32, np.float64}
-)
+            self.pack(self.buffer, 0, *values)
+            self.launch_kernel(self.function, *grid, *block, 0, stream, self.params, 0)
 
 
 def launcher(xp: Any, kernel: Any, source: str, name: str) -> Callable:
     """The launch of ``kernel`` (``name`` compiled from ``source`` by ``xp.RawModule``):
-    ``launch(stream, grid, block, args)``.
+    ``launch(stream, grid, block, args)``, ``grid`` and ``block`` tuples of three ints.
 
     On CuPy a :class:`DriverLaunch` of the compiled function; on a namespace whose kernels
     are not compiled (the counting stand-in) a call of the kernel object itself.
@@ -103,4 +94,5 @@ def launcher(xp: Any, kernel: Any, source: str, name: str) -> Callable:
             kernel(grid, block, args)
 
         return call
-    return DriverLaunch(int(function), parameter_format(source, name), xp.cuda.driver.launchKernel)
+    params = cuda_args.kernel_params(source, name).params
+    return DriverLaunch(int(function), params, xp.cuda.driver.launchKernel)

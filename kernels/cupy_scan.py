@@ -77,8 +77,8 @@ def _launch(
     fill = None if has_initial else _src.scan_fill(op, dtype, exclusive=exclusive)
     return (
         plan.key,
-        (plan.num_tiles,),
-        (plan.block,),
+        (plan.num_tiles, 1, 1),
+        (plan.block, 1, 1),
         (np.int64(n), np.int64(row_len)),
         np.int32(plan.form),
         np.int32(plan.num_tiles),
@@ -108,10 +108,40 @@ def _scratch(cupy: Any, key: tuple, capacity: int, device_id: int, stream: int, 
     regions = cupy.empty(2 * region, dtype=cupy.uint8)
     control = cupy.empty(1, dtype=cupy.uint64)
     entry = (regions, np.uint64(region), np.int32(capacity), control, cupy)
-    grid = (max(1, -(-capacity // _src.INIT_BLOCK)),)
-    init(stream, grid, (_src.INIT_BLOCK,), (regions, entry[1], entry[2], control))
+    grid = (max(1, -(-capacity // _src.INIT_BLOCK)), 1, 1)
+    init(stream, grid, (_src.INIT_BLOCK, 1, 1), (regions, entry[1], entry[2], control))
     _SCRATCH[where] = entry
     return entry
+
+
+#: Everything a scan's launch needs but its arrays and fill, per (scan form, namespace id,
+#: device, stream, thread): (the scan's launch, grid, block, the size arguments, the fill
+#: when no ``initial`` is given, the arguments after the fill, the namespace). A scan of a
+#: form seen before on its stream costs one dictionary lookup before its launch.
+_PLANS: dict[tuple, tuple] = {}
+
+
+def _plan(cupy: Any, form: tuple, device_id: int, stream: int) -> tuple:
+    """The launch of a scan of ``form`` (the arguments of :func:`_launch`) on ``stream``."""
+    where = (*form, id(cupy), device_id, stream, threading.get_ident())
+    plan = _PLANS.get(where)
+    if plan is not None and plan[-1] is cupy:
+        return plan
+    key, grid, block, sizes, form_bits, tiles, capacity, fill = _launch(*form)
+    init, scan = _module(cupy, key, device_id)
+    regions, region_bytes, cap, control, _ = _scratch(cupy, key, capacity, device_id, stream, init)
+    if len(_PLANS) >= 4096:  # a bound on what a program of many sizes keeps
+        _PLANS.clear()
+    plan = _PLANS[where] = (
+        scan,
+        grid,
+        block,
+        sizes,
+        fill,
+        (form_bits, regions, region_bytes, tiles, cap, control),
+        cupy,
+    )
+    return plan
 
 
 def _scan_rows(cupy, buf, flags, row_len: int, op: str, *, exclusive, reverse, initial):
@@ -120,42 +150,14 @@ def _scan_rows(cupy, buf, flags, row_len: int, op: str, *, exclusive, reverse, i
     out = cupy.empty_like(buf)
     if n == 0:
         return out
-    dtype = buf.dtype
-    key, grid, block, sizes, form, tiles, capacity, fill = _launch(
-        n,
-        row_len,
-        dtype,
-        op,
-        bool(exclusive),
-        bool(reverse),
-        flags is not None,
-        initial is not None,
-    )
-    if initial is not None:
-        fill = _src.scan_fill(op, dtype, exclusive=exclusive, initial=initial)
     cuda = cupy.cuda
-    device_id = cuda.runtime.getDevice()
     stream = cuda.get_current_stream().ptr
-    init, scan = _module(cupy, key, device_id)
-    regions, region_bytes, cap, control, _ = _scratch(cupy, key, capacity, device_id, stream, init)
-    scan(
-        stream,
-        grid,
-        block,
-        (
-            buf,
-            buf if flags is None else flags,  # never read when the scan is not segmented
-            out,
-            *sizes,
-            fill,
-            form,
-            regions,
-            region_bytes,
-            tiles,
-            cap,
-            control,
-        ),
-    )
+    form = (n, row_len, buf.dtype, op, exclusive, reverse, flags is not None, initial is not None)
+    scan, grid, block, sizes, fill, rest, _ = _plan(cupy, form, cuda.runtime.getDevice(), stream)
+    if initial is not None:
+        fill = _src.scan_fill(op, buf.dtype, exclusive=exclusive, initial=initial)
+    # flags: never read when the scan is not segmented
+    scan(stream, grid, block, (buf, buf if flags is None else flags, out, *sizes, fill, *rest))
     return out
 
 

@@ -182,12 +182,17 @@ def _library(source: str, name: str, nargs: int, prelude: str = "") -> ctypes.CD
 def _ctype(a: Any) -> Any:
     if isinstance(a, np.ndarray):
         return ctypes.c_void_p(a.ctypes.data)
+    if a is None:  # a null pointer, as CuPy passes None
+        return ctypes.c_void_p(0)
     kinds = {
         np.dtype(np.float32): ctypes.c_float,
         np.dtype(np.int32): ctypes.c_int32,
         np.dtype(np.int64): ctypes.c_int64,
         np.dtype(np.float64): ctypes.c_double,
-        np.dtype(np.uint64): ctypes.c_void_p,  # a pointer given as an integer (null)
+        np.dtype(np.uint8): ctypes.c_uint8,
+        np.dtype(np.uint16): ctypes.c_uint16,
+        np.dtype(np.uint32): ctypes.c_uint32,
+        np.dtype(np.uint64): ctypes.c_uint64,  # a value, or a pointer given as an integer
     }
     return kinds[np.dtype(type(a))](a.item())
 

@@ -77,7 +77,7 @@ def fake_scan(monkeypatch):
     def module(namespace, key, device_id):
         def init(stream, grid, block, args):
             regions, region_bytes, capacity, control = args
-            assert block == (scan_src.INIT_BLOCK,)
+            assert block == (scan_src.INIT_BLOCK, 1, 1)
             assert grid[0] * block[0] >= int(capacity)
             assert regions.dtype == np.uint8 and regions.size == 2 * int(region_bytes)
             assert int(region_bytes) >= scan_src.tile_state_bytes(int(capacity))
@@ -97,7 +97,7 @@ def fake_scan(monkeypatch):
             assert flags is None or flags.dtype == np.uint8 or flags is x
             assert x.flags.c_contiguous and out.flags.c_contiguous and x.ndim == 1
             b, items = SMALL_TUNING[x.dtype.itemsize]
-            assert block == (b,) and grid == (int(tiles),)
+            assert block == (b, 1, 1) and grid == (int(tiles), 1, 1)
             assert int(tiles) * b * items >= int(n) > (int(tiles) - 1) * b * items
             # the other region's reset by the scan's blocks covers the scratch
             assert int(tiles) <= int(cap) <= b * int(tiles)
@@ -210,13 +210,24 @@ def fake_router(monkeypatch):
         dtype = np.dtype(dtype)
         router_src.router_source(combine, dtype)  # the variant exists
 
+        def checked(dest, mask, size, bounds, row):
+            """The messages sent (mask), delivered (inside), and the range check folded."""
+            sent = np.ones(dest.shape, bool) if mask is None else mask.astype(bool)
+            if bounds is not None:
+                assert bounds.dtype == np.int64 and isinstance(row, np.int32)
+                if sent.any():
+                    b = bounds[int(row)]
+                    b[0], b[1] = min(b[0], dest[sent].min()), max(b[1], dest[sent].max())
+            return sent & (dest >= 0) & (dest < int(size))
+
         def combine_kernel(grid, block, args):
-            values, dest, out, n, size = args
+            values, dest, mask, out, n, size, bounds, row = args
             assert values.dtype == out.dtype == dtype and dest.dtype == np.int64
             assert isinstance(n, np.int64) and isinstance(size, np.int64)  # `long long`
             assert int(size) == out.size
             assert values.flags.c_contiguous and dest.flags.c_contiguous
-            assert grid[0] >= 1 and block == (router_src.BLOCK,) and int(n) == dest.size
+            assert grid[0] >= 1 and block == (router_src.BLOCK, 1, 1) and int(n) == dest.size
+            keep = checked(dest, mask, size, bounds, row)
             calls.append(combine)
             if combine in ("max", "min") and dtype.kind == "f":
                 # The CAS loop's NaN rule: a NaN operand wins (numpy.maximum/minimum).
@@ -224,24 +235,28 @@ def fake_router(monkeypatch):
             else:
                 ufunc = _UFUNCS[combine]
             with np.errstate(invalid="ignore"):
-                ufunc.at(out, dest, values)
+                ufunc.at(out, dest[keep], values[keep])
 
         def winner_kernel(grid, block, args):
-            dest, winner, tag, n, size = args
+            dest, mask, winner, tag, n, size, bounds, row = args
             assert isinstance(size, np.int64) and int(size) <= winner.size  # tags are reused
             assert winner.dtype == np.uint64 and isinstance(tag, np.uint64)
             # Tags of earlier calls are smaller than this call's: no fill needed.
             assert (winner < tag).all() and int(tag) % (1 << router_src.SENDER_BITS) == 0
             assert dest.dtype == np.int64 and isinstance(n, np.int64)
-            np.maximum.at(winner, dest, tag | np.arange(int(n), dtype=np.uint64))
+            keep = checked(dest, mask, size, bounds, row)
+            tags = tag | np.arange(int(n), dtype=np.uint64)
+            np.maximum.at(winner, dest[keep], tags[keep])
 
         def write_kernel(grid, block, args):
-            values, dest, winner, tag, out, n, size = args
+            values, dest, mask, winner, tag, out, n, size = args
             assert values.dtype == out.dtype == dtype and isinstance(n, np.int64)
             assert int(size) == out.size
             calls.append("overwrite")
+            keep = checked(dest, mask, size, None, None)
             i = np.arange(int(n), dtype=np.uint64)
-            won = winner[dest] == (tag | i)
+            won = keep.copy()
+            won[keep] = winner[dest[keep]] == (tag | i[keep])
             out[dest[won]] = values[won]
 
         kernels = {
