@@ -112,13 +112,18 @@ _DTYPES = frozenset(_src.DTYPES)
 _INT64 = np.dtype(np.int64)
 
 
-#: No deferred check: the kernels' (bounds, row) arguments.
-_NO_CHECK = (None, np.int32(0))
+#: The kernels' ``int row`` argument of each row of the machine's deferred checks.
+_ROWS: list = []
 
 
 def _check_arguments(bounds: Any) -> tuple:
     """The kernels' (bounds, row) arguments of a deferred check ``(table, row)``, or none."""
-    return _NO_CHECK if bounds is None else (bounds[0], np.int32(bounds[1]))
+    if bounds is None:
+        return None, np.int32(0)
+    table, row = bounds
+    while len(_ROWS) <= row:
+        _ROWS.append(np.int32(len(_ROWS)))
+    return table, _ROWS[row]
 
 
 @register("send", "cupy")
@@ -184,7 +189,11 @@ def get(xp, source, index, *, mask=None, fill=None, bounds=None):
     index = _contiguous(cupy, index, _INT64)
     out = cupy.empty(index.shape, dtype=source.dtype)
     # fill's bits as the word the kernel copies (the machine passes a scalar of the dtype)
-    word = _WORDS[itemsize](0) if fill is None else source.dtype.type(fill).view(_WORDS[itemsize])
+    words = _WORDS[itemsize]
+    if fill is None:
+        word = words(0)
+    else:
+        word = (fill if type(fill) is source.dtype.type else source.dtype.type(fill)).view(words)
     cuda = cupy.cuda
     device_id = cuda.runtime.getDevice()
     stream = cuda.get_current_stream().ptr
