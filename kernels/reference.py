@@ -398,7 +398,7 @@ def get(xp, source, index, *, mask=None, fill=None, bounds=None):
     if mask is None:
         return source.reshape(-1)[index]
     out = source.reshape(-1)[xp.where(mask, index, 0)]  # masked off: a valid address
-    return xp.where(mask, out, xp.asarray(fill, dtype=out.dtype))
+    return xp.where(mask, out, source.dtype.type(fill))  # a scalar: no copy to the device
 
 
 #: The (least, greatest) address of a deferred range check that has seen none (int64):

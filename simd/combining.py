@@ -27,6 +27,7 @@ def combine_into(m: Any, flat_values, flat_dest, out, combine: str, *, fill: Any
 
     Examples
     --------
+    >>> from simd import Machine
     >>> out = np.full(4, 7)
     >>> values, dest = np.array([1, 2, 3]), np.array([0, 0, 2])
     >>> combine_into(Machine(backend="numpy"), values, dest, out, "add", fill=np.int64(7)).tolist()
@@ -61,7 +62,8 @@ def combine_into(m: Any, flat_values, flat_dest, out, combine: str, *, fill: Any
         received = xp.zeros(out.size + 1, dtype=bool)
         received[xp.where(mask, flat_dest, out.size)] = True
         received = received[: out.size]
-    return xp.where(received.reshape(out.shape), out, xp.asarray(fill, out.dtype))
+    # fill, a scalar of out's dtype, goes to the kernel as an argument (no copy to the device)
+    return xp.where(received.reshape(out.shape), out, fill)
 
 
 def collisions(m: Any, addresses) -> tuple[int, int]:
@@ -71,6 +73,7 @@ def collisions(m: Any, addresses) -> tuple[int, int]:
 
     Examples
     --------
+    >>> from simd import Machine
     >>> collisions(Machine(backend="numpy"), np.array([4, 1, 4, 2, 1]))
     (2, 1)
     """
