@@ -26,7 +26,9 @@ value, each in a process of its own with a time limit, all within ``--budget`` s
 5. ``tests``: the ``gpu`` tests, highest value first, stopped when the time left is needed
    for step 6.
 6. ``timings``: the primitives at 2^26 elements against a device copy and ``cupy.cumsum``,
-   and dense diffusion at 8192 x 8192 against its memory floor.
+   dense diffusion at 8192 x 8192 against its memory floor, and the kernels against their
+   floors (:mod:`bench.kernel_floors`: scans, segmented scans, shift, get and send from
+   2^20 to 2^28 beside a device copy, a plain gather or scatter and CUB).
 
 It writes 9 files to ``--out``: ``summary.txt`` (one line a step and the key numbers),
 ``results.json`` (everything measured, with the machine's description), ``env.log``,
@@ -529,11 +531,12 @@ def _smoke_form(mesh: Any, form: str, backend: str, reference: Any, timer: Any) 
 def _per_call(m: Any) -> dict[str, float]:
     """Host microseconds per call of single instructions, back to back."""
     x = m.asarray(np.arange(4096, dtype=np.int32))
+    dest = x % 97  # made once: the send's own cost alone is timed
     calls = {
         "elementwise x + 1": lambda: x + 1,
         "scan int32": lambda: m.scan(x),
         "shift int32": lambda: m.shift(x, 1, 0),
-        "send add": lambda: m.send(x, x % 97, 97, combine="add"),
+        "send add": lambda: m.send(x, dest, 97, combine="add"),
     }
     out = {}
     for name, fn in calls.items():
@@ -546,7 +549,9 @@ def _per_call(m: Any) -> dict[str, float]:
                 fn()
             out[name] = 1e6 * (time.perf_counter() - t) / 500
             m.sync()
-            _key(f"per call {name}: {out[name]:.1f} us")
+            # in CuPy's own launches on this host (its cost varies from host to host)
+            launches = out[name] / out.get("elementwise x + 1", out[name])
+            _key(f"per call {name}: {out[name]:.1f} us ({launches:.2f} x the cost of x + 1)")
         except Exception as exc:  # noqa: BLE001
             _key(f"per call {name} failed: {type(exc).__name__}: {exc}")
     return out
@@ -582,6 +587,18 @@ def step_timings(work: Path, backend: str) -> None:
             f"{r['floor_ratio']:.2f} of the copy floor{vs}"
         )
     _save(work, "diffusion", diffusion.gpu_throughput(quick=backend != "cupy"))
+    from bench import kernel_floors
+
+    if backend == "cupy":
+        floors = kernel_floors.measure(60.0)
+    else:
+        floors = kernel_floors.measure(60.0, backend="counting", sizes=(10, 12))
+    _save(work, "kernel_floors", floors)
+    lines = kernel_floors.table(floors).splitlines()
+    largest = max(floors["sizes"])
+    for line in lines[1:]:  # the largest size's rows, any that differ, the notes
+        if f"2^{largest.bit_length() - 1} " in line or "DIFFERS" in line or ":" in line:
+            _key(f"kernel floors: {' '.join(line.split())}")
 
 
 STEPS = {

@@ -38,9 +38,19 @@ destination, the way the CM router combined colliding messages in the network:
   wraps.
 
 Every kernel takes the destination's ``size`` and drops messages addressed outside
-``[0, size)``: masked-off senders send to -1, and an out-of-range address (which the
-machine's deferred range check reports later, ``simd.Machine.check``) never writes out of
-bounds.
+``[0, size)``: an out-of-range address (which the machine's deferred range check reports
+later, ``simd.Machine.check``) never writes out of bounds. A kernel takes the senders'
+mask (a byte each, or null): masked-off senders neither send nor count in the check.
+
+The deferred range check is folded into the kernels: each block reduces the least and
+greatest address its threads met and folds them, with an atomic minimum and maximum where
+they change it, into the machine's row of bounds for this instruction (``bounds``,
+``row``; null: no check). No launch of its own, and the addresses are read once.
+
+The router's get (``GET_KERNEL``, :func:`gather_source`) is a gather of words of the
+element's size, folding its indices into the check the same way; an index outside the
+source is wrapped into it, as CuPy's ``take`` does, so that nothing is read out of bounds
+before the check reports it.
 """
 
 from __future__ import annotations
@@ -56,6 +66,9 @@ __all__ = [
     "SEND_KERNEL",
     "WINNER_KERNEL",
     "WRITE_KERNEL",
+    "GET_KERNEL",
+    "GET_ITEMSIZES",
+    "gather_source",
 ]
 
 DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))
@@ -69,6 +82,9 @@ BLOCK = 256
 SEND_KERNEL = "simd_send_combine"
 WINNER_KERNEL = "simd_send_winner"
 WRITE_KERNEL = "simd_send_write"
+GET_KERNEL = "simd_get"
+#: Element sizes of the get kernel (it copies words).
+GET_ITEMSIZES = (1, 2, 4, 8)
 
 _CTYPES = {
     np.dtype(np.int32): "int",
@@ -122,43 +138,88 @@ _FLOAT_WORDS = {
     ),
 }
 
+_BOUNDS = r"""
+#define LO_NONE 0x7fffffffffffffffLL         // LLONG_MAX: no address seen
+#define HI_NONE (-0x7fffffffffffffffLL - 1)  // LLONG_MIN
+// The deferred address check: the least and greatest address of this thread's messages
+// (lo, hi), reduced over the block in shared memory, folded into bounds[2 * row] and
+// bounds[2 * row + 1] (set to LO_NONE, HI_NONE before the instruction) by one thread
+// with an atomic each, only where it changes them. Every thread of the block calls it
+// (it has barriers); nothing is done when bounds is null.
+__device__ __forceinline__ void fold_bounds(long long lo, long long hi, long long *bounds,
+                                            int row) {
+  if (bounds == 0) return;
+  __shared__ long long s_lo[%(block)d], s_hi[%(block)d];
+  s_lo[threadIdx.x] = lo;
+  s_hi[threadIdx.x] = hi;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if ((int)threadIdx.x < half) {
+      s_lo[threadIdx.x] = min(s_lo[threadIdx.x], s_lo[threadIdx.x + half]);
+      s_hi[threadIdx.x] = max(s_hi[threadIdx.x], s_hi[threadIdx.x + half]);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    long long *b = bounds + 2 * (long long)row;
+    if (s_lo[0] < b[0]) atomicMin(b, s_lo[0]);
+    if (s_hi[0] > b[1]) atomicMax(b + 1, s_hi[0]);
+  }
+}
+"""
+
 _TEMPLATE = r"""
 // simd router kernel: combine=%(combine)s dtype=%(ctype)s
 typedef %(ctype)s value_t;
-
+%(bounds)s
 #if %(combining)d
+// mask: null, or a byte per message (0: masked off, neither sent nor checked).
 extern "C" __global__ void __launch_bounds__(%(block)d)
 simd_send_combine(const value_t *__restrict__ values, const long long *__restrict__ dest,
-                  value_t *out, long long n, long long size) {
+                  const unsigned char *__restrict__ mask, value_t *out, long long n,
+                  long long size, long long *bounds, int row) {
+  long long lo = LO_NONE, hi = HI_NONE;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
+    if (mask != 0 && mask[i] == 0) continue;
     const long long d = dest[i];
-    if (d < 0 || d >= size) continue;  // dropped: masked off, or caught by the range check
+    lo = min(lo, d);
+    hi = max(hi, d);
+    if (d < 0 || d >= size) continue;  // dropped: caught by the range check
     value_t *a = out + d;
     const value_t v = values[i];
     %(atomic)s
   }
+  fold_bounds(lo, hi, bounds, row);
 }
 #else
 // Overwrite: the highest sender index per address wins (deterministic). A tag is
 // epoch << SENDER_BITS | sender; tags of earlier calls (smaller epochs) always lose, so the
 // tag array needs no fill per call.
 extern "C" __global__ void __launch_bounds__(%(block)d)
-simd_send_winner(const long long *__restrict__ dest, unsigned long long *winner,
-                 unsigned long long epoch_tag, long long n, long long size) {
+simd_send_winner(const long long *__restrict__ dest, const unsigned char *__restrict__ mask,
+                 unsigned long long *winner, unsigned long long epoch_tag, long long n,
+                 long long size, long long *bounds, int row) {
+  long long lo = LO_NONE, hi = HI_NONE;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
+    if (mask != 0 && mask[i] == 0) continue;
     const long long d = dest[i];
+    lo = min(lo, d);
+    hi = max(hi, d);
     if (d >= 0 && d < size) atomicMax(winner + d, epoch_tag | (unsigned long long)i);
   }
+  fold_bounds(lo, hi, bounds, row);
 }
 
 extern "C" __global__ void __launch_bounds__(%(block)d)
 simd_send_write(const value_t *__restrict__ values, const long long *__restrict__ dest,
+                const unsigned char *__restrict__ mask,
                 const unsigned long long *__restrict__ winner, unsigned long long epoch_tag,
                 value_t *out, long long n, long long size) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
+    if (mask != 0 && mask[i] == 0) continue;
     const long long d = dest[i];
     if (d >= 0 && d < size && winner[d] == (epoch_tag | (unsigned long long)i)) {
       out[d] = values[i];
@@ -167,6 +228,58 @@ simd_send_write(const value_t *__restrict__ values, const long long *__restrict_
 }
 #endif
 """
+
+_GATHER = r"""
+// simd router get: words of %(word_bytes)d bytes
+typedef %(word)s word_t;
+%(bounds)s
+// out[i] = source[index[i]], an index outside [0, size) wrapped into it as CuPy's take does
+// (the range check reports it); fill where mask (null, or a byte per reader) is 0.
+// source and out: elements of any type of the word's size.
+extern "C" __global__ void __launch_bounds__(%(block)d)
+simd_get(const void *__restrict__ source_, const long long *__restrict__ index,
+         const unsigned char *__restrict__ mask, word_t fill, void *__restrict__ out_,
+         long long n, long long size, long long *bounds, int row) {
+  const word_t *__restrict__ source = (const word_t *)source_;
+  word_t *__restrict__ out = (word_t *)out_;
+  long long lo = LO_NONE, hi = HI_NONE;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    if (mask != 0 && mask[i] == 0) {
+      out[i] = fill;
+      continue;
+    }
+    const long long k = index[i];
+    lo = min(lo, k);
+    hi = max(hi, k);
+    long long j = k %% size;
+    if (j < 0) j += size;
+    out[i] = source[j];
+  }
+  fold_bounds(lo, hi, bounds, row);
+}
+"""
+
+_WORDS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+
+
+def gather_source(itemsize: int) -> str:
+    """CUDA source of ``GET_KERNEL`` for elements of ``itemsize`` bytes (1, 2, 4 or 8): a
+    get copies words, whatever their type.
+
+    Examples
+    --------
+    >>> "unsigned short" in gather_source(2)
+    True
+    """
+    if itemsize not in _WORDS:
+        raise TypeError(f"the get kernel copies 1, 2, 4 or 8-byte elements, not {itemsize}")
+    return _GATHER % {
+        "word": _WORDS[itemsize],
+        "word_bytes": itemsize,
+        "block": BLOCK,
+        "bounds": _BOUNDS % {"block": BLOCK},
+    }
 
 
 def router_source(combine: str, dtype) -> str:
@@ -207,6 +320,7 @@ def router_source(combine: str, dtype) -> str:
         "combining": int(combine != "overwrite"),
         "atomic": atomic,
         "block": BLOCK,
+        "bounds": _BOUNDS % {"block": BLOCK},
     }
 
 

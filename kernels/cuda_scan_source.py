@@ -19,6 +19,16 @@ with single relaxed accesses: no fences beyond the block's own (checked on the S
 ticket, so every tile's predecessors have already started when it looks back. Data are read
 once and written once (about 2 element sizes per element plus the segment flags).
 
+A scan is one launch. The tile states need resetting before every scan; rather than a
+launch of its own, each scan resets them for the next: the scratch (per stream, tile-state
+layout and size class, ``kernels.cupy_scan``) holds two regions of tile states and a
+control word, and a scan runs on one region while its blocks reset the other. The control
+word gives each block its ticket and the region in one atomic, and the scan's last block to
+finish (counted in the same word) hands the next scan the other region. The state lives on
+the device, so a captured CUDA graph replays scans as they ran. A scratch is set up (region
+0 reset, the word cleared) by ``INIT_KERNEL``, once when it is made. The kernel source runs
+on CPU threads, blocks concurrently, in ``tests/kernels/test_scan_on_cpu.py``.
+
 Segmented scans use Schwartz's (flag, value) pair operator ("Ultracomputers", TOPLAS 1980;
 Blelloch, "Prefix sums and their applications", 1990)::
 
@@ -67,6 +77,7 @@ __all__ = [
     "scan_source",
     "tuning",
     "tile_state_bytes",
+    "scratch_capacity",
     "INIT_KERNEL",
     "SCAN_KERNEL",
     "INIT_BLOCK",
@@ -123,6 +134,17 @@ def cccl_include_dirs() -> tuple[str, ...]:
 def tuning(dtype) -> tuple[int, int]:
     """(threads per block, items per thread) of the scan kernel for ``dtype``."""
     return _TUNING[np.dtype(dtype).itemsize]
+
+
+def scratch_capacity(num_tiles: int) -> int:
+    """Tiles of the scratch that serves scans of ``num_tiles`` tiles: the next power of two,
+    so that a scan's blocks (``BLOCK`` threads each) reset all of the other region, and
+    scans of one size class share a scratch.
+
+    >>> [scratch_capacity(t) for t in (1, 2, 3, 1000)]
+    [1, 2, 4, 1024]
+    """
+    return 1 << (max(1, num_tiles) - 1).bit_length()
 
 
 def tile_state_bytes(num_tiles: int) -> int:
@@ -329,20 +351,27 @@ typedef cub::BlockScan<scan_t, BLOCK, cub::BLOCK_SCAN_WARP_SCANS> BlockScanT;
 typedef cub::BlockExchange<value_t, BLOCK, ITEMS> ExchangeValues;
 typedef cub::BlockExchange<unsigned char, BLOCK, ITEMS> ExchangeFlags;
 
-// Look-back tile states: status INVALID for every tile, OOB for the 32 padding slots, and
-// the tile ticket reset to 0. One thread per tile.
+// The look-back's scratch is two regions of tile states and one control word:
+//   bit 63: which region the next scan uses (its parity),
+//   bits 32-62: how many blocks of the running scan have finished,
+//   bits 0-31: how many tile tickets the running scan has drawn.
+// A scan draws its tickets and reads the parity from the control word with one atomic per
+// block, resets the other region for the next scan, and its last block to finish flips
+// the parity and clears the counts. The state lives on the device, so a scan needs no
+// launch before it, and a captured graph replays it as it ran. This kernel runs once per
+// scratch: region 0 clean (INVALID for every tile, OOB for the 32 padding slots), parity 0.
 extern "C" __global__ void __launch_bounds__(%(init_block)d)
-simd_scan_init(void *tile_mem, unsigned long long tile_bytes, int num_tiles,
-               unsigned int *ticket) {
+simd_scan_init(void *tile_mem, unsigned long long region_bytes, int capacity,
+               unsigned long long *control) {
   TileState state;
-  // Init fails (and leaves the state's pointers unset) when tile_bytes is smaller than
+  // Init fails (and leaves the state's pointers unset) when region_bytes is smaller than
   // CUB's AllocationSize: stop with a launch error rather than scribble over memory.
-  if (state.Init(num_tiles, tile_mem, (size_t)tile_bytes) != cudaSuccess) {
+  if (state.Init(capacity, tile_mem, (size_t)region_bytes) != cudaSuccess) {
     __trap();
   }
-  state.InitializeStatus(num_tiles);
+  state.InitializeStatus(capacity);
   if (blockIdx.x == 0 && threadIdx.x == 0) {
-    *ticket = 0u;
+    *control = 0ull;
   }
 }
 
@@ -350,8 +379,8 @@ simd_scan_init(void *tile_mem, unsigned long long tile_bytes, int num_tiles,
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 simd_scan(const value_t *__restrict__ x, const unsigned char *__restrict__ seg,
           value_t *__restrict__ out, long long n, long long row_len, value_t initial,
-          int form, void *tile_mem, unsigned long long tile_bytes, int num_tiles,
-          unsigned int *ticket) {
+          int form, void *tile_mem, unsigned long long region_bytes, int num_tiles,
+          int capacity, unsigned long long *control) {
   __shared__ struct {
     typename PrefixOp::TempStorage prefix;
     union {
@@ -359,7 +388,7 @@ simd_scan(const value_t *__restrict__ x, const unsigned char *__restrict__ seg,
       typename ExchangeFlags::TempStorage flags;
       typename BlockScanT::TempStorage scan;
     } u;
-    int tile;
+    unsigned long long control;
   } smem;
 
   const bool exclusive = (form & FORM_EXCLUSIVE) != 0;
@@ -369,16 +398,25 @@ simd_scan(const value_t *__restrict__ x, const unsigned char *__restrict__ seg,
   const bool segmented = (form & FORM_SEGMENTED) != 0;
 #endif
 
-  TileState state;
-  state.Init(num_tiles, tile_mem, (size_t)tile_bytes);
-
   // Tiles are numbered in the order their blocks start, so that a tile only ever waits on
-  // tiles whose blocks are already resident (forward progress of the look-back).
+  // tiles whose blocks are already resident (forward progress of the look-back). The same
+  // atomic gives the region of this scan (see simd_scan_init).
   if (threadIdx.x == 0) {
-    smem.tile = (int)atomicAdd(ticket, 1u);
+    smem.control = atomicAdd(control, 1ull);
   }
   __syncthreads();
-  const int tile = smem.tile;
+  const int tile = (int)(smem.control & 0xffffffffull);
+  const unsigned parity = (unsigned)(smem.control >> 63);
+  char *const regions = (char *)tile_mem;
+  TileState state;
+  state.Init(num_tiles, regions + parity * region_bytes, (size_t)region_bytes);
+  {
+    // The other region, unused by this scan, made clean for the next one: tiles
+    // blockIdx.x * BLOCK + threadIdx.x below capacity (capacity <= BLOCK * num_tiles).
+    TileState next;
+    next.Init(capacity, regions + (parity ^ 1u) * region_bytes, (size_t)region_bytes);
+    next.InitializeStatus(capacity);
+  }
   const long long base = (long long)tile * TILE;
 
   // Striped, coalesced loads of the tile in scan order (position q -> element p).
@@ -471,6 +509,16 @@ simd_scan(const value_t *__restrict__ x, const unsigned char *__restrict__ seg,
     const long long q = base + threadIdx.x + (long long)i * BLOCK;
     if (q < n) {
       out[reverse ? n - 1 - q : q] = v[i];
+    }
+  }
+
+  // The block has finished. Its two atomics on the control word are ordered (one thread,
+  // one address), so the last to finish comes after every ticket of this scan: no block
+  // of it reads the parity again, and the next scan starts on the region reset above.
+  if (threadIdx.x == 0) {
+    const unsigned long long before = atomicAdd(control, 1ull << 32);
+    if (((before >> 32) & 0x7fffffffull) == (unsigned long long)(num_tiles - 1)) {
+      atomicExch(control, (unsigned long long)(parity ^ 1u) << 63);
     }
   }
 }

@@ -11,7 +11,8 @@ NVR-2016-002) over CUB block primitives, with Schwartz's (flag, value) pair oper
 segmented scans and for scans along an axis; see ``kernels.cuda_scan_source`` for the
 algorithm and the source template. One module is compiled per kernel variant (operator,
 dtype, pairs) and device, and memoised, as CuPy does for its own kernels; the scan form
-(exclusive, reverse, segmented, initial) is a runtime argument.
+(exclusive, reverse, segmented, initial) is a runtime argument. A scan is one launch,
+through ``cuLaunchKernel`` (:mod:`kernels.cupy_launch`), with no host sync.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 
 from kernels import cuda_scan_source as _src
 from kernels import reference
+from kernels.cupy_launch import launcher
 from kernels.registry import register
 
 __all__ = ["reduce", "scan", "scratch_arrays"]
@@ -36,12 +38,16 @@ _UINT8 = np.dtype(np.uint8)
 
 @functools.cache
 def _module(cupy: Any, key: tuple, device_id: int) -> tuple[Any, Any]:
-    """Compiled (init, scan) kernels of variant ``key`` (op, dtype, pairs) on a device."""
+    """The launches (:func:`kernels.cupy_launch.launcher`) of the (init, scan) kernels of
+    variant ``key`` (op, dtype, pairs) on a device, compiled once."""
     op, dtype, pairs = key
     source = _src.scan_source(op, np.dtype(dtype), pairs=pairs)
     options = ("-std=c++17",) + tuple(f"-I{d}" for d in _src.cccl_include_dirs())
     module = cupy.RawModule(code=source, options=options)
-    return module.get_function(_src.INIT_KERNEL), module.get_function(_src.SCAN_KERNEL)
+    return tuple(
+        launcher(cupy, module.get_function(name), source, name)
+        for name in (_src.INIT_KERNEL, _src.SCAN_KERNEL)
+    )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -55,9 +61,9 @@ def _launch(
     segmented: bool,
     has_initial: bool,
 ) -> tuple:
-    """The launch plan of a scan form, memoised: (plan key, init grid, init scalar
-    arguments, scan grid, scan block, scan scalar arguments, tile-state bytes, fill when
-    no ``initial`` is given)."""
+    """The launch plan of a scan form, memoised: (plan key, scan grid, scan block, the
+    size arguments, the form, the tile count, the scratch's capacity in tiles, the fill
+    when no ``initial`` is given)."""
     plan = _src.plan_scan(
         n,
         row_len,
@@ -68,57 +74,82 @@ def _launch(
         segmented=segmented,
         has_initial=has_initial,
     )
-    tile_bytes = _src.tile_state_bytes(plan.num_tiles)
-    init_blocks = max(1, -(-plan.num_tiles // _src.INIT_BLOCK))
-    tiles = (np.uint64(tile_bytes), np.int32(plan.num_tiles))
     fill = None if has_initial else _src.scan_fill(op, dtype, exclusive=exclusive)
     return (
         plan.key,
-        (init_blocks,),
-        tiles,
-        (plan.num_tiles,),
-        (plan.block,),
+        (plan.num_tiles, 1, 1),
+        (plan.block, 1, 1),
         (np.int64(n), np.int64(row_len)),
         np.int32(plan.form),
-        tile_bytes,
+        np.int32(plan.num_tiles),
+        _src.scratch_capacity(plan.num_tiles),
         fill,
     )
 
 
-#: The look-back's scratch per (namespace id, device, stream, thread): [tile states (uint8),
-#: ticket (uint32), namespace (kept so that a reused id is not mistaken for it), views of
-#: the tile states by size]. The init kernel resets both before every scan, and one
-#: thread's launches on one stream run in order, so a scan reuses them rather than
-#: allocating two buffers per call.
-_SCRATCH: dict[tuple, list] = {}
+#: The look-back's scratch per (namespace id, device, stream, thread, dtype, pairs, capacity):
+#: (its two regions of tile states (uint8), the bytes of one as the kernel's argument, its
+#: capacity in tiles as the kernel's argument, the control word (uint64), the namespace,
+#: kept so that a reused id is not mistaken for it). Made and initialised once (one launch
+#: of the init kernel); every scan after that keeps it ready for the next (see
+#: ``kernels.cuda_scan_source``). One thread's launches on one stream run in order, and a
+#: scratch serves scans of one tile-state layout (dtype, pairs) and of one size class.
+_SCRATCH: dict[tuple, tuple] = {}
 
 
 def scratch_arrays(cupy: Any) -> list:
     """The look-back's scratch buffers of namespace ``cupy`` (every stream's and thread's):
     what a CUDA graph of scans uses that was made before it (:mod:`simd.graphs` holds
-    them for as long as it may replay)."""
-    return [a for entry in _SCRATCH.values() if entry[2] is cupy for a in entry[:2]]
+    them for as long as it may replay). Their state lives on the device, each scan leaving
+    it ready for the next, so a replayed scan finds it as a scan run anew does."""
+    return [a for entry in _SCRATCH.values() if entry[4] is cupy for a in (entry[0], entry[3])]
 
 
-def _scratch(cupy: Any, tile_bytes: int, device_id: int) -> tuple[Any, Any]:
-    """The tile-state buffer (``tile_bytes``) and ticket of the current stream."""
-    key = (id(cupy), device_id, cupy.cuda.get_current_stream().ptr, threading.get_ident())
-    entry = _SCRATCH.get(key)
-    if entry is not None and entry[2] is cupy:
-        view = entry[3].get(tile_bytes)
-        if view is not None:
-            return view, entry[1]
-    else:
-        entry = None
-    if entry is None or entry[0].size < tile_bytes:
-        grown = tile_bytes if entry is None else max(tile_bytes, entry[0].size)
-        ticket = cupy.empty(1, dtype=cupy.uint32)
-        entry = _SCRATCH[key] = [cupy.empty(grown, dtype=cupy.uint8), ticket, cupy, {}]
-    views = entry[3]
-    if len(views) >= 64:  # a bound on what a program of many sizes keeps
-        views.clear()
-    view = views[tile_bytes] = entry[0][:tile_bytes]
-    return view, entry[1]
+def _scratch(cupy: Any, key: tuple, capacity: int, device_id: int, stream: int, init: Any):
+    """The scratch of scans of variant ``key`` with up to ``capacity`` tiles on ``stream``."""
+    _, dtype, pairs = key
+    where = (id(cupy), device_id, stream, threading.get_ident(), dtype, pairs, capacity)
+    entry = _SCRATCH.get(where)
+    if entry is not None and entry[4] is cupy:
+        return entry
+    region = _src.tile_state_bytes(capacity)
+    regions = cupy.empty(2 * region, dtype=cupy.uint8)
+    control = cupy.empty(1, dtype=cupy.uint64)
+    entry = (regions, np.uint64(region), np.int32(capacity), control, cupy)
+    grid = (max(1, -(-capacity // _src.INIT_BLOCK)), 1, 1)
+    init(stream, grid, (_src.INIT_BLOCK, 1, 1), (regions, entry[1], entry[2], control))
+    _SCRATCH[where] = entry
+    return entry
+
+
+#: Everything a scan's launch needs but its arrays and fill, per (scan form, namespace id,
+#: device, stream, thread): (the scan's launch, grid, block, the size arguments, the fill
+#: when no ``initial`` is given, the arguments after the fill, the namespace). A scan of a
+#: form seen before on its stream costs one dictionary lookup before its launch.
+_PLANS: dict[tuple, tuple] = {}
+
+
+def _plan(cupy: Any, form: tuple, device_id: int, stream: int) -> tuple:
+    """The launch of a scan of ``form`` (the arguments of :func:`_launch`) on ``stream``."""
+    where = (*form, id(cupy), device_id, stream, threading.get_ident())
+    plan = _PLANS.get(where)
+    if plan is not None and plan[-1] is cupy:
+        return plan
+    key, grid, block, sizes, form_bits, tiles, capacity, fill = _launch(*form)
+    init, scan = _module(cupy, key, device_id)
+    regions, region_bytes, cap, control, _ = _scratch(cupy, key, capacity, device_id, stream, init)
+    if len(_PLANS) >= 4096:  # a bound on what a program of many sizes keeps
+        _PLANS.clear()
+    plan = _PLANS[where] = (
+        scan,
+        grid,
+        block,
+        sizes,
+        fill,
+        (form_bits, regions, region_bytes, tiles, cap, control),
+        cupy,
+    )
+    return plan
 
 
 def _scan_rows(cupy, buf, flags, row_len: int, op: str, *, exclusive, reverse, initial):
@@ -127,38 +158,14 @@ def _scan_rows(cupy, buf, flags, row_len: int, op: str, *, exclusive, reverse, i
     out = cupy.empty_like(buf)
     if n == 0:
         return out
-    dtype = buf.dtype
-    key, init_grid, tiles, grid, block, sizes, form, tile_bytes, fill = _launch(
-        n,
-        row_len,
-        dtype,
-        op,
-        bool(exclusive),
-        bool(reverse),
-        flags is not None,
-        initial is not None,
-    )
+    cuda = cupy.cuda
+    stream = cuda.get_current_stream().ptr
+    form = (n, row_len, buf.dtype, op, exclusive, reverse, flags is not None, initial is not None)
+    scan, grid, block, sizes, fill, rest, _ = _plan(cupy, form, cuda.runtime.getDevice(), stream)
     if initial is not None:
-        fill = _src.scan_fill(op, dtype, exclusive=exclusive, initial=initial)
-    device_id = cupy.cuda.Device().id
-    init_kernel, scan_kernel = _module(cupy, key, device_id)
-    tile_mem, ticket = _scratch(cupy, tile_bytes, device_id)
-    init_kernel(init_grid, (_src.INIT_BLOCK,), (tile_mem, *tiles, ticket))
-    scan_kernel(
-        grid,
-        block,
-        (
-            buf,
-            buf if flags is None else flags,  # never read when the scan is not segmented
-            out,
-            *sizes,
-            fill,
-            form,
-            tile_mem,
-            *tiles,
-            ticket,
-        ),
-    )
+        fill = _src.scan_fill(op, buf.dtype, exclusive=exclusive, initial=initial)
+    # flags: never read when the scan is not segmented
+    scan(stream, grid, block, (buf, buf if flags is None else flags, out, *sizes, fill, *rest))
     return out
 
 

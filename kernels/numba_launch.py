@@ -59,6 +59,8 @@ __all__ = [
     "compiled_count",
     "launch_on_stream",
     "parameter_format",
+    "parameter_slots",
+    "SLOT_FORMATS",
 ]
 
 log = logging.getLogger("simd_emu.compile")
@@ -191,8 +193,8 @@ def _kind(a: Any) -> Any:
     raise TypeError(f"a Numba CUDA kernel takes no {t.__name__} argument")
 
 
-#: struct codes of the scalar kinds, each padded to an 8-byte slot.
-_SLOT = {
+#: struct codes of the scalar dtypes, each padded to an 8-byte slot.
+SLOT_FORMATS = {
     np.dtype(np.bool_): "?7x",
     np.dtype(np.int8): "b7x",
     np.dtype(np.uint8): "B7x",
@@ -234,7 +236,7 @@ def _fields(kind: Any) -> str:
         return "q" * (5 + 2 * kind[1])  # meminfo, parent, size, itemsize, data, shape, strides
     if isinstance(kind, tuple):
         return "".join(_fields(k) for k in kind)
-    return _SLOT[_scalar_dtype(kind)]
+    return SLOT_FORMATS[_scalar_dtype(kind)]
 
 
 def _flatten(args: tuple, out: list) -> None:
@@ -419,7 +421,14 @@ def parameter_buffer(kinds: tuple) -> tuple[struct.Struct, Any, int, Any]:
     """The packer of the parameters of ``kinds``, the buffer it fills (8 bytes a field),
     the address of the ``void**`` array of the fields' addresses that ``cuLaunchKernel``
     takes, and that array (to keep it alive)."""
-    packer = struct.Struct(parameter_format(kinds))
+    return parameter_slots(parameter_format(kinds))
+
+
+def parameter_slots(fmt: str) -> tuple[struct.Struct, Any, int, Any]:
+    """The packer of the ``struct`` format ``fmt`` of 8-byte slots, the buffer it fills,
+    the address of the ``void**`` array of the slots' addresses that ``cuLaunchKernel``
+    takes, and that array (to keep it alive)."""
+    packer = struct.Struct(fmt)
     n = packer.size // 8
     buffer = ctypes.create_string_buffer(max(8, packer.size))
     base = ctypes.addressof(buffer)

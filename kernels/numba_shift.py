@@ -156,8 +156,33 @@ def shift(xp: Any, x: Any, offsets: tuple[int, ...], boundary: Any = "wrap") -> 
     shape = x.shape  # a tuple of ints, for NumPy and CuPy arrays alike
     dtype = x.dtype
     mode, fill = _fill_bits(boundary, dtype)
-    # Normalise: wrap offsets into [0, n); others clamp to [-n, n] (same result, no
-    # overflow); zero-extent axes and zero offsets move nothing.
+    steps = _steps(shape, tuple(offsets), mode)
+    if not steps:  # zero-extent axes and zero offsets move nothing
+        return xp.array(x, copy=True, order="C")
+    cur = (x if x.flags.c_contiguous else xp.ascontiguousarray(x)).view(_bits(dtype.itemsize))
+    for view, extents, scalars in steps:
+        out = xp.empty(view, dtype=cur.dtype)
+        _launch(xp, "shift3", extents, cur.reshape(view), out, *scalars, mode, fill)
+        cur = out
+    return cur.reshape(shape).view(dtype)
+
+
+#: (shape, offsets, mode) -> the kernels of a shift, memoised (see _steps).
+_STEPS: dict[tuple, tuple] = {}
+
+
+def _steps(shape: tuple[int, ...], offsets: tuple, mode: int) -> tuple:
+    """The kernels of a shift of an array of ``shape`` by ``offsets`` in boundary ``mode``:
+    per kernel, (the 3-D view it moves, its extents, its scalar arguments ``inner, d_c,
+    mid, d_r``); none when nothing moves. Memoised: a shift seen before plans nothing.
+
+    Offsets are normalised: wrap offsets into [0, n); others clamp to [-n, n] (same result,
+    no overflow). The highest axes go first, two per kernel: (a, b) with a < b.
+    """
+    key = (shape, offsets, mode)
+    hit = _STEPS.get(key)
+    if hit is not None:
+        return hit
     moves = []
     for a, (n, k) in enumerate(zip(shape, offsets, strict=True)):
         if n == 0:
@@ -166,44 +191,30 @@ def shift(xp: Any, x: Any, offsets: tuple[int, ...], boundary: Any = "wrap") -> 
         k = k % n if mode == _WRAP else max(-n, min(n, k))
         if k:
             moves.append((a, k))
-    if math.prod(shape) == 0 or not moves:
-        return xp.array(x, copy=True, order="C")
-    cur = (x if x.flags.c_contiguous else xp.ascontiguousarray(x)).view(_bits(dtype.itemsize))
-    # Highest axes first, two per kernel: (a, b) with a < b.
-    moves.reverse()
-    while moves:
-        (b, d_c), rest = moves[0], moves[1:]
-        if rest:
-            a, d_r = rest[0]
-            moves = rest[1:]
-        else:
-            a, d_r = b, 0
-            moves = []
-        inner = math.prod(shape[b + 1 :])
-        length = shape[b] * inner
-        if d_r:
-            outer = math.prod(shape[:a])
-            mid = math.prod(shape[a + 1 : b])
-            rows = shape[a] * mid
-        else:
-            outer, mid, rows = 1, 1, math.prod(shape[:b])
-        view = (outer, rows, length)
-        out = xp.empty(view, dtype=cur.dtype)
-        _launch(
-            xp,
-            "shift3",
-            (length, rows, outer),
-            cur.reshape(view),
-            out,
-            inner,
-            d_c,
-            mid,
-            d_r,
-            mode,
-            fill,
-        )
-        cur = out
-    return cur.reshape(shape).view(dtype)
+    steps = []
+    if math.prod(shape) and moves:
+        moves.reverse()
+        while moves:
+            (b, d_c), rest = moves[0], moves[1:]
+            if rest:
+                a, d_r = rest[0]
+                moves = rest[1:]
+            else:
+                a, d_r = b, 0
+                moves = []
+            inner = math.prod(shape[b + 1 :])
+            length = shape[b] * inner
+            if d_r:
+                outer = math.prod(shape[:a])
+                mid = math.prod(shape[a + 1 : b])
+                rows = shape[a] * mid
+            else:
+                outer, mid, rows = 1, 1, math.prod(shape[:b])
+            steps.append(((outer, rows, length), (length, rows, outer), (inner, d_c, mid, d_r)))
+    if len(_STEPS) >= 4096:  # a bound on what a program of many shapes keeps
+        _STEPS.clear()
+    hit = _STEPS[key] = tuple(steps)
+    return hit
 
 
 def halo_exchange(

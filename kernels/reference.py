@@ -23,7 +23,9 @@ __all__ = [
     "OPS",
     "SCAN_DTYPES",
     "VALUE_DTYPES",
+    "NO_BOUNDS",
     "accumulator",
+    "fold_bounds",
     "get",
     "halo_exchange",
     "identity",
@@ -334,17 +336,17 @@ def reduce(xp, x, op: str = "add", *, axis: int | None = None):
     return xp.asarray(out)
 
 
-def send(xp, values, dest, out, combine: str):
+def send(xp, values, dest, out, combine: str, *, mask=None, bounds=None):
     """Router put: combine ``values[i]`` into ``out.flat[dest[i]]``, in place.
 
     ``dest`` is a flat int64 index per message, in range or negative: a message to a
-    negative address is dropped (``simd.Machine.send`` on a device sends its masked-off
-    messages to -1, as the CuPy router kernels drop them; indexed, -1 would be the last
-    element, and which of two writes to it wins is undefined on a GPU). Messages to one
+    negative address is dropped (indexed, -1 would be the last element). Messages to one
     address are combined in sender order (so a float ``add`` is deterministic);
     ``overwrite`` keeps the message of the highest sender index; ``combine`` is one of
     overwrite, add, max, min, and, or. The caller has already checked ``unique`` sends for
-    collisions.
+    collisions. ``mask`` (a bool per message, optional): only the messages where it is
+    True are sent. ``bounds`` (optional, as :func:`fold_bounds` takes it): the machine's
+    deferred range check of the addresses sent, folded in as the GPU kernels fold it.
 
     Examples
     --------
@@ -353,7 +355,14 @@ def send(xp, values, dest, out, combine: str):
     array([ 1,  0, 12])
     >>> send(np, np.array([5, 7, 1]), np.array([2, -1, 0]), out, "add")  # 7 is dropped
     array([ 2,  0, 17])
+    >>> send(np, np.array([5, 7, 1]), np.array([2, 1, 0]), out, "add",
+    ...      mask=np.array([True, False, True]))
+    array([ 3,  0, 22])
     """
+    if bounds is not None:
+        fold_bounds(xp, dest, mask, bounds)
+    if mask is not None:
+        dest = xp.where(mask, dest, -1)
     flat = out.reshape(-1)
     if dest.size == 0:
         return out
@@ -374,9 +383,53 @@ def send(xp, values, dest, out, combine: str):
     return out
 
 
-def get(xp, source, index):
-    """Router get: ``source.flat[index]`` for in-range int64 indices."""
-    return source.reshape(-1)[index]
+def get(xp, source, index, *, mask=None, fill=None, bounds=None):
+    """Router get: ``source.flat[index]`` for in-range int64 indices; ``fill`` (a scalar of
+    ``source``'s dtype) where ``mask`` (optional) is False. ``bounds``: as in :func:`send`.
+
+    Examples
+    --------
+    >>> get(np, np.array([10, 20, 30]), np.array([2, 0, 9]), mask=np.array([1, 1, 0], bool),
+    ...     fill=np.int64(-1))
+    array([30, 10, -1])
+    """
+    if bounds is not None:
+        fold_bounds(xp, index, mask, bounds)
+    if mask is None:
+        return source.reshape(-1)[index]
+    out = source.reshape(-1)[xp.where(mask, index, 0)]  # masked off: a valid address
+    return xp.where(mask, out, source.dtype.type(fill))  # a scalar: no copy to the device
+
+
+#: The (least, greatest) address of a deferred range check that has seen none (int64):
+#: the values its row holds before an instruction folds its addresses in.
+NO_BOUNDS = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
+
+
+def fold_bounds(xp, index, mask, bounds) -> None:
+    """Fold the least and greatest of ``index`` (where ``mask``, if given) into the row
+    ``row`` of the int64 table ``table`` (``bounds = (table, row)``), on the device.
+
+    The machine's deferred address checks (``simd.transfers``) keep a row per instruction,
+    holding :data:`NO_BOUNDS` until an instruction folds its addresses in; the GPU's router
+    kernels fold them as they go; this does the same with array operations.
+
+    Examples
+    --------
+    >>> table = np.array([NO_BOUNDS, NO_BOUNDS])
+    >>> fold_bounds(np, np.array([4, -2, 9]), np.array([True, True, False]), (table, 1))
+    >>> table[1].tolist()
+    [-2, 4]
+    """
+    if index.size == 0:
+        return
+    table, row = bounds
+    low, high = index, index
+    if mask is not None:
+        low = xp.where(mask, index, NO_BOUNDS[0])
+        high = xp.where(mask, index, NO_BOUNDS[1])
+    table[row, 0] = xp.minimum(table[row, 0], low.min())
+    table[row, 1] = xp.maximum(table[row, 1], high.max())
 
 
 def _boundary_take(xp, x, positions, axis: int, boundary):

@@ -157,12 +157,11 @@ class Machine:
         if checks not in ("deferred", "eager"):
             raise ValueError(f"checks must be 'deferred' or 'eager', got {checks!r}")
         self.checks = checks
-        # Address checks not yet read back: (what, size, lowest, highest) with device
-        # scalars; read by check() in one transfer.
-        self._pending: list[tuple[str, int, Any, Any]] = []
+        # Address checks not yet read back: (what, size), the k-th one's least and greatest
+        # address in row k of _bounds; read by check() in one transfer.
+        self._pending: list[tuple[str, int]] = []
         self._eager = checks == "eager" or self.backend != "cupy"
         self._bounds: Any = None  # (MAX_PENDING_CHECKS, 2) int64 on the device, made once
-        self._bound_views: list = []  # per row of it, its two 0-d views once made
         self._recording: Any = None  # the simd.graphs.Recording capturing the work, if any
         self._capture_stream: Any = None  # its stream (made once, simd.graphs)
         self._graph_pool: Any = None  # the memory pool of the captured work (simd.graphs)
@@ -320,6 +319,7 @@ class Machine:
     check = transfers.check
     sync = transfers.sync
     _check_range = transfers.check_range
+    _defer_check = transfers.defer_check
 
     # CUDA graphs of a block of work, replayed.
     recording = graphs.recording

@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 
 from simd import distributed
-from simd.combining import combine_into
-from simd.errors import CollisionError
+from simd.combining import collisions, combine_into, refuse_collisions
 from simd.operands import scalar
 
 __all__ = ["COMBINERS", "get", "send"]
@@ -84,16 +83,14 @@ def send(
     flat_dest = dest if dest.ndim == 1 else dest.reshape(-1)
     flat_values = values if values.ndim == 1 else values.reshape(-1)
     if self.ranks is not None:
-        return distributed.send(
-            self, flat_values, flat_dest, mask, out, combine, new=into is None, fill=fill
-        )
-    return _send_here(self, flat_values, flat_dest, mask, out, combine, new=into is None, fill=fill)
+        return distributed.send(self, flat_values, flat_dest, mask, out, combine, fill=fill)
+    return _send_here(self, flat_values, flat_dest, mask, out, combine, fill=fill)
 
 
 def _send_operands(m, values, dest, size, combine: str, mask, fill: Any, into) -> tuple:
     """``send``'s operands checked: (values broadcast to ``dest``, ``dest`` as int64, the
     destination (``into``, or a new block filled with ``fill``), ``fill`` as a scalar of its
-    dtype, the flat ``mask`` or None)."""
+    dtype (None with ``into``), the flat ``mask`` or None)."""
     if combine not in COMBINERS:
         raise ValueError(f"unknown combiner {combine!r}; expected one of {COMBINERS}")
     dest = m._indices(dest, "dest")
@@ -102,6 +99,7 @@ def _send_operands(m, values, dest, size, combine: str, mask, fill: Any, into) -
     if into is not None:
         out = m._values(into, "into")
         values = m._messages(values, out.dtype)
+        fill = None  # into an existing array
     else:
         values = m._values(values, "values")
         fill = scalar(fill, values.dtype, "fill")
@@ -128,41 +126,29 @@ def _send_operands(m, values, dest, size, combine: str, mask, fill: Any, into) -
     return values, dest, out, fill, mask
 
 
-def _send_here(m, flat_values, flat_dest, mask, out, combine: str, *, new: bool, fill: Any):
+def _send_here(m, flat_values, flat_dest, mask, out, combine: str, *, fill: Any):
     """``send`` on one process: the addresses checked, the messages charged and combined
-    into ``out`` (a new array's receivers get their messages' combination alone)."""
+    into ``out`` (a new array's receivers, ``fill`` given, get their messages'
+    combination alone)."""
     n = flat_dest.size  # the VPs, senders or not
     senders = mask  # for the cost models that charge the busiest node's messages
-    if mask is not None:
-        if m._eager or combine == "unique":
-            # The senders packed (a data-dependent size: a host sync on a GPU).
-            flat_dest = flat_dest[mask]
-            flat_values = flat_values[mask]
-            mask = None
-    if mask is None:
+    if mask is not None and (m._eager or combine == "unique"):
+        # The senders packed (a data-dependent size: a host sync on a GPU).
+        flat_dest = flat_dest[mask]
+        flat_values = flat_values[mask]
+        mask = None
+    if combine == "unique":  # a read back: before this send's deferred check is pending
+        refuse_collisions(*collisions(m, flat_dest))
+    bounds = None
+    if m._eager:
         m._check_range(flat_dest, out.size, "send destination")
-    else:
-        # Deferred checks on a GPU: the masked-off senders send to an address the
-        # router drops (-1), so nothing waits for the number of senders.
-        routed = m.xp.where(mask, flat_dest, -1)
-        m._check_range(flat_dest, out.size, "send destination", mask=mask, high=routed)
-        flat_dest = routed
-    if combine == "unique" and flat_dest.size > 1:
-        _refuse_collisions(m.xp, flat_dest)
+    elif flat_dest.size:
+        # Deferred (on a GPU): the send kernel folds the senders' addresses into the check.
+        bounds = m._defer_check("send destination", out.size)
     m._account("router", n, flat_values.nbytes + flat_dest.nbytes, label="send", senders=senders)
-    return combine_into(m, flat_values, flat_dest, out, combine, new=new, fill=fill, mask=mask)
-
-
-def _refuse_collisions(xp: Any, flat_dest: Any) -> None:
-    """``combine="unique"``: raise :class:`CollisionError` if two messages share an address."""
-    ordered = xp.sort(flat_dest)
-    clash = ordered[1:] == ordered[:-1]
-    if bool(clash.any()):
-        first = int(ordered[1:][clash][0])
-        raise CollisionError(
-            f"send(combine='unique'): {int(clash.sum())} message(s) collided, the "
-            f"first at address {first}"
-        )
+    return combine_into(
+        m, flat_values, flat_dest, out, combine, fill=fill, mask=mask, bounds=bounds
+    )
 
 
 def get(self, source, index, *, mask=None, fill: Any = 0):
@@ -183,19 +169,17 @@ def get(self, source, index, *, mask=None, fill: Any = 0):
             mask = self._flags(mask, index.shape, "mask")
     if self.ranks is not None:
         return distributed.get(self, source, index, mask, fill)
-    if mask is None:
-        self._check_range(index, source.size, "get index")
-    elif source.size == 0:  # nothing can be read: legal only if every VP is masked off
-        mask = self._flags(mask, index.shape, "mask")
-        self._check_range(index, 0, "get index", mask=mask)
-    else:
-        mask = self._flags(mask, index.shape, "mask")
-        index = self.xp.where(mask, index, 0)  # masked-off VPs read a valid address
-        self._check_range(index, source.size, "get index")
-    self._account("router", index.size, index.nbytes * 2, label="get")
-    if source.size == 0:  # every VP is masked off, or there are none
-        return self.xp.full(index.shape, fill, dtype=source.dtype)
-    out = self._kernel("get")(self.xp, source, index)
     if mask is not None:
-        out = self.xp.where(mask, out, self.xp.asarray(fill, dtype=out.dtype))
-    return out
+        mask = self._flags(mask, index.shape, "mask")
+    bounds = None
+    if source.size == 0:  # nothing can be read: legal only if every VP is masked off
+        self._check_range(index, 0, "get index", mask=mask)
+    elif self._eager:
+        self._check_range(index, source.size, "get index", mask=mask)
+    elif index.size:
+        # Deferred (on a GPU): the get kernel folds the indices into the check.
+        bounds = self._defer_check("get index", source.size)
+    self._account("router", index.size, index.nbytes * 2, label="get")
+    if source.size == 0:
+        return self.xp.full(index.shape, fill, dtype=source.dtype)
+    return self._kernel("get")(self.xp, source, index, mask=mask, fill=fill, bounds=bounds)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from kernels import reference
 from simd.operands import check_addresses
 
 __all__ = [
@@ -25,6 +26,8 @@ __all__ = [
     "asnumpy",
     "check",
     "check_range",
+    "clear_checks",
+    "defer_check",
     "fetch",
     "min_into",
     "sync",
@@ -125,6 +128,7 @@ def _fetch_now(self, arrays: tuple) -> tuple[np.ndarray, ...]:
         view = np.ndarray(a.shape, a.dtype, buffer=host, offset=offset)
         out.append(view if view.flags.aligned else view.copy())
     if pending:
+        _no_bounds(self._bounds)  # the rows read, ready for later checks
         _raise_first(pending, out.pop().reshape(-1, 2))
     return tuple(out)
 
@@ -149,12 +153,13 @@ def sync(self) -> None:
             self.xp.cuda.get_current_stream().synchronize()
 
 
-def check_range(self, index, size: int, what: str, mask=None, high=None) -> None:
+def check_range(self, index, size: int, what: str, mask=None) -> None:
     """Every address of ``index`` (where ``mask``) must lie in ``[0, size)``.
 
-    Eager: read back and raise now. Deferred: the range is folded into two device
-    scalars and checked later (:meth:`check`); ``high``, when given, is ``index``
-    with -1 where masked off (the caller has it already).
+    Eager: read back and raise now. Deferred: the least and greatest address are folded
+    into the check's row on the device (``kernels.reference.fold_bounds``) and checked
+    later (:meth:`check`). The router's kernels fold their addresses themselves: ``send``
+    and ``get`` ask :func:`defer_check` for the row instead.
     """
     if index.size == 0:
         return
@@ -166,26 +171,36 @@ def check_range(self, index, size: int, what: str, mask=None, high=None) -> None
         low, high = int(index.min()), int(index.max())
         check_addresses(what, size, low, high)
         return
-    xp = self.xp
+    reference.fold_bounds(self.xp, index, mask, self._defer_check(what, size))
+
+
+def defer_check(self, what: str, size: int) -> tuple[Any, int]:
+    """A row for the deferred check of some addresses of ``what`` against ``size``
+    addresses: ``(table, row)``, the int64 table on the device whose row holds the least
+    and greatest address folded in (:data:`kernels.reference.NO_BOUNDS` until then), read
+    back with the other pending rows by the next :meth:`check`."""
     if self._bounds is None:
-        self._bounds = xp.empty((MAX_PENDING_CHECKS, 2), dtype=np.int64)
-        self._bound_views = [None] * MAX_PENDING_CHECKS
-    k = len(self._pending)
-    # 0-d views of row k (no launch; written in place by the reductions), made once
-    views = self._bound_views[k]
-    if views is None:
-        row = self._bounds[k]
-        views = self._bound_views[k] = (row[0:1].reshape(()), row[1:2].reshape(()))
-    low, high_out = views
-    if mask is None:
-        min_into(xp, index, low)
-        xp.max(index, out=high_out)
-    else:  # masked off: an address in range for the minimum, -1 for the maximum
-        min_into(xp, xp.where(mask, index, 0), low)
-        xp.max(xp.where(mask, index, -1) if high is None else high, out=high_out)
-    self._pending.append((what, int(size), low, high_out))
-    if len(self._pending) >= MAX_PENDING_CHECKS:
-        self.check()
+        self._bounds = _no_bounds(self.xp.empty((MAX_PENDING_CHECKS, 2), dtype=np.int64))
+    elif len(self._pending) >= MAX_PENDING_CHECKS:
+        self.check()  # every row taken: read them all (a host sync) and start again
+    row = len(self._pending)
+    self._pending.append((what, int(size)))
+    return self._bounds, row
+
+
+def clear_checks(self) -> None:
+    """Clear every row of the deferred checks' table (none must be pending): after work
+    that folded addresses into rows it does not read (a replayed CUDA graph)."""
+    if self._bounds is not None:
+        _no_bounds(self._bounds)
+
+
+def _no_bounds(table: Any) -> Any:
+    """``table`` (the checks' rows) with NO_BOUNDS in every row: two fills on the device,
+    no copy from the host."""
+    table[:, 0] = reference.NO_BOUNDS[0]
+    table[:, 1] = reference.NO_BOUNDS[1]
+    return table
 
 
 def min_into(xp: Any, x: Any, out: Any) -> None:
@@ -209,7 +224,7 @@ def _raise_first(pending: list, bounds: np.ndarray) -> None:
     """Raise the first failed check of ``pending`` given their (low, high) on the host."""
     # A loop: a frame has a few checks (array operations cost more than it), and at most
     # MAX_PENDING_CHECKS of them are read at once.
-    for (what, size, _, _), (low, high) in zip(pending, bounds.tolist(), strict=True):
+    for (what, size), (low, high) in zip(pending, bounds.tolist(), strict=True):
         check_addresses(what, size, low, high)
 
 

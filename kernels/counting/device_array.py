@@ -112,6 +112,7 @@ def run(  # noqa: PLR0913 (an operation and its cost model, by keyword)
     kwargs: dict,
     *,
     launches: int | Callable[[Any], int] = 1,
+    setups: int = 0,
     syncs: int = 0,
     host_ok: bool = False,
     wrap: bool = True,
@@ -147,10 +148,11 @@ def run(  # noqa: PLR0913 (an operation and its cost model, by keyword)
         capture.add(fn, args, kwargs, out)
     counts = {
         "launches": n,
+        "setups": setups,
         "syncs": syncs,
         "h2d": call.host_bytes + h2d,
         "d2h": 8 * syncs,
-        "traffic": (call.traffic + _out_bytes(result)) if n else 0,
+        "traffic": (call.traffic + _out_bytes(result)) if n or setups else 0,
         "implicit": call.implicit,
     }
     if tape is not None:

@@ -29,7 +29,8 @@ __all__ = ["variant_of_source"]
 def variant_of_source(code: str) -> Any:
     """What a ``RawModule``'s source is: ``("scan", op, dtype, pairs)`` for a scan module
     of :mod:`kernels.cuda_scan_source`, ``("router", combine, dtype)`` for a router module
-    of :mod:`kernels.cuda_router_source`, None for any other.
+    of :mod:`kernels.cuda_router_source` and ``("get", itemsize)`` for its get module,
+    None for any other.
 
     Examples
     --------
@@ -44,6 +45,9 @@ def variant_of_source(code: str) -> Any:
     for combine, dtype in _router_src.all_variants():
         if _router_src.router_source(combine, dtype) == code:
             return ("router", combine, np.dtype(dtype))
+    for itemsize in _router_src.GET_ITEMSIZES:
+        if _router_src.gather_source(itemsize) == code:
+            return ("get", itemsize)
     return None
 
 
@@ -78,9 +82,20 @@ def _scan(variant: Any, args: tuple) -> None:
     out[...] = result.reshape(out.shape)
 
 
-def _inside(dest: np.ndarray, size: Any) -> np.ndarray:
-    """The messages the router kernels deliver (the others are dropped)."""
-    return (dest >= 0) & (dest < int(size))
+def _sent(dest: np.ndarray, mask: Any, size: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The messages the router kernels check (the senders) and those they deliver (the
+    senders addressed inside the destination)."""
+    senders = np.ones(dest.shape, dtype=bool) if mask is None else mask.astype(bool)
+    return senders, senders & (dest >= 0) & (dest < int(size))
+
+
+def _fold(bounds: Any, row: Any, addresses: np.ndarray) -> None:
+    """The kernels' fold of the checked addresses into the deferred check's row."""
+    if bounds is None or addresses.size == 0:
+        return
+    b = bounds.reshape(-1, 2)[int(row)]
+    b[0] = min(int(b[0]), int(addresses.min()))
+    b[1] = max(int(b[1]), int(addresses.max()))
 
 
 _INT_AT = {
@@ -94,8 +109,9 @@ _INT_AT = {
 
 @emulates(_router_src.SEND_KERNEL)
 def _router_send(variant: Any, args: tuple) -> None:
-    values, dest, flat, n, size = args
-    keep = _inside(dest, size)
+    values, dest, mask, flat, n, size, bounds, row = args
+    senders, keep = _sent(dest, mask, size)
+    _fold(bounds, row, dest[senders])
     combine = variant[1]
     if flat.dtype.kind in "iu" and combine in _INT_AT:
         # Integer combines are exact in any order: one ufunc.at, as the atomics do it.
@@ -106,20 +122,32 @@ def _router_send(variant: Any, args: tuple) -> None:
 
 @emulates(_router_src.WINNER_KERNEL)
 def _router_winner(variant: Any, args: tuple) -> None:
-    dest, winner, tag, n, size = args
-    keep = _inside(dest, size)
+    dest, mask, winner, tag, n, size, bounds, row = args
+    senders, keep = _sent(dest, mask, size)
+    _fold(bounds, row, dest[senders])
     tags = np.uint64(tag) | np.arange(int(n), dtype=np.uint64)
     np.maximum.at(winner, dest[keep], tags[keep])
 
 
 @emulates(_router_src.WRITE_KERNEL)
 def _router_write(variant: Any, args: tuple) -> None:
-    values, dest, winner, tag, flat, n, size = args
-    keep = _inside(dest, size)
+    values, dest, mask, winner, tag, flat, n, size = args
+    _, keep = _sent(dest, mask, size)
     tags = np.uint64(tag) | np.arange(int(n), dtype=np.uint64)
     won = np.zeros(dest.shape, dtype=bool)
     won[keep] = winner[dest[keep]] == tags[keep]
     flat[dest[won]] = values[won]
+
+
+@emulates(_router_src.GET_KERNEL)
+def _router_get(variant: Any, args: tuple) -> None:
+    source, index, mask, fill, out, n, size, bounds, row = args
+    readers = np.ones(index.shape, dtype=bool) if mask is None else mask.astype(bool)
+    _fold(bounds, row, index[readers])
+    words = np.dtype(f"u{variant[1]}")
+    got = source.reshape(-1).view(words)[index % int(size)]  # wrapped as CuPy's take
+    got[~readers] = fill
+    out.view(words)[...] = got.reshape(out.shape)
 
 
 _SHIFT_MODES = {0: "wrap", 2: "edge"}  # kernels.numba_shift's _WRAP, _EDGE; 1 is a fill

@@ -119,6 +119,7 @@ cuda = types.SimpleNamespace(
     get_current_stream=lambda *a: _CURRENT[-1] if _CURRENT else _STREAM,
     get_elapsed_time=_elapsed_ms,
     runtime=types.SimpleNamespace(
+        getDevice=lambda: 0,
         getDeviceCount=lambda: 1,
         getDeviceProperties=lambda device: {"name": b"counting stand-in"},
         # (free, total) bytes: the whole device free (kernels.counting.device_memory)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from kernels import cuda_args
+from kernels import cuda_scan_source as _scan_src
 from kernels.counting import device_array
 from kernels.counting.device_array import DeviceArray
 from kernels.counting.emulations import variant_of_source
@@ -73,9 +74,15 @@ class _Kernel:
         launch(self.name, args, self.variant)
 
 
+#: Kernels that set up state a process keeps for later calls (once per scratch): counted
+#: as ``setups``, not ``launches`` (see :class:`~kernels.counting.records.Counts`).
+SETUP_KERNELS = frozenset({_scan_src.INIT_KERNEL})
+
+
 @entry
 def launch(name: str, args: tuple, variant: Any = None) -> None:
-    """Count one launch of kernel ``name`` and run its NumPy emulation on ``args``."""
+    """Count one launch of kernel ``name`` (a set-up, for :data:`SETUP_KERNELS`) and run its
+    NumPy emulation on ``args``."""
     emulate = emulation(name)
     if emulate is None:
         raise NotImplementedError(
@@ -84,7 +91,16 @@ def launch(name: str, args: tuple, variant: Any = None) -> None:
         )
     # device_array.run, not a name imported here: a benchmark that times the stand-in's
     # operations replaces it there
-    device_array.run(f"kernel:{name}", lambda *a: emulate(variant, a), tuple(args), {}, wrap=False)
+    setup = name in SETUP_KERNELS
+    device_array.run(
+        f"kernel:{name}",
+        lambda *a: emulate(variant, a),
+        tuple(args),
+        {},
+        wrap=False,
+        launches=0 if setup else 1,
+        setups=int(setup),
+    )
 
 
 class RawModule:

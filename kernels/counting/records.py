@@ -39,6 +39,10 @@ class Counts:
     """What some device work cost, as CuPy on a GPU would spend it."""
 
     launches: int = 0
+    #: Launches that set up state kept for later calls, once per process (the scan's
+    #: look-back scratch), not counted in ``launches``: a call's launches do not depend on
+    #: what the process ran before.
+    setups: int = 0
     syncs: int = 0
     h2d_bytes: int = 0
     d2h_bytes: int = 0
@@ -57,6 +61,7 @@ class Counts:
 
     def add(self, other: Counts) -> None:
         self.launches += other.launches
+        self.setups += other.setups
         self.syncs += other.syncs
         self.h2d_bytes += other.h2d_bytes
         self.d2h_bytes += other.d2h_bytes
@@ -73,6 +78,7 @@ class Counts:
         """Plain data for JSON."""
         return {
             "launches": self.launches,
+            "setups": self.setups,
             "syncs": self.syncs,
             "h2d_bytes": self.h2d_bytes,
             "d2h_bytes": self.d2h_bytes,
@@ -198,6 +204,7 @@ class State:
         op: str,
         *,
         launches: int = 0,
+        setups: int = 0,
         syncs: int = 0,
         h2d: int = 0,
         d2h: int = 0,
@@ -219,6 +226,7 @@ class State:
             targets += (scope, m.total)
         for c in targets:
             c.launches += launches
+            c.setups += setups
             c.syncs += syncs
             c.h2d_bytes += h2d
             c.d2h_bytes += d2h
@@ -226,8 +234,8 @@ class State:
             c.traffic_bytes += traffic
             c.captures += captures
             c.graph_launches += graph_launches
-            if launches:
-                c.ops[op] += launches
+            if launches or setups:
+                c.ops[op] += launches + setups
             if syncs:
                 c.sync_ops[op] += syncs
             if implicit:

@@ -8,9 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from simd.combining import combine_into
+from simd.combining import collisions, combine_into, refuse_collisions
 from simd.distributed.layouts import by_owner, fetch_rows, layout, raise_out_of_range
-from simd.errors import CollisionError
 
 __all__ = ["get", "send"]
 
@@ -32,13 +31,13 @@ def _span(m, a) -> tuple[int | None, int | None]:
     return int(low), int(high)
 
 
-def send(m, values, dest, mask, out, combine: str, *, new: bool, fill: Any):
+def send(m, values, dest, mask, out, combine: str, *, fill: Any):
     """``Machine.send`` across ranks: messages routed to the owners of their addresses.
 
     ``values`` and ``dest`` are flat (one per sender), ``out`` this rank's block of the
-    destination (already holding ``fill`` when ``new``). A message is one row of bytes
-    (its int64 address, then its value), so one ``Alltoallv`` carries both; messages to
-    this rank's own block stay where they are.
+    destination (holding ``fill``; ``fill`` None: an existing array). A message is one row
+    of bytes (its int64 address, then its value), so one ``Alltoallv`` carries both;
+    messages to this rank's own block stay where they are.
     """
     xp = m.xp
     (d, v), _ = _kept(m, mask, dest.reshape(-1), values.reshape(-1))
@@ -62,23 +61,13 @@ def send(m, values, dest, mask, out, combine: str, *, new: bool, fill: Any):
     offset = int(bounds[m.rank]) * row
     addresses = xp.ascontiguousarray(got[:, :8]).view(np.int64).reshape(-1) - offset
     received_values = xp.ascontiguousarray(got[:, 8 : 8 + value_bytes]).view(out.dtype)
-    if combine == "unique":
-        clashes, first = 0, None
-        if addresses.size > 1:
-            ordered = xp.sort(addresses)
-            clash = ordered[1:] == ordered[:-1]
-            both = m.fetch(xp.stack([clash.sum(), ordered[1:][clash.argmax()]]))[0]
-            clashes, first = int(both[0]), int(both[1]) + offset
-        everyone = m.ranks.allgather((clashes, first if clashes else None))
+    if combine == "unique":  # the same rule as on one process, over every rank's messages
+        count, first = collisions(m, addresses)
+        everyone = m.ranks.allgather((count, first + offset))
         total = sum(c for c, _ in everyone)
-        if total:
-            first = min(f for _, f in everyone if f is not None)
-            raise CollisionError(
-                f"send(combine='unique'): {total} message(s) collided, the first at address {first}"
-            )
+        refuse_collisions(total, min((f for c, f in everyone if c), default=-1))
     m._account("router", sum(i[0] for i in infos), sum(i[1] for i in infos), label="send")
-    return combine_into(m, received_values.reshape(-1), addresses, out, combine, new=new,
-                        fill=fill)  # fmt: skip
+    return combine_into(m, received_values.reshape(-1), addresses, out, combine, fill=fill)
 
 
 def get(m, source, index, mask, fill: Any):

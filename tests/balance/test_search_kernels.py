@@ -118,9 +118,9 @@ def test_fused_search_is_one_launch_per_range():
     with counting.measure() as c:
         res, _ = _expand(m, w, 300)
     expansion = c.stage("scan-conversion/expansion")
-    # the exclusive add-scan (two kernels) once, then one search per range
+    # the exclusive add-scan (one kernel) once, then one search per range
     assert expansion.ops["kernel:simd.load_balancing_search"] == res.iterations > 1
-    assert expansion.launches == 2 + res.iterations
+    assert expansion.launches == 1 + res.iterations
     assert expansion.syncs == 0
 
 

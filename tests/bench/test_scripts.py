@@ -30,6 +30,7 @@ SCRIPTS = {
     "render": ("measure", "render-quick.json"),
     "diffusion": ("measure", "diffusion-quick.json"),
     "primitives": ("run", None),  # primitives-<backend>-<host>.json
+    "kernel_floors": ("measure", None),  # kernel-floors-counting-<host>.json (GPU or stand-in)
     "opengl_agreement": ("measure", "opengl_agreement-quick.json"),
     "render_speed": ("measure", "render_speed-quick.json"),
     "render_scale": ("measure", "render_scale-quick.json"),
@@ -58,12 +59,21 @@ def _stub(calls: list):
     return work
 
 
-def _expected_name(default: str | None) -> str:
+def _expected_name(name: str, default: str | None) -> str:
     if default is not None:
         return default
     import platform
 
+    if name == "kernel_floors":
+        return f"kernel-floors-counting-{platform.node() or 'host'}.json"
     return f"primitives-numpy-{platform.node() or 'host'}.json"
+
+
+def _quick(name: str) -> list[str]:
+    """The quickest options of a script (kernel_floors runs on a GPU or its stand-in)."""
+    if name == "gpu_budget":
+        return ["--quick"]
+    return ["--quick", "--backend", "counting" if name == "kernel_floors" else "numpy"]
 
 
 def test_every_script_is_covered():
@@ -98,8 +108,8 @@ def test_results_go_to_the_current_folder_then_out_then_save(name, tmp_path, mon
     calls: list = []
     monkeypatch.setattr(script, func, _stub(calls))
     before = _snapshot()
-    quick = ["--quick", "--backend", "numpy"] if name != "gpu_budget" else ["--quick"]
-    expected = _expected_name(default)
+    quick = _quick(name)
+    expected = _expected_name(name, default)
 
     work = tmp_path / "work"
     work.mkdir()

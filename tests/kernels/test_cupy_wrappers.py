@@ -49,7 +49,11 @@ class _NumpyAsCupy(types.ModuleType):
     def __init__(self):
         super().__init__("cupy_shim")
         stream = types.SimpleNamespace(ptr=0, is_capturing=lambda: False)
-        self.cuda = types.SimpleNamespace(Device=_FakeDevice, get_current_stream=lambda: stream)
+        self.cuda = types.SimpleNamespace(
+            Device=_FakeDevice,
+            get_current_stream=lambda: stream,
+            runtime=types.SimpleNamespace(getDevice=lambda: 0),
+        )
 
     def __getattr__(self, name):
         return getattr(np, name)
@@ -68,24 +72,24 @@ def fake_scan(monkeypatch):
     monkeypatch.setattr(scan_src, "_TUNING", SMALL_TUNING)
     rng = random.Random(0)
     launches = []
+    ready = set()  # the control words of the scratches set up
 
     def module(namespace, key, device_id):
-        state = {}
+        def init(stream, grid, block, args):
+            regions, region_bytes, capacity, control = args
+            assert block == (scan_src.INIT_BLOCK, 1, 1)
+            assert grid[0] * block[0] >= int(capacity)
+            assert regions.dtype == np.uint8 and regions.size == 2 * int(region_bytes)
+            assert int(region_bytes) >= scan_src.tile_state_bytes(int(capacity))
+            assert isinstance(region_bytes, np.uint64) and isinstance(capacity, np.int32)
+            assert control.dtype == np.uint64 and control.size == 1
+            control[0] = 0
+            ready.add(id(control))
 
-        def init(grid, block, args):
-            tile_mem, tile_bytes, num_tiles, ticket = args
-            assert block == (scan_src.INIT_BLOCK,)
-            assert grid[0] * block[0] >= num_tiles
-            assert tile_mem.dtype == np.uint8 and tile_mem.size == int(tile_bytes)
-            assert int(tile_bytes) >= scan_src.tile_state_bytes(int(num_tiles))
-            assert isinstance(tile_bytes, np.uint64) and isinstance(num_tiles, np.int32)
-            ticket[0] = 0
-            state["ready"] = True
-
-        def scan(grid, block, args):
-            x, flags, out, n, row_len, fill, form, tile_mem, tile_bytes, num_tiles, ticket = args
+        def scan(stream, grid, block, args):
+            x, flags, out, n, row_len, fill, form, regions, region_bytes, tiles, cap, control = args
             assert isinstance(form, np.int32)
-            assert state.pop("ready"), "the tile states were not initialised before the scan"
+            assert id(control) in ready, "the scratch was not set up before the scan"
             assert isinstance(n, np.int64) and isinstance(row_len, np.int64)
             # The kernel's `value_t initial` is read as exactly x's type: a wider scalar
             # (a Python int is passed as 8 bytes) would shift every later argument.
@@ -93,8 +97,10 @@ def fake_scan(monkeypatch):
             assert flags is None or flags.dtype == np.uint8 or flags is x
             assert x.flags.c_contiguous and out.flags.c_contiguous and x.ndim == 1
             b, items = SMALL_TUNING[x.dtype.itemsize]
-            assert block == (b,) and grid == (int(num_tiles),)
-            assert int(num_tiles) * b * items >= int(n) > (int(num_tiles) - 1) * b * items
+            assert block == (b, 1, 1) and grid == (int(tiles), 1, 1)
+            assert int(tiles) * b * items >= int(n) > (int(tiles) - 1) * b * items
+            # the other region's reset by the scan's blocks covers the scratch
+            assert int(tiles) <= int(cap) <= b * int(tiles)
             launches.append(key)
             model_kernel(
                 x,
@@ -204,13 +210,24 @@ def fake_router(monkeypatch):
         dtype = np.dtype(dtype)
         router_src.router_source(combine, dtype)  # the variant exists
 
+        def checked(dest, mask, size, bounds, row):
+            """The messages sent (mask), delivered (inside), and the range check folded."""
+            sent = np.ones(dest.shape, bool) if mask is None else mask.astype(bool)
+            if bounds is not None:
+                assert bounds.dtype == np.int64 and isinstance(row, np.int32)
+                if sent.any():
+                    b = bounds[int(row)]
+                    b[0], b[1] = min(b[0], dest[sent].min()), max(b[1], dest[sent].max())
+            return sent & (dest >= 0) & (dest < int(size))
+
         def combine_kernel(grid, block, args):
-            values, dest, out, n, size = args
+            values, dest, mask, out, n, size, bounds, row = args
             assert values.dtype == out.dtype == dtype and dest.dtype == np.int64
             assert isinstance(n, np.int64) and isinstance(size, np.int64)  # `long long`
             assert int(size) == out.size
             assert values.flags.c_contiguous and dest.flags.c_contiguous
-            assert grid[0] >= 1 and block == (router_src.BLOCK,) and int(n) == dest.size
+            assert grid[0] >= 1 and block == (router_src.BLOCK, 1, 1) and int(n) == dest.size
+            keep = checked(dest, mask, size, bounds, row)
             calls.append(combine)
             if combine in ("max", "min") and dtype.kind == "f":
                 # The CAS loop's NaN rule: a NaN operand wins (numpy.maximum/minimum).
@@ -218,24 +235,28 @@ def fake_router(monkeypatch):
             else:
                 ufunc = _UFUNCS[combine]
             with np.errstate(invalid="ignore"):
-                ufunc.at(out, dest, values)
+                ufunc.at(out, dest[keep], values[keep])
 
         def winner_kernel(grid, block, args):
-            dest, winner, tag, n, size = args
+            dest, mask, winner, tag, n, size, bounds, row = args
             assert isinstance(size, np.int64) and int(size) <= winner.size  # tags are reused
             assert winner.dtype == np.uint64 and isinstance(tag, np.uint64)
             # Tags of earlier calls are smaller than this call's: no fill needed.
             assert (winner < tag).all() and int(tag) % (1 << router_src.SENDER_BITS) == 0
             assert dest.dtype == np.int64 and isinstance(n, np.int64)
-            np.maximum.at(winner, dest, tag | np.arange(int(n), dtype=np.uint64))
+            keep = checked(dest, mask, size, bounds, row)
+            tags = tag | np.arange(int(n), dtype=np.uint64)
+            np.maximum.at(winner, dest[keep], tags[keep])
 
         def write_kernel(grid, block, args):
-            values, dest, winner, tag, out, n, size = args
+            values, dest, mask, winner, tag, out, n, size = args
             assert values.dtype == out.dtype == dtype and isinstance(n, np.int64)
             assert int(size) == out.size
             calls.append("overwrite")
+            keep = checked(dest, mask, size, None, None)
             i = np.arange(int(n), dtype=np.uint64)
-            won = winner[dest] == (tag | i)
+            won = keep.copy()
+            won[keep] = winner[dest[keep]] == (tag | i[keep])
             out[dest[won]] = values[won]
 
         kernels = {

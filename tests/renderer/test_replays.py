@@ -79,7 +79,7 @@ def test_a_replayed_frame_costs_its_reads_and_a_graph_launch_a_stretch(meshes, l
     # tags, here and there)
     assert captured.captures == captured.graph_launches == ran.syncs + 1
     assert captured.syncs == ran.syncs
-    assert ran.launches <= captured.launches <= ran.launches + ran.syncs
+    assert abs(captured.launches - ran.launches) <= ran.syncs
     # the replay: the same reads back, one graph launch a stretch, and of kernels only the
     # copies that gather each read back
     assert replayed.captures == 0
