@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from diffusion.cli_shared import (
-    announce_outputs,
     barely_changed,
     fail,
     one_line_warnings,
@@ -77,6 +76,7 @@ def register(subparsers: Any) -> None:
 def _add_image_arguments(p: argparse.ArgumentParser) -> None:
     """The input image and the output file."""
     from diffusion.images import BUILTIN
+    from simd.outputs import add_force_argument
 
     p.add_argument(
         "image",
@@ -98,6 +98,7 @@ def _add_image_arguments(p: argparse.ArgumentParser) -> None:
         help="where to write the result: .tif or .npy keep the input's value type, .dcm "
         "(for a DICOM input) its tags, .png is 8-bit",
     )
+    add_force_argument(p)
 
 
 def _add_diffusion_arguments(p: argparse.ArgumentParser) -> None:
@@ -267,8 +268,6 @@ def _run_mesh(args: argparse.Namespace, comm: Any) -> int:
     except (OSError, *errors) as exc:
         return fail(exc, quiet=not root)
     share_thresholds(args, comm)  # the thresholds come from the image, which rank 0 read
-    if root:
-        announce_outputs(args)
     hint = _balancing_hint(source.data.shape, args) if root else None
     if hint:
         print(hint)
@@ -461,8 +460,8 @@ def _report(runs: dict[str, Any], m: Any, args: argparse.Namespace) -> None:
 
 
 def _write_outputs(source: Any, runs: dict[str, Any], m: Any, args: argparse.Namespace) -> None:
-    """Write the result and the pictures; print "replacing X" for each file that was
-    there, the notes of the image writer, and the one line of result."""
+    """Write the result and the pictures; print the notes of the image writer and the
+    one line of result."""
     from diffusion.images import save_image
     from simd.outputs import StagedOutputs
 

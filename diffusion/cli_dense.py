@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from diffusion.cli_shared import (
-    announce_outputs,
     barely_changed,
     fail,
     one_line_warnings,
@@ -53,8 +52,6 @@ def run_dense(args: argparse.Namespace, comm: Any) -> int:
     except errors as exc:
         return fail(exc, quiet=not root)
     share_thresholds(args, comm)  # the thresholds come from the image, which rank 0 read
-    if root:
-        announce_outputs(args)
     block = machine.scatter(source.data if root else None)
     with one_line_warnings():
         start = time.perf_counter()

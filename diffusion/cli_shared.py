@@ -1,10 +1,10 @@
 """What the two runs of ``simd-emu diffuse`` (on the PE mesh and dense) share.
 
-Both check every option and output path and read the input the same way
-(:func:`read_input`), share the thresholds rank 0 computed from the image
-(:func:`share_thresholds`), say which outputs they replace (:func:`announce_outputs`),
-print warnings and errors on one line (:func:`one_line_warnings`, :func:`fail`), and note
-a result that barely differs from its input (:func:`barely_changed`).
+Both check every option and output path (a file that exists is replaced only with
+``--force``) and read the input the same way (:func:`read_input`), share the thresholds
+rank 0 computed from the image (:func:`share_thresholds`), print warnings and errors on
+one line (:func:`one_line_warnings`, :func:`fail`), and note a result that barely differs
+from its input (:func:`barely_changed`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import numpy as np
 __all__ = [
     "DEFAULT_KAPPA",
     "WarningPrinter",
-    "announce_outputs",
     "barely_changed",
     "check_picture_path",
     "fail",
@@ -112,9 +111,10 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def _check_outputs(args: argparse.Namespace) -> Path:
     """The output paths (the image's, returned, and the pictures'): writable, of a type
-    their writer knows, none named twice and none an input."""
+    their writer knows, none named twice, none an input, and none a file that exists
+    unless ``--force`` is given (then each is named)."""
     from diffusion.images import check_output_path
-    from simd.outputs import check_not_inputs, check_output_file
+    from simd.outputs import announce_replace, check_not_inputs, check_output_file
 
     output = check_output_path(args.output)
     seen = {output.resolve()}
@@ -126,7 +126,9 @@ def _check_outputs(args: argparse.Namespace) -> Path:
             if path.resolve() in seen:
                 raise ValueError(f"{path} is named for two outputs")
             seen.add(path.resolve())
-    check_not_inputs([args.output, args.plot_load, args.activity_map], [args.image])
+    outputs = [args.output, args.plot_load, args.activity_map]
+    check_not_inputs(outputs, [args.image])
+    announce_replace(outputs, force=args.force)
     return output
 
 
@@ -140,14 +142,6 @@ def _set_thresholds(args: argparse.Namespace, data: np.ndarray) -> None:
         span = args.data_range[1] - args.data_range[0]
         scale = span / 255 if span > 0 else 1.0
         args.kappa, args.epsilon = args.kappa * scale, args.epsilon * scale
-
-
-def announce_outputs(args: argparse.Namespace) -> None:
-    """``replacing PATH`` for each output that exists, once the checks passed and before
-    the run (so that a user can still stop it)."""
-    from simd.outputs import announce_replace
-
-    announce_replace([args.output, args.plot_load, args.activity_map])
 
 
 def barely_changed(source: Any, image: Any, args: argparse.Namespace) -> str | None:

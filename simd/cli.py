@@ -51,6 +51,7 @@ from collections.abc import Mapping
 from typing import NoReturn
 
 from simd.info import environment
+from simd.outputs import OutputError
 from simd.programs import DISTRIBUTION, entry_points, missing_requirements
 
 __all__ = [
@@ -232,6 +233,9 @@ def main(argv: list[str] | None = None, *, commands: Mapping[str, str] | None = 
     try:
         with _user_reporting(say_once=launched_rank() == 0):
             return int(args.func(args) or 0)
+    except OutputError as exc:  # an output refused where the command did not say it itself
+        print(f"{command}: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

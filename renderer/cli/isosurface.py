@@ -8,8 +8,8 @@ in the file's space) and writes it with trimesh: PLY (binary, with the vertex no
 OBJ (with the normals) or STL (triangles only), by the output's suffix. It prints one
 line: the file, the triangles and vertices, the time; ``--verbose`` adds the table of the
 extraction's phases. The output is checked before the volume is read (its folder, its
-suffix, that it is not the input), an existing file is replaced (a line says so), and the
-file is written whole or not at all. Under ``mpiexec -n N`` each rank reads its slab of the
+suffix, that it is not the input, and that it does not exist unless ``--force`` is given),
+and the file is written whole or not at all. Under ``mpiexec -n N`` each rank reads its slab of the
 volume (a ``.npy`` file memory-mapped, so only that slab) and extracts its share; rank 0
 gathers the one-rank mesh, bit for bit, and writes it.
 """
@@ -41,13 +41,14 @@ DESCRIPTION = (
     "SIMD machine, and write it as a mesh file: PLY or OBJ (with vertex normals) or STL, "
     "by the suffix of -o. Prints the triangles, the vertices and the time; --verbose adds "
     "the extraction's phases on the model clock and the wall clock. The output is checked "
-    "before any work; an existing file is replaced, and a line says so."
+    "before any work; a file that exists is replaced only with --force."
 )
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``isosurface`` subcommand to ``subparsers`` (``simd.cli`` calls this)."""
     from renderer.cli.arguments import add_backend_arguments, add_volume_arguments
+    from simd.outputs import add_force_argument
 
     p = subparsers.add_parser(
         "isosurface",
@@ -62,6 +63,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         default="isosurface.ply",
         help="mesh file: .ply, .obj or .stl (default: isosurface.ply)",
     )
+    add_force_argument(p)
     add_backend_arguments(p)
     p.add_argument("--verbose", "-v", action="store_true", help="print the extraction's phases")
     p.set_defaults(func=run)
@@ -73,7 +75,6 @@ def run(args: argparse.Namespace) -> int:
     from renderer.cli.volumes import check_volume_options, volume_surface
     from simd import Machine, SimdError
     from simd.launch import launched_rank, world
-    from simd.outputs import announce_replace
 
     try:
         comm = world()
@@ -89,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         mesh = volume_surface(args, machine)
         seconds = time.perf_counter() - start
-        announce_replace(args.output)  # the surface is there: the file will be written
         write_mesh(mesh, args.output)
     except (ValueError, OSError, SimdError) as err:
         return _fail(err)
@@ -104,7 +104,6 @@ def _run_ranks(args: argparse.Namespace, machine: Any) -> int:
     from renderer.cli.common import rank_errors
     from renderer.cli.volumes import volume_surface
     from renderer.contour.marching_cubes import gather_isosurface
-    from simd.outputs import announce_replace
 
     errors = rank_errors()
     ranks, root = machine.ranks, machine.ranks.rank == 0
@@ -121,7 +120,6 @@ def _run_ranks(args: argparse.Namespace, machine: Any) -> int:
         error = None
         if root:
             try:
-                announce_replace(args.output)
                 write_mesh(mesh, args.output)
             except errors as err:
                 error = err
@@ -157,11 +155,12 @@ def _fail(err: Exception, *, say: bool = True) -> int:
 
 def _check_output(args: argparse.Namespace) -> None:
     """The output file, before any work: a mesh suffix, a folder that takes it, not the
-    input."""
-    from simd.outputs import check_not_inputs, check_output_file
+    input, not a file that exists unless ``--force`` is given."""
+    from simd.outputs import announce_replace, check_not_inputs, check_output_file
 
     check_output_file(args.output, MESH_SUFFIXES, example="-o mesh.ply")
     check_not_inputs([args.output], [args.volume])
+    announce_replace(args.output, force=args.force)
 
 
 def write_mesh(mesh: Any, path: str) -> None:

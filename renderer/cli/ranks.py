@@ -58,9 +58,6 @@ def run_ranks(args: argparse.Namespace, comm: Any) -> int:
     except errors as err:
         return fail(err, say=root)
     if root:
-        from simd.outputs import announce_replace
-
-        announce_replace(outputs)
         if args.verbose:
             if args.volume:
                 from renderer.cli.volumes import phase_table

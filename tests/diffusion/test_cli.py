@@ -275,7 +275,7 @@ def test_progress_bars_name_their_run(tmp_path, small_npy, capsys, monkeypatch):
     assert "2/2" not in capsys.readouterr().err
     # On a terminal: one bar per run, named.
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
-    assert main([*argv, "--backend", "numpy", "-o", out, "--compare", "-v"]) == 0
+    assert main([*argv, "--backend", "numpy", "-o", out, "--compare", "-v", "--force"]) == 0
     err = capsys.readouterr().err
     assert "no balancing" in err and "balancing every 1" in err
     assert "2/2" in err

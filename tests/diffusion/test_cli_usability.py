@@ -89,7 +89,7 @@ def test_one_run_by_default_and_two_with_compare(tmp_path, calls, capsys):
 def test_says_when_balancing_cannot_help(tmp_path, capsys):
     src = tmp_path / "in.npy"
     np.save(src, np.tile(_small(), (3, 3))[:128, :128])
-    argv = ["--niter", 1, "-o", tmp_path / "o.npy"]
+    argv = ["--niter", 1, "-o", tmp_path / "o.npy", "--force"]  # one output, three runs
     assert _diffuse(src, "--pes", 64, 64, *argv) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2
@@ -289,16 +289,24 @@ def test_help_is_plain(capsys):
     assert "(default: 100)" in text  # real defaults are still shown
 
 
-def test_existing_outputs_are_replaced_with_a_line(tmp_path, capsys):
+def test_existing_outputs_are_replaced_only_with_force(tmp_path, capsys):
     src = tmp_path / "in.npy"
     np.save(src, _small())
     out, plot = tmp_path / "o.npy", tmp_path / "load.png"
     assert _run(src, out, "--plot-load", plot) == 0
     assert "replacing" not in capsys.readouterr().out
-    assert _run(src, out, "--plot-load", plot) == 0
+    before = out.read_bytes()
+    plot.unlink()  # the image alone is in the way
+    assert _run(src, out, "--plot-load", plot) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and not plot.exists() and out.read_bytes() == before
+    assert captured.err == (
+        f"simd-emu diffuse: {out}: exists; add --force to replace it, or choose another name\n"
+    )
+    assert _run(src, out, "--plot-load", plot, "--force") == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:2] == [f"replacing {out}", f"replacing {plot}"]
-    assert lines[2].startswith(f"wrote {out}, {plot}: 48 x 56, {NITER} iterations")
+    assert lines[0] == f"replacing {out}"
+    assert lines[1].startswith(f"wrote {out}, {plot}: 48 x 56, {NITER} iterations")
 
 
 @pytest.mark.parametrize(
@@ -350,7 +358,7 @@ def test_replacing_is_said_before_the_run(tmp_path, capsys, monkeypatch):
         return real(image, *args, **kwargs)
 
     monkeypatch.setattr(diffusion.mesh, "mesh_diffusion", spy)
-    assert _run(src, out) == 0
+    assert _run(src, out, "--force") == 0
     assert said[0] == f"replacing {out}\n"  # before the warm-up, the first call
 
 
@@ -370,7 +378,7 @@ def test_a_late_failure_leaves_no_output_behind(tmp_path, capsys, monkeypatch, p
     np.save(src, _small())
     out.write_bytes(b"old")
     with pytest.raises(OSError, match="No space"):
-        _run(src, out, plot, picture)
+        _run(src, out, plot, picture, "--force")
     assert out.read_bytes() == b"old" and not picture.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy", "o.npy"]
 
