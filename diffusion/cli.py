@@ -24,7 +24,6 @@ import numpy as np
 from diffusion.cli_shared import (
     barely_changed,
     fail,
-    one_line_warnings,
     read_input,
     share_thresholds,
 )
@@ -116,7 +115,14 @@ def _add_diffusion_arguments(p: argparse.ArgumentParser) -> None:
         help="read --kappa and --epsilon as for the image's 8-bit version (in 255ths of its "
         "range of values): the same smoothing at any bit depth",
     )
-    p.add_argument("--gamma", type=float, default=0.2, help="diffusion speed")
+    p.add_argument(
+        "--gamma",
+        type=float,
+        default=0.2,
+        help="diffusion speed, at most the explicit scheme's stability bound: 1/(number of "
+        "neighbours), 0.25 for an image at unit spacing, 0.5 with --option 3, less with a "
+        "finer --spacing (past it the result is noise, and the command refuses it)",
+    )
     p.add_argument(
         "--option",
         type=int,
@@ -271,11 +277,10 @@ def _run_mesh(args: argparse.Namespace, comm: Any) -> int:
     hint = _balancing_hint(source.data.shape, args) if root else None
     if hint:
         print(hint)
-    with one_line_warnings():
-        try:
-            runs, machine = _run(source.data if root else None, args, comm)
-        except errors as exc:
-            return fail(exc, quiet=not root)
+    try:
+        runs, machine = _run(source.data if root else None, args, comm)
+    except errors as exc:
+        return fail(exc, quiet=not root)
     if not root:
         return 0
     if args.verbose:

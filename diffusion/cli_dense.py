@@ -19,7 +19,6 @@ import numpy as np
 from diffusion.cli_shared import (
     barely_changed,
     fail,
-    one_line_warnings,
     read_input,
     share_thresholds,
 )
@@ -53,24 +52,23 @@ def run_dense(args: argparse.Namespace, comm: Any) -> int:
         return fail(exc, quiet=not root)
     share_thresholds(args, comm)  # the thresholds come from the image, which rank 0 read
     block = machine.scatter(source.data if root else None)
-    with one_line_warnings():
-        start = time.perf_counter()
-        try:
-            out, info = anisotropic_diffusion(
-                block,
-                niter=args.niter,
-                kappa=args.kappa,
-                gamma=args.gamma,
-                voxelspacing=args.spacing,
-                option=args.option,
-                epsilon=args.epsilon,
-                freeze=args.freeze,
-                return_info=True,
-                machine=machine,
-            )
-        except errors as exc:
-            return fail(exc, quiet=not root)
-        wall = time.perf_counter() - start
+    start = time.perf_counter()
+    try:
+        out, info = anisotropic_diffusion(
+            block,
+            niter=args.niter,
+            kappa=args.kappa,
+            gamma=args.gamma,
+            voxelspacing=args.spacing,
+            option=args.option,
+            epsilon=args.epsilon,
+            freeze=args.freeze,
+            return_info=True,
+            machine=machine,
+        )
+    except errors as exc:
+        return fail(exc, quiet=not root)
+    wall = time.perf_counter() - start
     image = machine.gather(out)
     if root:
         _write(source, image, info, wall, machine, args)

@@ -2,19 +2,16 @@
 
 Both check every option and output path (a file that exists is replaced only with
 ``--force``) and read the input the same way (:func:`read_input`), share the thresholds
-rank 0 computed from the image (:func:`share_thresholds`), print warnings and errors on
-one line (:func:`one_line_warnings`, :func:`fail`), and note a result that barely differs
-from its input (:func:`barely_changed`).
+rank 0 computed from the image (:func:`share_thresholds`), print errors on one line
+(:func:`fail`), and note a result that barely differs from its input
+(:func:`barely_changed`).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import sys
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +19,9 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_KAPPA",
-    "WarningPrinter",
     "barely_changed",
     "check_picture_path",
     "fail",
-    "one_line_warnings",
     "read_input",
     "share_thresholds",
 ]
@@ -101,6 +96,10 @@ def _check_options(args: argparse.Namespace) -> None:
             f"--spacing must be two positive numbers (DY DX), got {args.spacing[0]:g} "
             f"{args.spacing[1]:g}"
         )
+    from diffusion.settings import PMParameters
+
+    # --gamma against the stability bound of the explicit scheme (for --spacing, --option)
+    PMParameters.check(2, gamma=args.gamma, voxelspacing=args.spacing, option=args.option)
     suffix = Path(args.output).suffix.lower()
     if args.float and suffix not in (".tif", ".tiff", ".npy"):
         raise ValueError(
@@ -167,18 +166,6 @@ def fail(problem: object, *, quiet: bool = False) -> int:
     return 2
 
 
-class WarningPrinter:
-    """``warnings.showwarning`` that prints each distinct message once, on one line."""
-
-    def __init__(self) -> None:
-        self.seen: set[str] = set()
-
-    def __call__(self, message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
-        if str(message) not in self.seen:
-            self.seen.add(str(message))
-            print(f"simd-emu diffuse: warning: {message}", file=sys.stderr)
-
-
 def check_picture_path(path: Path) -> None:
     """ValueError unless matplotlib can write a picture at ``path``."""
     from matplotlib.figure import Figure
@@ -198,15 +185,3 @@ def share_thresholds(args: argparse.Namespace, comm: Any) -> None:
         args.kappa, args.epsilon, args.data_range = comm.bcast(
             (args.kappa, args.epsilon, getattr(args, "data_range", None))
         )
-
-
-@contextlib.contextmanager
-def one_line_warnings() -> Iterator[None]:
-    """Within it, every diffusion stability warning is printed, each distinct message
-    once, on one line, without the source line of a traceback."""
-    from diffusion.settings import DiffusionStabilityWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", DiffusionStabilityWarning)
-        warnings.showwarning = WarningPrinter()
-        yield
