@@ -254,14 +254,14 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
 @contextlib.contextmanager
 def _user_reporting(say_once: bool):
     """While a command runs: warnings as one line each, and work done only once (building
-    a built-in data set, compiling GPU kernels) said once as it starts (``say_once``:
-    rank 0 under mpiexec). Restored afterwards."""
+    a built-in data set, compiling kernels for longer than a second) said once as it
+    starts (``say_once``: rank 0 under mpiexec). Restored afterwards."""
     shown = warnings.showwarning
     warnings.showwarning = _show_warning
     handlers = []
     if say_once:
-        for name, text in _ONE_TIME_WORK:
-            handler = _OneTimeWork(text)
+        for name in _ONE_TIME_WORK:
+            handler = _OneTimeWork()
             logger = logging.getLogger(name)
             handlers.append((logger, handler, logger.level))
             logger.addHandler(handler)
@@ -275,25 +275,23 @@ def _user_reporting(say_once: bool):
             logger.setLevel(level)
 
 
-#: Loggers of work done only once, and what to say (None: the first record's message).
-_ONE_TIME_WORK = (
-    ("simd_emu.data", None),
-    ("simd_emu.compile", "compiling the GPU kernels for this machine (once: later runs load "
-     "them from the cache)"),
-)  # fmt: skip
+#: Loggers of work done only once: a built-in data set built (renderer.datasets.builtin),
+#: a compile running past a second (kernels.compiles).
+_ONE_TIME_WORK = ("simd_emu.data", "simd_emu.compile")
 
 
 class _OneTimeWork(logging.Handler):
-    """Says once, as it starts, that the command is doing work it does only once."""
+    """Says once, as it starts, that the command is doing work it does only once: the
+    first record's message."""
 
-    def __init__(self, text: str | None) -> None:
+    def __init__(self) -> None:
         super().__init__(logging.INFO)
-        self.text, self.said = text, False
+        self.said = False
 
     def emit(self, record: logging.LogRecord) -> None:
         if not self.said:
             self.said = True
-            print(f"simd-emu: {self.text or record.getMessage()}", file=sys.stderr, flush=True)
+            print(f"simd-emu: {record.getMessage()}", file=sys.stderr, flush=True)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any
 
 __all__ = ["MESH_SUFFIXES", "register", "run", "write_mesh"]
@@ -72,6 +71,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``simd-emu isosurface``; returns the exit status."""
+    from kernels.compiles import Stopwatch
     from renderer.cli.volumes import check_volume_options, volume_surface
     from simd import Machine, SimdError
     from simd.launch import launched_rank, world
@@ -87,13 +87,12 @@ def run(args: argparse.Namespace) -> int:
     if machine.ranks is not None:
         return _run_ranks(args, machine)
     try:
-        start = time.perf_counter()
-        mesh = volume_surface(args, machine)
-        seconds = time.perf_counter() - start
+        with Stopwatch() as clock:  # the compiles left out (said while they run)
+            mesh = volume_surface(args, machine)
         write_mesh(mesh, args.output)
     except (ValueError, OSError, SimdError) as err:
         return _fail(err)
-    _report(args, machine, mesh, seconds)
+    _report(args, machine, mesh, clock.seconds)
     return 0
 
 
@@ -101,6 +100,7 @@ def _run_ranks(args: argparse.Namespace, machine: Any) -> int:
     """On MPI ranks: each rank reads its slab of the volume (a ``.npy`` file mapped) and
     extracts its share; rank 0 gathers the whole surface, the one-rank mesh bit for bit,
     and writes it."""
+    from kernels.compiles import Stopwatch
     from renderer.cli.common import rank_errors
     from renderer.cli.volumes import volume_surface
     from renderer.contour.marching_cubes import gather_isosurface
@@ -114,9 +114,9 @@ def _run_ranks(args: argparse.Namespace, machine: Any) -> int:
     except errors as err:
         return _fail(err, say=root)
     try:
-        start = time.perf_counter()
-        mesh = gather_isosurface(volume_surface(args, machine), machine)
-        seconds = time.perf_counter() - start
+        with Stopwatch() as clock:  # the compiles left out (said while they run)
+            mesh = gather_isosurface(volume_surface(args, machine), machine)
+        seconds = clock.seconds
         error = None
         if root:
             try:

@@ -52,6 +52,9 @@ def run_ranks(args: argparse.Namespace, comm: Any) -> int:
         with ranks.collective_errors():
             outputs, share, picture = _prepare(args, ranks, root)
         if args.volume:  # the volume read; its surface extracted by the ranks together
+            from renderer.cli.volumes import warm_up_extraction
+
+            warm_up_extraction(share.array, args.backend)  # each rank alone: compiles first
             share = share.isosurface(args.level, machine=machine)
             with ranks.collective_errors():
                 picture = picture_options(args, share)
