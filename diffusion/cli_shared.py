@@ -145,17 +145,39 @@ def _set_thresholds(args: argparse.Namespace, data: np.ndarray) -> None:
 
 def barely_changed(source: Any, image: Any, args: argparse.Namespace) -> str | None:
     """A note when the result differs from the input by less than a thousandth of the
-    input's range of values (a ``--kappa`` far too small for the data's units), else None."""
+    input's range of values (a ``--kappa`` far too small for the data's units, or an
+    ``--epsilon`` too large), else None; none for ``--niter 0``, which asks for the input
+    as it is. The note suggests ``--relative`` only where it was not given.
+
+    >>> import argparse, types
+    >>> src = types.SimpleNamespace(data=np.array([0.0, 1000.0]))
+    >>> args = argparse.Namespace(data_range=(0.0, 1000.0), niter=10, kappa=20.0, epsilon=0.25,
+    ...                           relative=False)
+    >>> barely_changed(src, src.data, args).split(": ")[1]
+    "--kappa 20 and --epsilon 0.25 are in the image's units; try --relative (or a larger --kappa)"
+    >>> args.relative = True
+    >>> barely_changed(src, src.data, args).split(": ")[1]
+    'try a larger --kappa or a smaller --epsilon'
+    >>> args.niter = 0
+    >>> barely_changed(src, src.data, args) is None
+    True
+    """
     lo, hi = args.data_range
-    if hi <= lo:
+    if hi <= lo or args.niter == 0:
         return None
     change = float(np.nanmax(np.abs(np.asarray(image, np.float64) - source.data))) / (hi - lo)
     if change >= 1e-3:
         return None
+    if args.relative:  # the thresholds are scaled already
+        advice = "try a larger --kappa or a smaller --epsilon"
+    else:
+        advice = (
+            f"--kappa {args.kappa:g} and --epsilon {args.epsilon:g} are in the image's units; "
+            "try --relative (or a larger --kappa)"
+        )
     return (
         f"the result differs from the input by at most {change:.1e} of its range of values "
-        f"({lo:g} to {hi:g}): --kappa {args.kappa:g} is in the image's units; try "
-        "--relative (or a larger --kappa)"
+        f"({lo:g} to {hi:g}): {advice}"
     )
 
 

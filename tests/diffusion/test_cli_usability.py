@@ -496,4 +496,24 @@ def test_a_result_that_barely_differs_says_why(tmp_path, capsys):
     assert _run(tmp_path / "in.npy", tmp_path / "o.npy", "--kappa", 20) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("simd-emu diffuse: note: the result differs")
-    assert "--kappa 20 is in the image's units; try --relative" in err[0]
+    assert "--kappa 20 and --epsilon 0.25 are in the image's units; try --relative" in err[0]
+
+
+@pytest.mark.parametrize(
+    ("extra", "note"),
+    [
+        (["--relative", "--kappa", "0.001"], "try a larger --kappa or a smaller --epsilon"),
+        (["--relative", "--niter", "0"], None),  # the input as it is, as asked
+        (["--niter", "0"], None),
+    ],
+)
+def test_the_note_suggests_only_what_can_help(tmp_path, capsys, extra, note):
+    img = (_small(np.float32) * 257).round().astype(np.uint16)
+    np.save(tmp_path / "in.npy", img)
+    assert _run(tmp_path / "in.npy", tmp_path / "o.npy", *extra) == 0
+    err = capsys.readouterr().err
+    if note is None:
+        assert err == ""
+    else:
+        assert err.startswith("simd-emu diffuse: note: the result differs") and note in err
+        assert "try --relative" not in err
