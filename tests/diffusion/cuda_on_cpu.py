@@ -14,6 +14,7 @@ arithmetic is the host's (no fused multiply-add, glibc's ``expf``).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import hashlib
@@ -99,7 +100,10 @@ def unavailable() -> str | None:
 
 @functools.cache
 def _build_dir() -> str:
-    return tempfile.mkdtemp(prefix="cuda_on_cpu_")
+    """The folder of this process's compiled kernels, removed when the process ends."""
+    folder = tempfile.mkdtemp(prefix="cuda_on_cpu_")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 @functools.cache
