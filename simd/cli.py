@@ -111,6 +111,7 @@ def _info(args: argparse.Namespace) -> int:
         )
     else:
         print(f"mpi     : none ({mpi['unavailable']})")
+    print(f"cache   : {_cache_line(env['cache'])}")
     for name, version in env["versions"].items():
         print(f"  {name:<14} {version or '-'}")
     from kernels.registry import registered
@@ -120,6 +121,22 @@ def _info(args: argparse.Namespace) -> int:
         for primitive, module in registered("cupy").items():
             print(f"  {primitive:<14} {module}")
     return 0
+
+
+def _cache_line(cache: Mapping) -> str:
+    """The cache folder and its size, and how to clear it.
+
+    >>> _cache_line({"folder": "/c", "bytes": 302_600_000})
+    '/c (302.6 MB of data sets and GPU kernels; delete the folder to clear it)'
+    >>> _cache_line({"folder": "/c", "bytes": 0})
+    '/c (empty)'
+    """
+    if not cache["bytes"]:
+        return f"{cache['folder']} (empty)"
+    return (
+        f"{cache['folder']} ({cache['bytes'] / 1e6:.1f} MB of data sets and GPU kernels; "
+        "delete the folder to clear it)"
+    )
 
 
 def version() -> str:

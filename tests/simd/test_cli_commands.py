@@ -274,3 +274,22 @@ def test_an_out_folder_that_is_a_file_says_so(tmp_path, capsys, monkeypatch):
         assert main(["bench", "mimd", "--quick", "--out", out], commands=pyproject_commands()) == 2
         err = capsys.readouterr().err.strip()
         assert err.endswith("'afile' is a file, not a folder"), err
+
+
+def test_info_shows_the_cache_folder_its_size_and_how_to_clear_it(tmp_path, monkeypatch, capsys):
+    import json
+
+    from renderer.datasets.builtin import load_dataset
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SIMD_EMU_CACHE_DIR", str(cache))
+    assert main(["info"], commands={}) == 0
+    assert f"cache   : {cache} (empty)\n" in capsys.readouterr().out
+    load_dataset("balanced", 12)  # a data set built into the cache
+    stored = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
+    assert stored > 0
+    assert main(["info"], commands={}) == 0
+    line = f"cache   : {cache} ({stored / 1e6:.1f} MB of data sets and GPU kernels; delete the "
+    assert line + "folder to clear it)\n" in capsys.readouterr().out
+    assert main(["info", "--json"], commands={}) == 0
+    assert json.loads(capsys.readouterr().out)["cache"] == {"folder": str(cache), "bytes": stored}
