@@ -5,8 +5,9 @@ functions of the machine ``self``: :meth:`~simd.Machine.asarray`,
 :meth:`~simd.Machine.asnumpy`, :meth:`~simd.Machine.fetch` (any arrays in one transfer,
 the pending address checks riding along), :meth:`~simd.Machine.check`,
 :meth:`~simd.Machine.sync`, and ``check_range``, which the router's ``send`` and ``get``
-call to check (or defer the check of) their addresses. :func:`to_host` needs no machine:
-it brings any array (a user's input, a decomposition's slots) to the host.
+call to check (or defer the check of) their addresses, raising :func:`check_addresses`'s
+one-line error. :func:`to_host` needs no machine: it brings any array (a user's input, a
+decomposition's slots, an operand's extents) to the host.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from simd.operands import check_addresses
-
 __all__ = [
     "MAX_PENDING_CHECKS",
     "asarray",
     "asnumpy",
     "check",
+    "check_addresses",
     "check_range",
     "fetch",
     "min_into",
@@ -32,6 +32,22 @@ __all__ = [
 #: Deferred address checks kept before they are read back anyway (one sync per this many
 #: sends and gets when nothing else checks).
 MAX_PENDING_CHECKS = 1024
+
+
+def check_addresses(what: str, size: int, low: int, high: int) -> None:
+    """Raise the machine's one-line error when the lowest (``low``) or highest (``high``)
+    of some addresses falls outside ``0 .. size - 1``.
+
+    Examples
+    --------
+    >>> check_addresses("send destination", 4, 0, 3)
+    >>> check_addresses("get index", 4, -1, 2)
+    Traceback (most recent call last):
+    IndexError: get index -1 is out of range for 4 addresses
+    """
+    if low < 0 or high >= size:
+        bad = low if low < 0 else high
+        raise IndexError(f"{what} {bad} is out of range for {size} addresses")
 
 
 def asarray(self, a: Any, dtype: Any = None):
