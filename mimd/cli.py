@@ -20,7 +20,7 @@ import sys
 __all__ = ["register", "add_arguments", "result_files", "run_args", "main"]
 
 #: Packages the command imports, by the extra that installs them (checked by simd.cli).
-REQUIRES = {"data": ("matplotlib", "skimage")}
+REQUIRES = {"data": ("matplotlib",)}
 
 DESCRIPTION = (
     "Load balancing on MIMD machines (message passing) next to the SIMD balancer. Runs, "

@@ -293,3 +293,23 @@ def test_info_shows_the_cache_folder_its_size_and_how_to_clear_it(tmp_path, monk
     assert line + "folder to clear it)\n" in capsys.readouterr().out
     assert main(["info", "--json"], commands={}) == 0
     assert json.loads(capsys.readouterr().out)["cache"] == {"folder": str(cache), "bytes": stored}
+
+
+def test_only_diffuse_needs_scikit_image(tmp_path, monkeypatch, capsys):
+    """The built-in data sets are the machine's own marching cubes: rendering, and the
+    benchmarks on the renderer's workloads, run without scikit-image (whose built-in images
+    only ``diffuse`` reads)."""
+    import sys
+
+    from tests.entry_points import pyproject_commands
+
+    monkeypatch.setitem(sys.modules, "skimage", None)  # not importable, as if not installed
+    monkeypatch.chdir(tmp_path)
+    commands = pyproject_commands()
+    render = ["render", "--dataset-size", "16", "--size", "16", "--pes", "16", "--no-progress"]
+    assert main([*render, "--backend", "numpy"], commands=commands) == 0
+    mimd = ["bench", "mimd", "--quick", "--only", "gradient", "--no-plots"]
+    assert main(mimd, commands=commands) == 0
+    assert "skimage" not in capsys.readouterr().err
+    assert main(["diffuse"], commands=commands) == 2
+    assert "'simd-emu diffuse' needs the package 'skimage'" in capsys.readouterr().err
