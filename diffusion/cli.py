@@ -23,7 +23,9 @@ import numpy as np
 
 from diffusion.cli_shared import (
     barely_changed,
+    check_options,
     fail,
+    pm_arguments,
     read_input,
     share_thresholds,
 )
@@ -243,6 +245,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         comm = world()
         dense = _dense_selected(args)
+        check_options(args)  # before anything is read or made
     except (RuntimeError, ValueError) as exc:
         # Every rank has the same arguments and reaches the same verdict: rank 0 says it.
         return fail(exc, quiet=comm_rank() > 0)
@@ -356,16 +359,7 @@ def _run(
     from simd import Machine
 
     axes = {"both": (0, 1), "rows": (0,), "cols": (1,)}[args.axes]
-    common = dict(
-        kappa=args.kappa,
-        gamma=args.gamma,
-        voxelspacing=args.spacing,
-        option=args.option,
-        epsilon=args.epsilon,
-        freeze=args.freeze,
-        balance_axes=axes,
-        limited_buffers=not args.unlimited,
-    )
+    common = dict(pm_arguments(args), balance_axes=axes, limited_buffers=not args.unlimited)
     # Warm up on a tiny image first (JIT compilation, imports), so that the wall times
     # leave compilation out and the runs compare; each rank alone (no communication).
     root = comm is None or comm.Get_rank() == 0

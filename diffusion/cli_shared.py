@@ -20,8 +20,10 @@ import numpy as np
 __all__ = [
     "DEFAULT_KAPPA",
     "barely_changed",
+    "check_options",
     "check_picture_path",
     "fail",
+    "pm_arguments",
     "read_input",
     "share_thresholds",
 ]
@@ -32,13 +34,13 @@ DEFAULT_KAPPA = 20.0
 
 
 def read_input(args: argparse.Namespace, *, mesh: bool = True) -> Any:
-    """Check every option and output path, then read the input as a 2-D image (a
-    SourceImage); ``mesh``: for the PE mesh (``--pes`` must fit the image). Sets
+    """Check every output path, then read the input as a 2-D image (a SourceImage; the
+    options are checked before, by :func:`check_options`); ``mesh``: for the PE mesh
+    (``--pes`` must fit the image). Sets
     ``args.kappa`` and ``args.epsilon`` (scaled to the image's range of values with
     ``--relative``) and ``args.data_range``."""
     from diffusion.images import builtin_path, check_dicom_output, read_image
 
-    _check_options(args)
     output = _check_outputs(args)
     source = read_image(builtin_path(args.builtin) if args.image is None else args.image)
     name = args.image or f"the built-in {args.builtin}"
@@ -69,9 +71,9 @@ def read_input(args: argparse.Namespace, *, mesh: bool = True) -> Any:
     return source
 
 
-def _check_options(args: argparse.Namespace) -> None:
-    """The counts and numbers of the options, before the input is read (the library
-    checks the rest, in the warm-up on a tiny image, before the run)."""
+def check_options(args: argparse.Namespace) -> None:
+    """The counts and numbers of the options, the first check of a run (on every rank
+    alike; the library checks the rest, in the warm-up on a tiny image, before the run)."""
     from simd.operands import MAX_PES
 
     if args.niter < 0:
@@ -141,6 +143,25 @@ def _set_thresholds(args: argparse.Namespace, data: np.ndarray) -> None:
         span = args.data_range[1] - args.data_range[0]
         scale = span / 255 if span > 0 else 1.0
         args.kappa, args.epsilon = args.kappa * scale, args.epsilon * scale
+
+
+def pm_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The Perona-Malik arguments of ``diffusion.anisotropic_diffusion`` and
+    ``mesh_diffusion`` from the options (``--niter`` aside: the warm-up runs fewer).
+
+    >>> args = argparse.Namespace(kappa=20.0, gamma=0.2, spacing=None, option=1, epsilon=0.25,
+    ...                           freeze=False)
+    >>> sorted(pm_arguments(args))
+    ['epsilon', 'freeze', 'gamma', 'kappa', 'option', 'voxelspacing']
+    """
+    return dict(
+        kappa=args.kappa,
+        gamma=args.gamma,
+        voxelspacing=args.spacing,
+        option=args.option,
+        epsilon=args.epsilon,
+        freeze=args.freeze,
+    )
 
 
 def barely_changed(source: Any, image: Any, args: argparse.Namespace) -> str | None:

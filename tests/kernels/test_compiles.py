@@ -70,18 +70,13 @@ def test_numbas_compiles_are_watched():
     assert compiles.compile_seconds() == after
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.int16])
-def test_the_isosurface_command_compiles_before_the_extraction(tmp_path, monkeypatch, dtype):
-    """The kernels are compiled on a tiny volume of the same kind first, so that the
-    extraction the command times (and tables) compiles nothing, in a warm process as in a
-    cold one (the slow test below starts cold)."""
+def spy_on_extractions(patch) -> list[float]:
+    """The seconds each extraction of a volume's surface (``Volume.isosurface``, which the
+    commands time and table) spent compiling, recorded as they run; ``patch(object, name,
+    value)`` installs the spy (``setattr``, or pytest's ``monkeypatch.setattr``)."""
     from renderer.contour import volumes
-    from simd.cli import main
-    from tests.entry_points import pyproject_commands
 
-    x, y, z = np.mgrid[-4:4:10j, -4:4:10j, -4:4:10j]
-    np.save(tmp_path / "ball.npy", (x * x + y * y + z * z).astype(dtype))
-    spied = []
+    spied: list[float] = []
     real = volumes.Volume.isosurface
 
     def spy(self, *args, **kwargs):
@@ -90,7 +85,21 @@ def test_the_isosurface_command_compiles_before_the_extraction(tmp_path, monkeyp
         spied.append(compiles.compile_seconds() - before)
         return mesh
 
-    monkeypatch.setattr(volumes.Volume, "isosurface", spy)
+    patch(volumes.Volume, "isosurface", spy)
+    return spied
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int16])
+def test_the_isosurface_command_compiles_before_the_extraction(tmp_path, monkeypatch, dtype):
+    """The kernels are compiled on a tiny volume of the same kind first, so that the
+    extraction the command times (and tables) compiles nothing, in a warm process as in a
+    cold one (the slow test below starts cold)."""
+    from simd.cli import main
+    from tests.entry_points import pyproject_commands
+
+    x, y, z = np.mgrid[-4:4:10j, -4:4:10j, -4:4:10j]
+    np.save(tmp_path / "ball.npy", (x * x + y * y + z * z).astype(dtype))
+    spied = spy_on_extractions(monkeypatch.setattr)
     argv = ["isosurface", str(tmp_path / "ball.npy"), "--level", "5", "-o",
             str(tmp_path / "b.ply"), "--backend", "numpy"]  # fmt: skip
     assert main(argv, commands=pyproject_commands()) == 0
@@ -103,19 +112,10 @@ SCRIPT = textwrap.dedent(
     """
     import json, sys
     from kernels import compiles
-    from renderer.contour import volumes
     from simd.cli import main
+    from tests.kernels.test_compiles import spy_on_extractions
 
-    spied = []
-    real = volumes.Volume.isosurface
-
-    def spy(self, *args, **kwargs):
-        before = compiles.compile_seconds()
-        mesh = real(self, *args, **kwargs)
-        spied.append(compiles.compile_seconds() - before)
-        return mesh
-
-    volumes.Volume.isosurface = spy
+    spied = spy_on_extractions(setattr)
     status = main(sys.argv[1:])
     print(json.dumps({"status": status, "spied": spied, "total": compiles.compile_seconds()}))
     """
