@@ -242,7 +242,8 @@ def test_each_command_without_the_data_extra_says_so_in_one_line(
     argv, monkeypatch, tmp_path, capsys
 ):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(simd.programs, "_installed", lambda name: name not in ("skimage", "PIL"))
+    missing = ("skimage", "PIL", "matplotlib")  # what the data extra brings
+    monkeypatch.setattr(simd.programs, "_installed", lambda name: name not in missing)
     assert main(argv, commands=pyproject_commands()) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
