@@ -45,12 +45,19 @@ def _compile_first() -> None:
     past a test's timeout, where loading them takes a second."""
     import argparse
 
+    import numpy as np
+
     from diffusion.cli import warm_up as diffusion_kernels
     from renderer.cli.common import warm_up_loops
     from renderer.cli.isosurface import warm_up as isosurface_kernels
+    from renderer.cli.volumes import warm_up_extraction
     from renderer.pipeline import LOOP_FORMS
 
     isosurface_kernels("numpy")
+    for dtype in (np.float32, np.float64):  # the ranks map .npy volumes, read only
+        mapped = np.zeros((4, 4, 4), dtype)
+        mapped.setflags(write=False)
+        warm_up_extraction(mapped, "numpy")
     diffusion_kernels("numpy")
     warm_up_loops(argparse.Namespace(pes=16, backend="numpy"), tuple(LOOP_FORMS))
 
