@@ -43,7 +43,7 @@ from simd.info import environment
 from simd.outputs import (
     StagedOutputs,
     add_output_arguments,
-    announce_replace,
+    announce_replace_from_args,
     output_folder_from_args,
 )
 
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         **{f"runs-{f}": out / f"runs{tag}-{f}.png" for f in families},
         **{f"whatif-{f}": out / f"whatif{tag}-{f}.png" for f in families},
     }
-    announce_replace(files.values())
+    announce_replace_from_args(parser, args, files.values())
     with StagedOutputs() as stage:
         record = measure(args, stage, files, families, sizes)
         record["environment"] = environment()  # the machine and the versions

@@ -49,7 +49,7 @@ from simd import Machine
 from simd.outputs import (
     StagedOutputs,
     add_output_arguments,
-    announce_replace,
+    announce_replace_from_args,
     output_folder_from_args,
 )
 
@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     stem = "diffusion-quick" if args.quick else "diffusion"
     out = outdir / f"{stem}.json"
     figures_out = [] if args.skip_figures else [outdir / f"{stem}-{n}.png" for n in PLOTS]
-    announce_replace([out, *figures_out])
+    announce_replace_from_args(parser, args, [out, *figures_out])
     with StagedOutputs() as stage:
         record = measure(args, outdir, stem, stage)
         stage.path(out).write_text(json.dumps(record, indent=1, default=float))

@@ -46,7 +46,7 @@ from simd import Machine
 from simd.info import environment
 from simd.outputs import (
     add_output_arguments,
-    announce_replace,
+    announce_replace_from_args,
     output_folder_from_args,
     write_text,
 )
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     out = output_folder_from_args(parser, args, save_dir=SAVE_DIR) / (
         "gpu_budget-quick.json" if args.quick else "gpu_budget.json"
     )
-    announce_replace(out)
+    announce_replace_from_args(parser, args, out)
     args.pool = not args.no_pool and counting.pool_host_memory()
     doc = measure(args, forms)
     write_text(out, json.dumps(doc, indent=1, default=str) + "\n")

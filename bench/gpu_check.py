@@ -175,15 +175,17 @@ def _environment(backend: str) -> dict[str, str]:
     return env
 
 
-def lease(out: Path, backend: str, budget: float) -> int:
-    from simd.outputs import OutputError, check_output_folder
+def lease(out: Path, backend: str, budget: float, force: bool = False) -> int:
+    from simd.outputs import OutputError, announce_replace, check_output_folder
 
+    files = [out / name for name in ("summary.txt", "results.json", "tests.xml", *LOGS)]
     try:
         check_output_folder(out)
+        announce_replace(files, force=force)
     except OutputError as err:
         sys.exit(f"python -m bench.gpu_check: {err}")
-    for name in ("summary.txt", "results.json", "tests.xml", *LOGS):
-        (out / name).unlink(missing_ok=True)
+    for file in files:  # written as the steps go: none of an earlier run may stay
+        file.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as folder:
         run = Lease(out, Path(folder), backend, budget)
         run.note(f"gpu_check on {backend}, budget {budget:.0f} s")
@@ -612,10 +614,13 @@ STEPS = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    from simd.outputs import add_force_argument
+
     parser = argparse.ArgumentParser(
         prog="python -m bench.gpu_check", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--out", type=Path, default=Path("gpu-out"), help="folder for the 9 files")
+    add_force_argument(parser)
     parser.add_argument(
         "--budget", type=float, default=450, help="seconds for all steps (default 450)"
     )
@@ -631,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.step:
         STEPS[args.step](args.work, args.backend)
         return 0
-    return lease(args.out, args.backend, args.budget)
+    return lease(args.out, args.backend, args.budget, args.force)
 
 
 if __name__ == "__main__":

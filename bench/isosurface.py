@@ -46,7 +46,7 @@ from bench import ROOT
 from simd.outputs import (
     StagedOutputs,
     add_output_arguments,
-    announce_replace,
+    announce_replace_from_args,
     output_folder_from_args,
     write_text,
 )
@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = output_folder_from_args(parser, args, save_dir=SAVE_DIR)
     stem = "isosurface-quick" if args.quick else "isosurface"
     path, picture = folder / f"{stem}.json", folder / f"{stem}.png"
-    announce_replace([path, picture])
+    announce_replace_from_args(parser, args, [path, picture])
     with StagedOutputs() as stage:
         record = measure(args, stage, picture)
         write_text(stage.path(path), json.dumps(record, indent=1, default=float) + "\n")

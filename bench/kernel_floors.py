@@ -53,7 +53,7 @@ from bench import ROOT
 from kernels.fastpaths import emulates
 from simd.outputs import (
     add_output_arguments,
-    announce_replace,
+    announce_replace_from_args,
     output_folder_from_args,
     write_text,
 )
@@ -434,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.budget <= 0:
         ap.error(f"--budget must be positive, got {args.budget}")
     out = outdir / f"kernel-floors-{args.backend}-{platform.node() or 'host'}.json"
-    announce_replace(out)
+    announce_replace_from_args(ap, args, out)
     sizes = (10, 12, 14) if args.quick else None
     record = measure(args.budget, backend=args.backend, sizes=sizes)
     from bench.primitives import environment

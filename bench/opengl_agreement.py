@@ -31,7 +31,7 @@ from simd import Machine
 from simd.info import environment
 from simd.outputs import (
     add_output_arguments,
-    announce_replace,
+    announce_replace_from_args,
     output_folder_from_args,
     write_text,
 )
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     path = output_folder_from_args(parser, args, save_dir=SAVE_DIR) / (
         "opengl_agreement-quick.json" if args.quick else "opengl_agreement.json"
     )
-    announce_replace(path)
+    announce_replace_from_args(parser, args, path)
     record = measure(args)
     if record is None:
         return 2

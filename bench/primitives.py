@@ -76,7 +76,7 @@ from bench import ROOT
 from simd import Machine
 from simd.outputs import (
     add_output_arguments,
-    announce_replace,
+    announce_replace_from_args,
     output_folder_from_args,
     write_text,
 )
@@ -404,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     host = platform.node() or "host"
     if args.host_overhead:
         out = outdir / f"primitives-host-calls-{host}.json"
-        announce_replace(out)
+        announce_replace_from_args(ap, args, out)
         print(f"host overhead per call, device work stubbed; goal {HOST_GOAL_US:g} us")
         record = host_overhead(calls=50 if args.quick else 200, rounds=3 if args.quick else 5)
         record["environment"] = environment()
@@ -427,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [name for name in names if name not in PRIMITIVES]
     if unknown:
         ap.error(f"unknown primitives {unknown}; choose from {list(PRIMITIVES)}")
-    announce_replace(out)
+    announce_replace_from_args(ap, args, out)
     print(f"backend {probe.backend}; floor = bytes moved / streaming copy bandwidth")
     record = run(args.backend, [1 << k for k in logs], budget=budget, names=names)
     record["environment"] = environment()

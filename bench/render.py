@@ -61,7 +61,7 @@ from simd.balance.cost_effective import (
 from simd.info import environment
 from simd.outputs import (
     add_output_arguments,
-    announce_replace,
+    announce_replace_from_args,
     output_folder_from_args,
     write_text,
 )
@@ -574,7 +574,7 @@ def main(argv: list[str] | None = None) -> int:
     out = output_folder_from_args(ap, args, save_dir=SAVE_DIR) / (
         "render-quick.json" if args.quick else "render.json"
     )
-    announce_replace(out)
+    announce_replace_from_args(ap, args, out)
     record = measure(args)
     write_text(out, json.dumps(record, indent=1, default=float))
     cells = {

@@ -56,7 +56,7 @@ from bench import ROOT, child_environment
 from simd.outputs import (
     StagedOutputs,
     add_output_arguments,
-    announce_replace,
+    announce_replace_from_args,
     output_folder_from_args,
 )
 
@@ -579,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     outdir = output_folder_from_args(parser, args, save_dir=SAVE_DIR)
     stem = "render_scale-quick" if quick else "render_scale"
     out, picture = outdir / f"{stem}.json", outdir / f"{stem}.png"
-    announce_replace([out, picture])
+    announce_replace_from_args(parser, args, [out, picture])
     with StagedOutputs() as stage:
         record = measure(args, stage, picture)
         stage.path(out).write_text(json.dumps(record, indent=1, default=float))

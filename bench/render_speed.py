@@ -29,7 +29,7 @@ from simd import Machine
 from simd.info import environment
 from simd.outputs import (
     add_output_arguments,
-    announce_replace,
+    announce_replace_from_args,
     output_folder_from_args,
     write_text,
 )
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     path = output_folder_from_args(parser, args, save_dir=SAVE_DIR) / (
         "render_speed-quick.json" if args.quick else "render_speed.json"
     )
-    announce_replace(path)
+    announce_replace_from_args(parser, args, path)
     record = measure(args, frames)
     if record is None:
         return 2

@@ -32,7 +32,7 @@ from simd import Machine
 from simd.info import environment
 from simd.outputs import (
     add_output_arguments,
-    announce_replace,
+    announce_replace_from_args,
     output_folder_from_args,
     write_text,
 )
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.magnification not in (None, 2.0):
         name += f"-M{args.magnification:g}"
     out = output_folder_from_args(ap, args, save_dir=SAVE_DIR) / f"{name}.json"
-    announce_replace(out)
+    announce_replace_from_args(ap, args, out)
     record = measure(args, size)
     write_text(out, json.dumps(record, indent=1, default=float))
     print(f"\nwrote {out} ({record['seconds']:.0f} s)")

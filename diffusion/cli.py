@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from diffusion.cli_shared import (
-    announce_outputs,
     barely_changed,
+    check_options,
     fail,
-    one_line_warnings,
+    pm_arguments,
     read_input,
     share_thresholds,
 )
@@ -77,6 +77,7 @@ def register(subparsers: Any) -> None:
 def _add_image_arguments(p: argparse.ArgumentParser) -> None:
     """The input image and the output file."""
     from diffusion.images import BUILTIN
+    from simd.outputs import add_force_argument
 
     p.add_argument(
         "image",
@@ -98,6 +99,7 @@ def _add_image_arguments(p: argparse.ArgumentParser) -> None:
         help="where to write the result: .tif or .npy keep the input's value type, .dcm "
         "(for a DICOM input) its tags, .png is 8-bit",
     )
+    add_force_argument(p)
 
 
 def _add_diffusion_arguments(p: argparse.ArgumentParser) -> None:
@@ -115,7 +117,14 @@ def _add_diffusion_arguments(p: argparse.ArgumentParser) -> None:
         help="read --kappa and --epsilon as for the image's 8-bit version (in 255ths of its "
         "range of values): the same smoothing at any bit depth",
     )
-    p.add_argument("--gamma", type=float, default=0.2, help="diffusion speed")
+    p.add_argument(
+        "--gamma",
+        type=float,
+        default=0.2,
+        help="diffusion speed, at most the explicit scheme's stability bound: 1/(number of "
+        "neighbours), 0.25 for an image at unit spacing, 0.5 with --option 3, less with a "
+        "finer --spacing (past it the result is noise, and the command refuses it)",
+    )
     p.add_argument(
         "--option",
         type=int,
@@ -236,6 +245,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         comm = world()
         dense = _dense_selected(args)
+        check_options(args)  # before anything is read or made
     except (RuntimeError, ValueError) as exc:
         # Every rank has the same arguments and reaches the same verdict: rank 0 says it.
         return fail(exc, quiet=comm_rank() > 0)
@@ -267,16 +277,13 @@ def _run_mesh(args: argparse.Namespace, comm: Any) -> int:
     except (OSError, *errors) as exc:
         return fail(exc, quiet=not root)
     share_thresholds(args, comm)  # the thresholds come from the image, which rank 0 read
-    if root:
-        announce_outputs(args)
     hint = _balancing_hint(source.data.shape, args) if root else None
     if hint:
         print(hint)
-    with one_line_warnings():
-        try:
-            runs, machine = _run(source.data if root else None, args, comm)
-        except errors as exc:
-            return fail(exc, quiet=not root)
+    try:
+        runs, machine = _run(source.data if root else None, args, comm)
+    except errors as exc:
+        return fail(exc, quiet=not root)
     if not root:
         return 0
     if args.verbose:
@@ -352,16 +359,7 @@ def _run(
     from simd import Machine
 
     axes = {"both": (0, 1), "rows": (0,), "cols": (1,)}[args.axes]
-    common = dict(
-        kappa=args.kappa,
-        gamma=args.gamma,
-        voxelspacing=args.spacing,
-        option=args.option,
-        epsilon=args.epsilon,
-        freeze=args.freeze,
-        balance_axes=axes,
-        limited_buffers=not args.unlimited,
-    )
+    common = dict(pm_arguments(args), balance_axes=axes, limited_buffers=not args.unlimited)
     # Warm up on a tiny image first (JIT compilation, imports), so that the wall times
     # leave compilation out and the runs compare; each rank alone (no communication).
     root = comm is None or comm.Get_rank() == 0
@@ -461,8 +459,8 @@ def _report(runs: dict[str, Any], m: Any, args: argparse.Namespace) -> None:
 
 
 def _write_outputs(source: Any, runs: dict[str, Any], m: Any, args: argparse.Namespace) -> None:
-    """Write the result and the pictures; print "replacing X" for each file that was
-    there, the notes of the image writer, and the one line of result."""
+    """Write the result and the pictures; print the notes of the image writer and the
+    one line of result."""
     from diffusion.images import save_image
     from simd.outputs import StagedOutputs
 

@@ -17,10 +17,9 @@ from typing import Any
 import numpy as np
 
 from diffusion.cli_shared import (
-    announce_outputs,
     barely_changed,
     fail,
-    one_line_warnings,
+    pm_arguments,
     read_input,
     share_thresholds,
 )
@@ -36,44 +35,31 @@ def run_dense(args: argparse.Namespace, comm: Any) -> int:
     from simd.errors import SimdError
 
     errors: tuple[type[BaseException], ...] = (OSError, ValueError, SimdError)
-    machine = Machine(backend=args.backend, comm=comm)
-    if machine.ranks is not None:
-        from simd.ranks import CollectiveError
-
-        errors += (CollectiveError,)
-    root = machine.is_root
+    root = comm is None or comm.Get_rank() == 0
     source = None
-    try:
-        if machine.ranks is None:
+    try:  # the input and the outputs checked before the machine is made (no work before)
+        if comm is None:
             source = read_input(args, mesh=False)
         else:
-            with machine.ranks.collective_errors():
+            from simd.ranks import CollectiveError, Ranks
+
+            errors += (CollectiveError,)
+            with Ranks(comm).collective_errors():
                 if root:
                     source = read_input(args, mesh=False)
+        machine = Machine(backend=args.backend, comm=comm)
     except errors as exc:
         return fail(exc, quiet=not root)
     share_thresholds(args, comm)  # the thresholds come from the image, which rank 0 read
-    if root:
-        announce_outputs(args)
     block = machine.scatter(source.data if root else None)
-    with one_line_warnings():
-        start = time.perf_counter()
-        try:
-            out, info = anisotropic_diffusion(
-                block,
-                niter=args.niter,
-                kappa=args.kappa,
-                gamma=args.gamma,
-                voxelspacing=args.spacing,
-                option=args.option,
-                epsilon=args.epsilon,
-                freeze=args.freeze,
-                return_info=True,
-                machine=machine,
-            )
-        except errors as exc:
-            return fail(exc, quiet=not root)
-        wall = time.perf_counter() - start
+    start = time.perf_counter()
+    try:
+        out, info = anisotropic_diffusion(
+            block, niter=args.niter, return_info=True, machine=machine, **pm_arguments(args)
+        )
+    except errors as exc:
+        return fail(exc, quiet=not root)
+    wall = time.perf_counter() - start
     image = machine.gather(out)
     if root:
         _write(source, image, info, wall, machine, args)

@@ -1,20 +1,17 @@
 """What the two runs of ``simd-emu diffuse`` (on the PE mesh and dense) share.
 
-Both check every option and output path and read the input the same way
-(:func:`read_input`), share the thresholds rank 0 computed from the image
-(:func:`share_thresholds`), say which outputs they replace (:func:`announce_outputs`),
-print warnings and errors on one line (:func:`one_line_warnings`, :func:`fail`), and note
-a result that barely differs from its input (:func:`barely_changed`).
+Both check every option and output path (a file that exists is replaced only with
+``--force``) and read the input the same way (:func:`read_input`), share the thresholds
+rank 0 computed from the image (:func:`share_thresholds`), print errors on one line
+(:func:`fail`), and note a result that barely differs from its input
+(:func:`barely_changed`).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import sys
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +19,11 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_KAPPA",
-    "WarningPrinter",
-    "announce_outputs",
     "barely_changed",
+    "check_options",
     "check_picture_path",
     "fail",
-    "one_line_warnings",
+    "pm_arguments",
     "read_input",
     "share_thresholds",
 ]
@@ -38,13 +34,13 @@ DEFAULT_KAPPA = 20.0
 
 
 def read_input(args: argparse.Namespace, *, mesh: bool = True) -> Any:
-    """Check every option and output path, then read the input as a 2-D image (a
-    SourceImage); ``mesh``: for the PE mesh (``--pes`` must fit the image). Sets
+    """Check every output path, then read the input as a 2-D image (a SourceImage; the
+    options are checked before, by :func:`check_options`); ``mesh``: for the PE mesh
+    (``--pes`` must fit the image). Sets
     ``args.kappa`` and ``args.epsilon`` (scaled to the image's range of values with
     ``--relative``) and ``args.data_range``."""
     from diffusion.images import builtin_path, check_dicom_output, read_image
 
-    _check_options(args)
     output = _check_outputs(args)
     source = read_image(builtin_path(args.builtin) if args.image is None else args.image)
     name = args.image or f"the built-in {args.builtin}"
@@ -75,9 +71,9 @@ def read_input(args: argparse.Namespace, *, mesh: bool = True) -> Any:
     return source
 
 
-def _check_options(args: argparse.Namespace) -> None:
-    """The counts and numbers of the options, before the input is read (the library
-    checks the rest, in the warm-up on a tiny image, before the run)."""
+def check_options(args: argparse.Namespace) -> None:
+    """The counts and numbers of the options, the first check of a run (on every rank
+    alike; the library checks the rest, in the warm-up on a tiny image, before the run)."""
     from simd.operands import MAX_PES
 
     if args.niter < 0:
@@ -102,6 +98,10 @@ def _check_options(args: argparse.Namespace) -> None:
             f"--spacing must be two positive numbers (DY DX), got {args.spacing[0]:g} "
             f"{args.spacing[1]:g}"
         )
+    from diffusion.settings import PMParameters
+
+    # --gamma against the stability bound of the explicit scheme (for --spacing, --option)
+    PMParameters.check(2, gamma=args.gamma, voxelspacing=args.spacing, option=args.option)
     suffix = Path(args.output).suffix.lower()
     if args.float and suffix not in (".tif", ".tiff", ".npy"):
         raise ValueError(
@@ -112,9 +112,10 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def _check_outputs(args: argparse.Namespace) -> Path:
     """The output paths (the image's, returned, and the pictures'): writable, of a type
-    their writer knows, none named twice and none an input."""
+    their writer knows, none named twice, none an input, and none a file that exists
+    unless ``--force`` is given (then each is named)."""
     from diffusion.images import check_output_path
-    from simd.outputs import check_not_inputs, check_output_file
+    from simd.outputs import announce_replace, check_not_inputs, check_output_file
 
     output = check_output_path(args.output)
     seen = {output.resolve()}
@@ -126,7 +127,9 @@ def _check_outputs(args: argparse.Namespace) -> Path:
             if path.resolve() in seen:
                 raise ValueError(f"{path} is named for two outputs")
             seen.add(path.resolve())
-    check_not_inputs([args.output, args.plot_load, args.activity_map], [args.image])
+    outputs = [args.output, args.plot_load, args.activity_map]
+    check_not_inputs(outputs, [args.image])
+    announce_replace(outputs, force=args.force)
     return output
 
 
@@ -142,27 +145,60 @@ def _set_thresholds(args: argparse.Namespace, data: np.ndarray) -> None:
         args.kappa, args.epsilon = args.kappa * scale, args.epsilon * scale
 
 
-def announce_outputs(args: argparse.Namespace) -> None:
-    """``replacing PATH`` for each output that exists, once the checks passed and before
-    the run (so that a user can still stop it)."""
-    from simd.outputs import announce_replace
+def pm_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The Perona-Malik arguments of ``diffusion.anisotropic_diffusion`` and
+    ``mesh_diffusion`` from the options (``--niter`` aside: the warm-up runs fewer).
 
-    announce_replace([args.output, args.plot_load, args.activity_map])
+    >>> args = argparse.Namespace(kappa=20.0, gamma=0.2, spacing=None, option=1, epsilon=0.25,
+    ...                           freeze=False)
+    >>> sorted(pm_arguments(args))
+    ['epsilon', 'freeze', 'gamma', 'kappa', 'option', 'voxelspacing']
+    """
+    return dict(
+        kappa=args.kappa,
+        gamma=args.gamma,
+        voxelspacing=args.spacing,
+        option=args.option,
+        epsilon=args.epsilon,
+        freeze=args.freeze,
+    )
 
 
 def barely_changed(source: Any, image: Any, args: argparse.Namespace) -> str | None:
     """A note when the result differs from the input by less than a thousandth of the
-    input's range of values (a ``--kappa`` far too small for the data's units), else None."""
+    input's range of values (a ``--kappa`` far too small for the data's units, or an
+    ``--epsilon`` too large), else None; none for ``--niter 0``, which asks for the input
+    as it is. The note suggests ``--relative`` only where it was not given.
+
+    >>> import argparse, types
+    >>> src = types.SimpleNamespace(data=np.array([0.0, 1000.0]))
+    >>> args = argparse.Namespace(data_range=(0.0, 1000.0), niter=10, kappa=20.0, epsilon=0.25,
+    ...                           relative=False)
+    >>> barely_changed(src, src.data, args).split(": ")[1]
+    "--kappa 20 and --epsilon 0.25 are in the image's units; try --relative (or a larger --kappa)"
+    >>> args.relative = True
+    >>> barely_changed(src, src.data, args).split(": ")[1]
+    'try a larger --kappa or a smaller --epsilon'
+    >>> args.niter = 0
+    >>> barely_changed(src, src.data, args) is None
+    True
+    """
     lo, hi = args.data_range
-    if hi <= lo:
+    if hi <= lo or args.niter == 0:
         return None
     change = float(np.nanmax(np.abs(np.asarray(image, np.float64) - source.data))) / (hi - lo)
     if change >= 1e-3:
         return None
+    if args.relative:  # the thresholds are scaled already
+        advice = "try a larger --kappa or a smaller --epsilon"
+    else:
+        advice = (
+            f"--kappa {args.kappa:g} and --epsilon {args.epsilon:g} are in the image's units; "
+            "try --relative (or a larger --kappa)"
+        )
     return (
         f"the result differs from the input by at most {change:.1e} of its range of values "
-        f"({lo:g} to {hi:g}): --kappa {args.kappa:g} is in the image's units; try "
-        "--relative (or a larger --kappa)"
+        f"({lo:g} to {hi:g}): {advice}"
     )
 
 
@@ -171,18 +207,6 @@ def fail(problem: object, *, quiet: bool = False) -> int:
     if not quiet:
         print(f"simd-emu diffuse: {problem}", file=sys.stderr)
     return 2
-
-
-class WarningPrinter:
-    """``warnings.showwarning`` that prints each distinct message once, on one line."""
-
-    def __init__(self) -> None:
-        self.seen: set[str] = set()
-
-    def __call__(self, message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
-        if str(message) not in self.seen:
-            self.seen.add(str(message))
-            print(f"simd-emu diffuse: warning: {message}", file=sys.stderr)
 
 
 def check_picture_path(path: Path) -> None:
@@ -204,15 +228,3 @@ def share_thresholds(args: argparse.Namespace, comm: Any) -> None:
         args.kappa, args.epsilon, args.data_range = comm.bcast(
             (args.kappa, args.epsilon, getattr(args, "data_range", None))
         )
-
-
-@contextlib.contextmanager
-def one_line_warnings() -> Iterator[None]:
-    """Within it, every diffusion stability warning is printed, each distinct message
-    once, on one line, without the source line of a traceback."""
-    from diffusion.settings import DiffusionStabilityWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", DiffusionStabilityWarning)
-        warnings.showwarning = WarningPrinter()
-        yield

@@ -193,11 +193,12 @@ def anisotropic_diffusion(  # noqa: PLR0913 (medpy's signature)
     info : DiffusionInfo
         Only with ``return_info=True``.
 
-    Warns
-    -----
-    DiffusionStabilityWarning
-        When ``gamma`` exceeds the stability limit for the spacing (see
-        :func:`diffusion.conduction.stable_gamma`).
+    Raises
+    ------
+    ValueError
+        A bad argument, named; among them a ``gamma`` past the explicit scheme's
+        stability bound for the image's dimensions, spacing and option
+        (:func:`diffusion.conduction.stable_gamma`: 1/4 for a 2-D image at unit spacing).
 
     Notes
     -----
@@ -230,8 +231,6 @@ def anisotropic_diffusion(  # noqa: PLR0913 (medpy's signature)
             ndim, niter, kappa, gamma, voxelspacing, option, epsilon=epsilon, freeze=freeze
         ),
     )
-    if machine is None or machine.is_root:  # one warning, not one per rank
-        p.warn_if_unstable()
     out, info = pm_diffuse(xp, out, layout, p, return_info)
     return (out, info) if return_info else out
 

@@ -9,7 +9,11 @@ downloaded).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,20 +160,24 @@ def read_image(path: str | Path) -> SourceImage:
         raise ValueError(f"cannot read {path} as an image: the file is empty (0 bytes)")
     suffix = path.suffix.lower()
     ds = None
-    try:
-        if suffix == ".npy":
-            a = np.load(path, allow_pickle=False)
-        elif suffix in (".dcm", ".dicom") or _is_dicom(path):
-            a, ds = _read_dicom(path)
-        else:
-            import imageio.v3 as iio
+    with _readers_log() as said:
+        try:
+            if suffix == ".npy":
+                a = np.load(path, allow_pickle=False)
+            elif suffix in (".dcm", ".dicom") or _is_dicom(path):
+                a, ds = _read_dicom(path)
+            else:
+                import imageio.v3 as iio
 
-            a = iio.imread(path)
-    except Exception as exc:  # every reader has its own errors: report them as one kind
-        raise ValueError(
-            f"cannot read {path} as an image: {one_line(exc) or type(exc).__name__}"
-        ) from exc
+                a = iio.imread(path)
+        except Exception as exc:  # every reader has its own errors: report them as one kind
+            raise ValueError(
+                f"cannot read {path} as an image: {one_line(exc) or type(exc).__name__}"
+            ) from exc
     a = np.asarray(a)
+    if a.size == 0:  # a damaged file some readers give back as no values, saying why
+        why = f" ({said[0]})" if said else ""
+        raise ValueError(f"cannot read {path} as an image: it holds no image data{why}")
     if a.dtype.kind not in "biuf":
         raise ValueError(f"{path}: not a numeric image (dtype {a.dtype})")
     if ds is not None:
@@ -177,6 +185,36 @@ def read_image(path: str | Path) -> SourceImage:
     else:
         dtype = np.dtype(np.float32) if a.dtype.kind == "b" else a.dtype
     return SourceImage(np.asarray(a, dtype=np.float32), dtype, ds)
+
+
+#: The loggers of the image readers, which say what is wrong with a damaged file there.
+_READER_LOGGERS = ("tifffile", "imageio")
+
+
+@contextlib.contextmanager
+def _readers_log() -> Iterator[list[str]]:
+    """Within it, what the image readers log goes to the list yielded (each message on one
+    line, without the reader's ``<object>`` prefixes), not to stderr: a damaged file is
+    then reported in the one line of the error, not by the reader's raw lines before it."""
+    said: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            text = " ".join(record.getMessage().split())
+            said.append(re.sub(r"^(<[^>]*>\s*)+", "", text))
+
+    keep = Keep(logging.WARNING)
+    loggers = [logging.getLogger(name) for name in _READER_LOGGERS]
+    propagated = [lg.propagate for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(keep)
+        lg.propagate = False
+    try:
+        yield said
+    finally:
+        for lg, propagate in zip(loggers, propagated, strict=True):
+            lg.removeHandler(keep)
+            lg.propagate = propagate
 
 
 def load_image(path: str | Path) -> np.ndarray:

@@ -343,8 +343,6 @@ def mesh_diffusion(  # noqa: PLR0913 (the public signature: medpy's and the mesh
     if across:
         xp_in, host, shape = _image_on_root(m, image, settings)
     _check_fits(m.pes, shape)
-    if m.is_root:
-        pm.warn_if_unstable()
     return _MeshRun(m, host, shape, settings).run(progress, xp_in)
 
 

@@ -2,14 +2,14 @@
 
 :class:`PMParameters` holds the arguments of medpy's ``anisotropic_diffusion`` (and
 Biagioni & Prins's ``epsilon``), which :func:`diffusion.anisotropic_diffusion` and
-:func:`diffusion.mesh_diffusion` share; :class:`DiffusionStabilityWarning` is what a time
-step past the explicit scheme's stability limit raises.
+:func:`diffusion.mesh_diffusion` share. A ``gamma`` past the explicit scheme's stability
+bound is refused; :class:`DiffusionStabilityWarning` is what ITK's formulation
+(:mod:`diffusion.itk`) warns of a time step past ITK's limit, as ITK does.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ __all__ = ["DiffusionStabilityWarning", "PMParameters"]
 
 
 class DiffusionStabilityWarning(UserWarning):
-    """The time step is past the stability limit of the explicit scheme."""
+    """The time step is past the stability limit of the explicit scheme (ITK's)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,7 +41,8 @@ class PMParameters:
     niter : int
         Iterations (the most, with ``epsilon``).
     kappa, gamma : float
-        Conduction coefficient and speed of diffusion.
+        Conduction coefficient and speed of diffusion; ``gamma`` at most the explicit
+        scheme's stability bound (:func:`diffusion.conduction.stable_gamma`).
     option : {1, 2, 3}
         Conduction function (:data:`diffusion.conduction.OPTIONS`).
     epsilon : float
@@ -58,6 +59,10 @@ class PMParameters:
     Traceback (most recent call last):
     ...
     ValueError: kappa must be a positive finite number, got 0
+    >>> PMParameters.check(2, gamma=10)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: gamma 10 is past the explicit scheme's stability bound 0.25 for this image ...
     """
 
     spacing: tuple[float, ...]
@@ -83,18 +88,33 @@ class PMParameters:
     ) -> PMParameters:
         """The user's arguments (those of :func:`anisotropic_diffusion`) for an
         ``ndim``-dimensional image, validated and normalised (Python ints and floats,
-        ``voxelspacing`` as a tuple, ones when None); ValueError naming the first bad one."""
+        ``voxelspacing`` as a tuple, ones when None); ValueError naming the first bad one.
+
+        ``gamma`` past the stability bound of the explicit scheme
+        (:func:`~diffusion.conduction.stable_gamma`: 1/(number of neighbours) for unit
+        spacing, the ``0 <= gamma <= 1/4`` of Perona & Malik's 2-D scheme) is refused:
+        beyond it a point's new value is no longer a weighted average of itself and its
+        neighbours, and the iterations amplify the noise instead of smoothing it."""
         niter = check_count(niter, "niter")
         kappa = check_positive(kappa, "kappa")
         gamma = check_positive(gamma, "gamma")
         if option not in (1, 2, 3):
             raise ValueError(f"option must be 1, 2 or 3, got {option!r}")
+        spacing = check_spacing(voxelspacing, ndim, "voxelspacing")
+        limit = stable_gamma(spacing, int(option))
+        if gamma > limit:
+            raise ValueError(
+                f"gamma {gamma:g} is past the explicit scheme's stability bound {limit:.4g} "
+                "for this image (1/(number of neighbours) at unit spacing: 1/4 in 2-D, 1/6 in "
+                "3-D; twice that with option 3, less with a finer spacing): past it the "
+                "result turns to noise"
+            )
         if not (
             isinstance(epsilon, int | float | np.number) and epsilon >= 0 and math.isfinite(epsilon)
         ):
             raise ValueError(f"epsilon must be a non-negative finite number, got {epsilon!r}")
         return cls(
-            spacing=check_spacing(voxelspacing, ndim, "voxelspacing"),
+            spacing=spacing,
             niter=niter,
             kappa=kappa,
             gamma=gamma,
@@ -102,16 +122,3 @@ class PMParameters:
             epsilon=float(epsilon),
             freeze=bool(freeze),
         )
-
-    def warn_if_unstable(self, stacklevel: int = 2) -> None:
-        """:class:`DiffusionStabilityWarning` when ``gamma`` is past the stability limit
-        of the explicit scheme (:func:`diffusion.conduction.stable_gamma`), pointing
-        ``stacklevel`` frames above the caller of this method."""
-        limit = stable_gamma(self.spacing, self.option)
-        if self.gamma > limit:
-            warnings.warn(
-                f"gamma={self.gamma} is past the stability limit {limit:.4g} of the explicit "
-                f"scheme for spacing {self.spacing}: the result may oscillate",
-                DiffusionStabilityWarning,
-                stacklevel=stacklevel + 1,
-            )

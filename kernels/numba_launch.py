@@ -15,8 +15,9 @@ CuPy arrays this module uses Numba as a compiler only:
   argument types, the architecture, the versions of Numba, NVVM and nvJitLink, and the
   content of the project's source files: an edited kernel, device function or constant
   never loads a stale binary. Later processes load the
-  cubin and compile nothing. Each compilation is logged (logger ``simd_emu.compile``,
-  level INFO). Where the cache folder cannot be written the cubin is kept in memory only.
+  cubin and compile nothing. Each compilation is timed and, past a second, announced
+  (:func:`kernels.compiles.compiling`). Where the cache folder cannot be written the cubin
+  is kept in memory only.
 - **Launch cheaply.** Per signature, the kernel's parameters are laid out once as Numba's
   kernel ABI lays out arguments: an array is ``5 + 2 * ndim`` fields (meminfo, parent,
   size, itemsize, data pointer, shape, strides), a scalar one field, a tuple its items;
@@ -325,14 +326,17 @@ def _compile(py_func: Any, kinds: tuple, cc: tuple, name: str, signature: str) -
 
     from cuda.core import Linker, LinkerOptions, ObjectCode
 
+    from kernels.compiles import compiling
     from kernels.numba_cuda import cuda_module
 
-    log.info("compiling the GPU kernel %s(%s) for sm_%d%d", name, signature, *cc)
+    log.debug("compiling the GPU kernel %s(%s) for sm_%d%d", name, signature, *cc)
     t = time.perf_counter()
-    ptx, _ = cuda_module().compile_ptx(py_func, numba_types(kinds), cc=cc)
-    entry = re.search(r"\.entry\s+([\w$]+)", ptx).group(1)
-    options = LinkerOptions(arch=f"sm_{cc[0]}{cc[1]}")
-    cubin = bytes(Linker(ObjectCode.from_ptx(ptx.encode()), options=options).link("cubin").code)
+    with compiling():
+        ptx, _ = cuda_module().compile_ptx(py_func, numba_types(kinds), cc=cc)
+        entry = re.search(r"\.entry\s+([\w$]+)", ptx).group(1)
+        options = LinkerOptions(arch=f"sm_{cc[0]}{cc[1]}")
+        linker = Linker(ObjectCode.from_ptx(ptx.encode()), options=options)
+        cubin = bytes(linker.link("cubin").code)
     _compiled += 1
     log.debug("compiled %s in %.1f s", name, time.perf_counter() - t)
     return cubin, entry

@@ -100,6 +100,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     what.add_argument("--factors", default="1/16,1/8,1/4,1/2,1,2,4,8,16", metavar="LIST")
     what.add_argument("--json", metavar="FILE", help="write the results to FILE (.json)")
     what.add_argument("--plots", metavar="DIR", help="write the pictures to DIR")
+    what.add_argument("--force", action="store_true", help="replace output files that exist")
     what.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -110,11 +111,10 @@ def run_args(args: argparse.Namespace, prog: str = "simd-emu bench balance") -> 
 
     try:
         job = _Job(args)
-        files = job.check_outputs()
+        announce_replace(job.check_outputs(), force=args.force)
     except (ValueError, OutputError, SimdError) as exc:  # SimdError: a backend not here
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
-    announce_replace(files)
     try:
         job.load_render()
     except (ValueError, OSError) as exc:

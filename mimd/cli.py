@@ -8,7 +8,7 @@ of the ``simd_emu.commands`` group. ``bench/mimd.py`` in the source tree uses
 
 Results (``mimd[-quick].json`` and the PNG plots) go to the current folder, or to
 ``--out DIR``; the folder is checked writable before any work starts (:mod:`simd.outputs`)
-and each file that will be replaced is named first. Nothing heavy is
+and a file that exists is replaced only with ``--force`` (and named first). Nothing heavy is
 imported here, so ``simd-emu --help`` stays fast.
 """
 
@@ -20,7 +20,7 @@ import sys
 __all__ = ["register", "add_arguments", "result_files", "run_args", "main"]
 
 #: Packages the command imports, by the extra that installs them (checked by simd.cli).
-REQUIRES = {"data": ("matplotlib", "skimage")}
+REQUIRES = {"data": ("matplotlib",)}
 
 DESCRIPTION = (
     "Load balancing on MIMD machines (message passing) next to the SIMD balancer. Runs, "
@@ -32,7 +32,7 @@ DESCRIPTION = (
     "the same task sets (synthetic, the ray tracer, the renderer's scan lines); and the "
     "wall time of a 4096-processor, 100,000-task simulation. Prints tables and writes "
     "mimd.json (mimd-quick.json with --quick) and PNG plots to the current folder or "
-    "--out DIR; an existing file is replaced, and a line says so."
+    "--out DIR; a file that exists is replaced only with --force."
 )
 
 
@@ -44,7 +44,7 @@ def _bench_subparsers(subparsers) -> argparse._SubParsersAction:
             "bench",
             help="benchmarks (bench mimd, ...)",
             description="Benchmarks. Each writes its results to the current folder or to "
-            "--out DIR; an existing file is replaced, and a line says so.",
+            "--out DIR; a file that exists is replaced only with --force.",
         )
     sub = getattr(bench, "_bench_sub", None)
     if sub is None:
@@ -78,6 +78,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="output folder, made if missing (default: the current folder)",
     )
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--force", action="store_true", help="replace output files that exist")
     p.add_argument(
         "--backend",
         choices=("numpy", "cupy", "auto"),
@@ -130,12 +131,13 @@ def run_args(args: argparse.Namespace, prog: str = "simd-emu bench mimd") -> int
             return fail(exc)
     try:
         out = check_output_folder(args.out)
+        files = result_files(out, quick=args.quick, parts=parts, plots=not args.no_plots)
+        announce_replace(files, force=args.force)
     except OutputError as exc:
         return fail(exc)
 
     from . import report
 
-    announce_replace(result_files(out, quick=args.quick, parts=parts, plots=not args.no_plots))
     try:
         report.run(
             quick=args.quick,

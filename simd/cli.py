@@ -51,6 +51,7 @@ from collections.abc import Mapping
 from typing import NoReturn
 
 from simd.info import environment
+from simd.outputs import OutputError
 from simd.programs import DISTRIBUTION, entry_points, missing_requirements
 
 __all__ = [
@@ -110,6 +111,7 @@ def _info(args: argparse.Namespace) -> int:
         )
     else:
         print(f"mpi     : none ({mpi['unavailable']})")
+    print(f"cache   : {_cache_line(env['cache'])}")
     for name, version in env["versions"].items():
         print(f"  {name:<14} {version or '-'}")
     from kernels.registry import registered
@@ -119,6 +121,22 @@ def _info(args: argparse.Namespace) -> int:
         for primitive, module in registered("cupy").items():
             print(f"  {primitive:<14} {module}")
     return 0
+
+
+def _cache_line(cache: Mapping) -> str:
+    """The cache folder and its size, and how to clear it.
+
+    >>> _cache_line({"folder": "/c", "bytes": 302_600_000})
+    '/c (302.6 MB of data sets and GPU kernels; delete the folder to clear it)'
+    >>> _cache_line({"folder": "/c", "bytes": 0})
+    '/c (empty)'
+    """
+    if not cache["bytes"]:
+        return f"{cache['folder']} (empty)"
+    return (
+        f"{cache['folder']} ({cache['bytes'] / 1e6:.1f} MB of data sets and GPU kernels; "
+        "delete the folder to clear it)"
+    )
 
 
 def version() -> str:
@@ -232,6 +250,9 @@ def main(argv: list[str] | None = None, *, commands: Mapping[str, str] | None = 
     try:
         with _user_reporting(say_once=launched_rank() == 0):
             return int(args.func(args) or 0)
+    except OutputError as exc:  # an output refused where the command did not say it itself
+        print(f"{command}: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -250,14 +271,14 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
 @contextlib.contextmanager
 def _user_reporting(say_once: bool):
     """While a command runs: warnings as one line each, and work done only once (building
-    a built-in data set, compiling GPU kernels) said once as it starts (``say_once``:
-    rank 0 under mpiexec). Restored afterwards."""
+    a built-in data set, compiling kernels for longer than a second) said once as it
+    starts (``say_once``: rank 0 under mpiexec). Restored afterwards."""
     shown = warnings.showwarning
     warnings.showwarning = _show_warning
     handlers = []
     if say_once:
-        for name, text in _ONE_TIME_WORK:
-            handler = _OneTimeWork(text)
+        for name in _ONE_TIME_WORK:
+            handler = _OneTimeWork()
             logger = logging.getLogger(name)
             handlers.append((logger, handler, logger.level))
             logger.addHandler(handler)
@@ -271,25 +292,23 @@ def _user_reporting(say_once: bool):
             logger.setLevel(level)
 
 
-#: Loggers of work done only once, and what to say (None: the first record's message).
-_ONE_TIME_WORK = (
-    ("simd_emu.data", None),
-    ("simd_emu.compile", "compiling the GPU kernels for this machine (once: later runs load "
-     "them from the cache)"),
-)  # fmt: skip
+#: Loggers of work done only once: a built-in data set built (renderer.datasets.builtin),
+#: a compile running past a second (kernels.compiles).
+_ONE_TIME_WORK = ("simd_emu.data", "simd_emu.compile")
 
 
 class _OneTimeWork(logging.Handler):
-    """Says once, as it starts, that the command is doing work it does only once."""
+    """Says once, as it starts, that the command is doing work it does only once: the
+    first record's message."""
 
-    def __init__(self, text: str | None) -> None:
+    def __init__(self) -> None:
         super().__init__(logging.INFO)
-        self.text, self.said = text, False
+        self.said = False
 
     def emit(self, record: logging.LogRecord) -> None:
         if not self.said:
             self.said = True
-            print(f"simd-emu: {self.text or record.getMessage()}", file=sys.stderr, flush=True)
+            print(f"simd-emu: {record.getMessage()}", file=sys.stderr, flush=True)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -96,7 +96,20 @@ def environment() -> dict:
         "hostname": platform.node(),
         "SIMD_BACKEND": os.environ.get("SIMD_BACKEND"),
         "mpi": _mpi(),
+        "cache": _cache(),
     }
+
+
+def _cache() -> dict:
+    """The cache folder (the built-in data sets, the compiled GPU kernels, calibrations)
+    and the bytes it holds.
+
+    >>> sorted(_cache())
+    ['bytes', 'folder']
+    """
+    from kernels.cache import cache_bytes, cache_dir
+
+    return {"folder": str(cache_dir()), "bytes": cache_bytes()}
 
 
 def _nvrtc() -> str | None:

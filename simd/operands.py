@@ -13,11 +13,11 @@ import numpy as np
 
 from kernels import reference
 from simd.cost import CostModel
+from simd.transfers import to_host
 
 __all__ = [
     "MAX_PES",
     "bool_boundary",
-    "check_addresses",
     "check_axis",
     "check_boundary",
     "check_mesh_rank",
@@ -32,22 +32,6 @@ __all__ = [
     "resolve_cost",
     "scalar",
 ]
-
-
-def check_addresses(what: str, size: int, low: int, high: int) -> None:
-    """Raise the machine's one-line error when the lowest (``low``) or highest (``high``)
-    of some addresses falls outside ``0 .. size - 1``.
-
-    Examples
-    --------
-    >>> check_addresses("send destination", 4, 0, 3)
-    >>> check_addresses("get index", 4, -1, 2)
-    Traceback (most recent call last):
-    IndexError: get index -1 is out of range for 4 addresses
-    """
-    if low < 0 or high >= size:
-        bad = low if low < 0 else high
-        raise IndexError(f"{what} {bad} is out of range for {size} addresses")
 
 
 #: The most PEs an emulated machine may have: 2**24, 256 times a CM-2's 65,536
@@ -295,7 +279,13 @@ def bool_boundary(boundary: Any) -> Any:
 
 
 def extent_vector(values: Any, count: int, buffer: int, name: str) -> np.ndarray:
-    arr = np.asarray(values.get() if hasattr(values, "get") else values)
+    """``values`` (any array, a device's too) as ``count`` int64 extents of at most
+    ``buffer`` each, on the host, or ValueError naming the operand ``name``.
+
+    >>> extent_vector([2, 3], 2, 4, "widths").tolist()
+    [2, 3]
+    """
+    arr = to_host(values)
     if arr.shape != (count,) or arr.dtype.kind not in "iu":
         raise ValueError(f"{name} must be {count} integers, got {arr!r}")
     if count and (arr.min() < 0 or arr.max() > buffer):

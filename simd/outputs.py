@@ -9,8 +9,12 @@ Every command (``simd-emu render``, ``simd-emu bench ...``) and every benchmark 
   read-only mount); an output folder (``--out DIR``) is made if missing and tested the
   same way. A bad path ends the command with one line naming the path and the reason
   (:class:`OutputError`) and a non-zero exit status, before anything is computed.
-* An existing file is replaced, and a line says so before the work starts
-  (:func:`announce_replace`: ``replacing frame.png``).
+* An existing file is replaced only when the user says so with ``--force``
+  (:func:`add_force_argument`), and then a line says so before the work starts; without
+  it the command ends before any work with one line naming the file and the way out
+  (:func:`announce_replace`: ``frame.png: exists; add --force to replace it, or choose
+  another name``). A slip of the hand (``--depth scan.npy`` for ``--depth depth.npy``)
+  costs the user no file.
 * Files are written under a temporary name in their own folder and renamed into place
   when all of them are written (:class:`StagedOutputs`), so that a failure leaves neither
   a half-written file nor some outputs of a run without the others.
@@ -31,8 +35,10 @@ from typing import Any
 __all__ = [
     "OutputError",
     "StagedOutputs",
+    "add_force_argument",
     "add_output_arguments",
     "announce_replace",
+    "announce_replace_from_args",
     "check_not_inputs",
     "check_output_file",
     "check_output_folder",
@@ -107,7 +113,8 @@ def check_output_file(
     ``suffixes``: the suffixes the writer knows (``(".png", ".jpg")``; case does not
     matter), or ``None`` for any. ``example``: a file name for the messages
     (``frame.png``). The folder must exist (it is not made) and take a new file; an
-    existing ``path`` must be a plain file (it will be replaced).
+    existing ``path`` must be a plain file (:func:`announce_replace` says whether it may be
+    replaced).
 
     Raises
     ------
@@ -190,18 +197,66 @@ def check_not_inputs(
 
 def announce_replace(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str] | None],
+    *,
+    force: bool = False,
     echo: Callable[[str], Any] = print,
 ) -> list[Path]:
-    """Say ``replacing PATH`` for each of ``paths`` that exists; returns those paths.
+    """The rule for output files that exist: refused without ``force``; with it, a line
+    ``replacing PATH`` for each. Returns the paths that exist.
 
-    Called after the checks and before the work, so that the user can stop in time.
+    Called after the other checks and before the work, so that nothing is computed for
+    an output that will not be written, and a user who forced it can still stop in time.
+
+    Raises
+    ------
+    OutputError
+        Without ``force``, naming the first file that exists and the way out.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> old = Path(tempfile.mkdtemp()) / "frame.png"
+    >>> _ = old.write_bytes(b"")
+    >>> try:
+    ...     announce_replace([old.parent / "new.png", old])
+    ... except OutputError as exc:
+    ...     print(str(exc).replace(str(old.parent), "DIR"))
+    DIR/frame.png: exists; add --force to replace it, or choose another name
+    >>> [p.name for p in announce_replace([old], force=True, echo=lambda line: None)]
+    ['frame.png']
     """
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    replaced = [Path(p) for p in paths if p is not None and Path(p).is_file()]
-    for p in replaced:
+    existing = [Path(p) for p in paths if p is not None and os.fspath(p) and Path(p).is_file()]
+    if existing and not force:
+        raise OutputError(
+            f"{os.fspath(existing[0])}: exists; add --force to replace it, or choose another name"
+        )
+    for p in existing:
         echo(f"replacing {os.fspath(p)}")
-    return replaced
+    return existing
+
+
+def add_force_argument(parser: argparse.ArgumentParser | Any) -> None:
+    """Add ``--force`` (replace output files that exist) to ``parser`` (or a group)."""
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace output files that exist",
+    )
+
+
+def announce_replace_from_args(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str] | None],
+) -> list[Path]:
+    """:func:`announce_replace` with the ``--force`` of ``args``; a refusal ends the
+    program with a one-line error (status 2). Returns the paths that exist."""
+    try:
+        return announce_replace(paths, force=args.force)
+    except OutputError as exc:
+        parser.exit(2, f"{parser.prog}: {exc}\n")
 
 
 class StagedOutputs:
@@ -276,14 +331,16 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
 def add_output_arguments(
     parser: argparse.ArgumentParser, *, save_dir: str | os.PathLike[str] | None = None
 ) -> None:
-    """Add ``--out DIR`` (default: the current folder) and, given ``save_dir``, ``--save``
-    (write to ``save_dir``, the source tree's committed results) to ``parser``."""
+    """Add ``--out DIR`` (default: the current folder), ``--force`` (replace files that
+    exist) and, given ``save_dir``, ``--save`` (write to ``save_dir``, the source tree's
+    committed results) to ``parser``."""
     parser.add_argument(
         "--out",
         default=None,
         metavar="DIR",
         help="output folder, made if missing (default: the current folder)",
     )
+    add_force_argument(parser)
     if save_dir is not None:
         parser.add_argument(
             "--save",

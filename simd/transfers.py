@@ -5,9 +5,10 @@ functions of the machine ``self``: :meth:`~simd.Machine.asarray`,
 :meth:`~simd.Machine.asnumpy`, :meth:`~simd.Machine.fetch` (any arrays in one transfer,
 the pending address checks riding along), :meth:`~simd.Machine.check`,
 :meth:`~simd.Machine.sync`, and ``check_range``, which the router's ``send`` and ``get``
-call to check (or defer the check of) their addresses. :func:`to_host` and
-:func:`array_module` need no machine: they bring any array (a user's input, a
-decomposition's slots) to the host, and name the array library of any array.
+call to check (or defer the check of) their addresses, raising :func:`check_addresses`'s
+one-line error. :func:`to_host` and :func:`array_module` need no machine: they bring any
+array (a user's input, a decomposition's slots, an operand's extents) to the host, and
+name the array library of any array.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from kernels import reference
-from simd.operands import check_addresses
 
 __all__ = [
     "MAX_PENDING_CHECKS",
@@ -25,6 +25,7 @@ __all__ = [
     "asarray",
     "asnumpy",
     "check",
+    "check_addresses",
     "check_range",
     "clear_checks",
     "defer_check",
@@ -37,6 +38,22 @@ __all__ = [
 #: Deferred address checks kept before they are read back anyway (one sync per this many
 #: sends and gets when nothing else checks).
 MAX_PENDING_CHECKS = 1024
+
+
+def check_addresses(what: str, size: int, low: int, high: int) -> None:
+    """Raise the machine's one-line error when the lowest (``low``) or highest (``high``)
+    of some addresses falls outside ``0 .. size - 1``.
+
+    Examples
+    --------
+    >>> check_addresses("send destination", 4, 0, 3)
+    >>> check_addresses("get index", 4, -1, 2)
+    Traceback (most recent call last):
+    IndexError: get index -1 is out of range for 4 addresses
+    """
+    if low < 0 or high >= size:
+        bad = low if low < 0 else high
+        raise IndexError(f"{what} {bad} is out of range for {size} addresses")
 
 
 def asarray(self, a: Any, dtype: Any = None):

@@ -7,22 +7,43 @@ With ``--gpu-standin`` they run instead on the counting stand-in for CuPy
 ``gpu`` test is exercised without a GPU; a test that needs real CUDA says so and skips
 there (``tests.gpu_standin``). Tests using the ``gl`` fixture likewise skip where no
 headless OpenGL context can be made, and fail instead with ``REQUIRE_GL=1`` (as CI sets).
+
+The tests write nothing outside temporary folders, and leave none behind: the data sets and
+GPU kernels they make, Numba's compiled CPU kernels and the temporary files of the test
+processes and of the MPI ranks they start (``TMPDIR``) go to a folder of the run's own,
+made by its first process (with ``-n 2``, the one that starts the workers, which share it)
+and removed when the run ends. A cache set by the user (``SIMD_EMU_CACHE_DIR``,
+``NUMBA_CACHE_DIR``) is used instead, and kept.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-# The tests write nothing outside temporary folders: the data sets and GPU kernels they
-# make, and Numba's compiled CPU kernels, go to caches of their own, shared by the test
-# processes of a run and kept between runs (set before any test imports Numba).
-_CACHE = os.path.join(tempfile.gettempdir(), "simd-emu-tests")
-os.environ.setdefault("SIMD_EMU_CACHE_DIR", os.path.join(_CACHE, "simd-emu"))
-os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(_CACHE, "numba"))
+
+def _run_caches() -> str | None:
+    """The run's cache folder, made here in the run's first process (its workers find it
+    in their environment and return None), set before any test imports Numba."""
+    if "SIMD_EMU_TESTS_CACHE" in os.environ:
+        return None
+    folder = tempfile.mkdtemp(prefix="simd-emu-tests-")
+    os.environ["SIMD_EMU_TESTS_CACHE"] = folder
+    os.environ.setdefault("SIMD_EMU_CACHE_DIR", os.path.join(folder, "simd-emu"))
+    os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(folder, "numba"))
+    # and what others leave in the temporary folder (Open MPI's session folders, the
+    # workers' and the ranks' files) goes with it
+    os.makedirs(os.path.join(folder, "tmp"))
+    os.environ["TMPDIR"] = os.path.join(folder, "tmp")
+    return folder
+
+
+#: The folder this process made (and removes at the end of the run), or None.
+_CACHES = _run_caches()
 
 settings.register_profile(
     "default",
@@ -50,6 +71,11 @@ def pytest_addoption(parser):
         action="store_true",
         help="run the gpu tests with CuPy served by the counting stand-in (no GPU needed)",
     )
+
+
+def pytest_unconfigure(config):
+    if _CACHES is not None:
+        shutil.rmtree(_CACHES, ignore_errors=True)
 
 
 def pytest_configure(config):

@@ -8,6 +8,7 @@ CI sets) makes that a failure.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -36,6 +37,31 @@ def mpiexec() -> str:
     return found
 
 
+@functools.cache
+def _compile_first() -> None:
+    """Compile, once per test process, the CPU kernels the rank programs run into the
+    run's Numba cache (``tests/conftest.py``), which the ranks then load: N ranks compiling
+    the same kernels at once, from a cold cache, take minutes on a busy 2-core machine,
+    past a test's timeout, where loading them takes a second."""
+    import argparse
+
+    import numpy as np
+
+    from diffusion.cli import warm_up as diffusion_kernels
+    from renderer.cli.common import warm_up_loops
+    from renderer.cli.isosurface import warm_up as isosurface_kernels
+    from renderer.cli.volumes import warm_up_extraction
+    from renderer.pipeline import LOOP_FORMS
+
+    isosurface_kernels("numpy")
+    for dtype in (np.float32, np.float64):  # the ranks map .npy volumes, read only
+        mapped = np.zeros((4, 4, 4), dtype)
+        mapped.setflags(write=False)
+        warm_up_extraction(mapped, "numpy")
+    diffusion_kernels("numpy")
+    warm_up_loops(argparse.Namespace(pes=16, backend="numpy"), tuple(LOOP_FORMS))
+
+
 def run_ranks(
     n: int,
     program: str,
@@ -51,6 +77,7 @@ def run_ranks(
     fails the test, showing both streams; a run past ``timeout`` seconds always fails.
     """
     exe = mpiexec()
+    _compile_first()
     from simd.launch import launch_environment
 
     full_env = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import pkgutil
+import tempfile
 
 import pytest
 
@@ -31,7 +32,9 @@ def _modules() -> list[str]:
 
 
 @pytest.mark.parametrize("name", _modules())
-def test_docstring_examples(name):
+def test_docstring_examples(name, tmp_path, monkeypatch):
+    # the examples' temporary files (tempfile.mkdtemp, ...) in the test's own folder
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     try:
         module = importlib.import_module(name)
     except ModuleNotFoundError as exc:

@@ -11,6 +11,7 @@ import argparse
 import math
 
 from renderer.pipeline import LOOP_FORMS, MAX_SIZE
+from simd.outputs import add_force_argument
 
 __all__ = [
     "add_arguments",
@@ -319,6 +320,7 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
         "empty) or .npy (float32 window-space depth)",
     )
     p.add_argument("--json", metavar="FILE", help="also write the statistics as JSON")
+    add_force_argument(p)
     p.add_argument(
         "--verbose",
         "-v",

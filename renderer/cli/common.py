@@ -152,16 +152,17 @@ def image_suffixes() -> list[str]:
 
 
 def check_outputs(args: argparse.Namespace) -> list[str]:
-    """Check every output path before any work (:mod:`simd.outputs`); returns them.
+    """Check every output path before any work (:mod:`simd.outputs`: a file that exists
+    is refused without ``--force``, and named with it); returns them.
 
     Raises ``OutputError`` or ``ValueError`` with a one-line message.
 
     >>> args = argparse.Namespace(table1=False, orbit=None, output="frame.png", depth=None,
-    ...                           json="stats.json", mesh=None)
+    ...                           json="stats.json", mesh=None, force=False)
     >>> check_outputs(args)
     ['frame.png', 'stats.json']
     """
-    from simd.outputs import check_not_inputs, check_output_file
+    from simd.outputs import announce_replace, check_not_inputs, check_output_file
 
     if args.table1:
         return []  # prints a table, writes nothing
@@ -183,6 +184,7 @@ def check_outputs(args: argparse.Namespace) -> list[str]:
     for i, path in enumerate(real):
         if path in real[:i]:
             raise ValueError(f"{paths[i]}: named for two outputs; give each its own file")
+    announce_replace(paths, force=args.force)
     return paths
 
 

@@ -8,8 +8,8 @@ in the file's space) and writes it with trimesh: PLY (binary, with the vertex no
 OBJ (with the normals) or STL (triangles only), by the output's suffix. It prints one
 line: the file, the triangles and vertices, the time; ``--verbose`` adds the table of the
 extraction's phases. The output is checked before the volume is read (its folder, its
-suffix, that it is not the input), an existing file is replaced (a line says so), and the
-file is written whole or not at all. Under ``mpiexec -n N`` each rank reads its slab of the
+suffix, that it is not the input, and that it does not exist unless ``--force`` is given),
+and the file is written whole or not at all. Under ``mpiexec -n N`` each rank reads its slab of the
 volume (a ``.npy`` file memory-mapped, so only that slab) and extracts its share; rank 0
 gathers the one-rank mesh, bit for bit, and writes it.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any
 
 __all__ = ["MESH_SUFFIXES", "register", "run", "write_mesh"]
@@ -41,13 +40,14 @@ DESCRIPTION = (
     "SIMD machine, and write it as a mesh file: PLY or OBJ (with vertex normals) or STL, "
     "by the suffix of -o. Prints the triangles, the vertices and the time; --verbose adds "
     "the extraction's phases on the model clock and the wall clock. The output is checked "
-    "before any work; an existing file is replaced, and a line says so."
+    "before any work; a file that exists is replaced only with --force."
 )
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``isosurface`` subcommand to ``subparsers`` (``simd.cli`` calls this)."""
     from renderer.cli.arguments import add_backend_arguments, add_volume_arguments
+    from simd.outputs import add_force_argument
 
     p = subparsers.add_parser(
         "isosurface",
@@ -62,6 +62,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         default="isosurface.ply",
         help="mesh file: .ply, .obj or .stl (default: isosurface.ply)",
     )
+    add_force_argument(p)
     add_backend_arguments(p)
     p.add_argument(
         "--float64",
@@ -76,10 +77,10 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``simd-emu isosurface``; returns the exit status."""
+    from kernels.compiles import Stopwatch
     from renderer.cli.volumes import check_volume_options, volume_surface
     from simd import Machine, SimdError
     from simd.launch import launched_rank, world
-    from simd.outputs import announce_replace
 
     try:
         comm = world()
@@ -92,14 +93,12 @@ def run(args: argparse.Namespace) -> int:
     if machine.ranks is not None:
         return _run_ranks(args, machine)
     try:
-        start = time.perf_counter()
-        mesh = volume_surface(args, machine)
-        seconds = time.perf_counter() - start
-        announce_replace(args.output)  # the surface is there: the file will be written
+        with Stopwatch() as clock:  # the compiles left out (said while they run)
+            mesh = volume_surface(args, machine)
         write_mesh(mesh, args.output)
     except (ValueError, OSError, SimdError) as err:
         return _fail(err)
-    _report(args, machine, mesh, seconds)
+    _report(args, machine, mesh, clock.seconds)
     return 0
 
 
@@ -107,10 +106,10 @@ def _run_ranks(args: argparse.Namespace, machine: Any) -> int:
     """On MPI ranks: each rank reads its slab of the volume (a ``.npy`` file mapped) and
     extracts its share; rank 0 gathers the whole surface, the one-rank mesh bit for bit,
     and writes it."""
+    from kernels.compiles import Stopwatch
     from renderer.cli.common import rank_errors
     from renderer.cli.volumes import volume_surface
     from renderer.contour.marching_cubes import gather_isosurface
-    from simd.outputs import announce_replace
 
     errors = rank_errors()
     ranks, root = machine.ranks, machine.ranks.rank == 0
@@ -121,13 +120,12 @@ def _run_ranks(args: argparse.Namespace, machine: Any) -> int:
     except errors as err:
         return _fail(err, say=root)
     try:
-        start = time.perf_counter()
-        mesh = gather_isosurface(volume_surface(args, machine), machine)
-        seconds = time.perf_counter() - start
+        with Stopwatch() as clock:  # the compiles left out (said while they run)
+            mesh = gather_isosurface(volume_surface(args, machine), machine)
+        seconds = clock.seconds
         error = None
         if root:
             try:
-                announce_replace(args.output)
                 write_mesh(mesh, args.output)
             except errors as err:
                 error = err
@@ -163,11 +161,12 @@ def _fail(err: Exception, *, say: bool = True) -> int:
 
 def _check_output(args: argparse.Namespace) -> None:
     """The output file, before any work: a mesh suffix, a folder that takes it, not the
-    input."""
-    from simd.outputs import check_not_inputs, check_output_file
+    input, not a file that exists unless ``--force`` is given."""
+    from simd.outputs import announce_replace, check_not_inputs, check_output_file
 
     check_output_file(args.output, MESH_SUFFIXES, example="-o mesh.ply")
     check_not_inputs([args.output], [args.volume])
+    announce_replace(args.output, force=args.force)
 
 
 def write_mesh(mesh: Any, path: str) -> None:

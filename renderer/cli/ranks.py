@@ -52,15 +52,15 @@ def run_ranks(args: argparse.Namespace, comm: Any) -> int:
         with ranks.collective_errors():
             outputs, share, picture = _prepare(args, ranks, root)
         if args.volume:  # the volume read; its surface extracted by the ranks together
+            from renderer.cli.volumes import warm_up_extraction
+
+            warm_up_extraction(share.array, args.backend)  # each rank alone: compiles first
             share = share.isosurface(args.level, machine=machine)
             with ranks.collective_errors():
                 picture = picture_options(args, share)
     except errors as err:
         return fail(err, say=root)
     if root:
-        from simd.outputs import announce_replace
-
-        announce_replace(outputs)
         if args.verbose:
             if args.volume:
                 from renderer.cli.volumes import phase_table

@@ -6,9 +6,9 @@ Quiet by default: one line saying what was written and how long the frame took.
 average workload, the balancing decisions and the time of each phase on the model clock
 and the wall clock (Tables 1 and 4 of Ahrens & Hansen in form). ``--compare`` runs the
 three loop forms, prints their times and speedups and checks that the images are
-identical. Every output path is checked before any work; an existing file is replaced,
-and a line says so. Under ``mpiexec -n N`` (N > 1) the command runs on N ranks with no
-extra flag (:mod:`renderer.cli.ranks`).
+identical. Every output path is checked before any work; a file that exists is replaced
+only with ``--force`` (and a line says so). Under ``mpiexec -n N`` (N > 1) the command
+runs on N ranks with no extra flag (:mod:`renderer.cli.ranks`).
 
 The arguments are in :mod:`renderer.cli.arguments`; what the one-process command and the
 ranks share (checks, tables, outputs, messages) in :mod:`renderer.cli.common`.
@@ -50,8 +50,8 @@ DESCRIPTION = (
     "Prints one line (what was written, the time); --verbose adds the workload and time "
     "of each loop and balancing phase, on the model clock and the wall clock. --compare "
     "renders with the three loop forms, prints their times and speedups and checks that "
-    "the images are identical. Output paths are checked before any work; an existing "
-    "file is replaced, and a line says so."
+    "the images are identical. Output paths are checked before any work; a file that "
+    "exists is replaced only with --force."
 )
 
 #: Packages the command imports, by the extra that installs them (checked by simd.cli).
@@ -74,7 +74,6 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``simd-emu render``; returns the exit status."""
     from simd import SimdError
     from simd.launch import world
-    from simd.outputs import announce_replace
 
     try:
         check_options(args)
@@ -97,7 +96,6 @@ def run(args: argparse.Namespace) -> int:
         return fail(err)
     if args.table1:
         return _table1(args, mesh, machine)
-    announce_replace(outputs)
     if args.verbose:
         _describe(args, mesh, machine, t_load)
     if args.orbit is not None:
@@ -107,7 +105,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _prepare(args: argparse.Namespace) -> tuple[list[str], Any, Any, float]:
     """Check what one process alone refuses and the output paths, then load the mesh and
-    make the machine: (output paths, mesh, machine, seconds the loading took)."""
+    make the machine: (output paths, mesh, machine, seconds the loading took, compiles left
+    out)."""
+    from kernels.compiles import Stopwatch
     from simd import Machine
 
     if args.orbit is not None:
@@ -119,10 +119,9 @@ def _prepare(args: argparse.Namespace) -> tuple[list[str], Any, Any, float]:
             )
     outputs = check_outputs(args)
     machine = Machine(pes=args.pes, backend=args.backend)
-    t0 = time.perf_counter()
-    mesh = _load(args, machine)
-    t_load = time.perf_counter() - t0
-    return outputs, mesh, machine, t_load
+    with Stopwatch() as clock:  # the compiles left out (said while they run)
+        mesh = _load(args, machine)
+    return outputs, mesh, machine, clock.seconds
 
 
 def _load(args: argparse.Namespace, machine: Any) -> Any:

@@ -4,7 +4,8 @@ isosurface`` share.
 The checks of the positional ``VOLUME`` and ``--level``
 (:func:`renderer.cli.arguments.add_volume_arguments`) made before anything is read
 (:func:`check_volume_options`), the surface extracted on the
-machine (:func:`volume_surface`: the file read, the level checked against its values, then
+machine (:func:`volume_surface`: the file read, the level checked against its values, the
+kernels compiled on a tiny volume of the same kind (:func:`warm_up_extraction`), then
 :func:`renderer.isosurface` in the file's space), and the table of the extraction's phases
 for ``--verbose`` (:func:`phase_table`).
 """
@@ -24,6 +25,7 @@ __all__ = [
     "is_volume_path",
     "phase_table",
     "volume_surface",
+    "warm_up_extraction",
 ]
 
 #: The machine phases of an extraction (:func:`renderer.isosurface`).
@@ -98,7 +100,30 @@ def volume_surface(args: argparse.Namespace, machine: Any) -> Any:
     if machine.ranks is None:
         _check_level(volume.array, args.level)
     dtype = np.float64 if getattr(args, "float64", False) else np.float32
+    warm_up_extraction(volume.array, args.backend, dtype)
     return volume.isosurface(args.level, machine=machine, dtype=dtype)
+
+
+def warm_up_extraction(array: Any, backend: str, dtype: Any = np.float32) -> None:
+    """Extract a surface from a tiny volume of ``array``'s kind first (its value type; read
+    only where ``array``'s contiguous values are, as the kernels then read them in place),
+    on a machine of its own on ``backend``: the kernels the extraction runs are compiled
+    (or loaded from the cache) here, so that neither its phases' times nor the time a
+    command reports include a compile. ``dtype``: the mesh's, as the extraction's.
+
+    >>> import numpy as np
+    >>> warm_up_extraction(np.zeros((40, 40, 40), np.int16), "numpy")
+    """
+    import numpy as np
+
+    import renderer
+    from simd import Machine
+
+    tiny = np.zeros((3, 3, 3), dtype=array.dtype)
+    tiny[1, 1, 1] = 1  # a small closed surface at 0.5 around the middle point
+    if array.flags.c_contiguous and not array.flags.writeable:
+        tiny.setflags(write=False)
+    renderer.isosurface(tiny, 0.5, machine=Machine(backend=backend), dtype=dtype)
 
 
 def _check_level(array: Any, value: float) -> None:

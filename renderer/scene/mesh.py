@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from simd.errors import one_line, require
+from simd.transfers import to_host
 
 __all__ = [
     "MAX_COORDINATE",
@@ -175,8 +176,8 @@ def as_mesh(mesh: Any, *, name: str | None = None, allow_empty: bool = False) ->
     vertices, faces, normals = _parts(mesh)
     if isinstance(mesh, Mesh):
         name = name or mesh.name
-    vertices = np.asarray(_host(vertices))
-    faces = np.asarray(_host(faces))
+    vertices = to_host(vertices)
+    faces = to_host(faces)
     if vertices.ndim != 2 or vertices.shape[1] != 3:
         raise ValueError(f"mesh vertices must have shape (N, 3), got {vertices.shape}")
     if faces.ndim != 2 or faces.shape[1] != 3:
@@ -215,7 +216,7 @@ def as_mesh(mesh: Any, *, name: str | None = None, allow_empty: bool = False) ->
             f"valid 0..{vertices.shape[0] - 1}"
         )
     if normals is not None:
-        normals = np.asarray(_host(normals), dtype=np.float64)
+        normals = np.asarray(to_host(normals), dtype=np.float64)
         if normals.shape != vertices.shape or not np.isfinite(normals).all():
             normals = None
     return Mesh(vertices, faces, normals, name or "mesh")
@@ -233,17 +234,6 @@ def _parts(mesh: Any) -> tuple[Any, Any, Any]:
         "mesh must have 'vertices' and 'faces' attributes or be a (vertices, faces) pair, "
         f"got {type(mesh).__name__}"
     )
-
-
-def _host(a: Any) -> Any:
-    """Bring a CuPy array (or anything with ``.get()``) to the host."""
-    if (
-        hasattr(a, "get")
-        and not isinstance(a, np.ndarray)
-        and hasattr(a, "__cuda_array_interface__")
-    ):
-        return a.get()
-    return a
 
 
 def face_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:

@@ -209,18 +209,6 @@ def transform_kernel(vertices, m, out):
         v += stride
 
 
-def _sim_fmul(a, b):
-    return a * b
-
-
-def _sim_f32_bits(z):
-    return np.int64(np.float32(z).view(np.int32))
-
-
-def _sim_f32_of_bits(b):
-    return np.int32(b).view(np.float32)
-
-
 @functools.cache
 def kernel_functions() -> dict[str, Any]:
     """The kernels' Python functions with the device primitives bound, by name (imports
@@ -233,18 +221,12 @@ def kernel_functions() -> dict[str, Any]:
 
     cuda = cuda_module()
 
-    if config.ENABLE_CUDASIM:
-        setup_body = bind(setup_one, fmul=_sim_fmul, rint=np.rint, to_i64=np.int64)
-        classify_body = bind(classify_one, fmul=_sim_fmul)
+    if config.ENABLE_CUDASIM:  # the bodies as written, with the primitives' Python code
+        setup_body, classify_body, spans_body = setup_one, classify_one, span_one
         # NumPy scalars, not Python floats: x / 0 is inf or NaN (no ZeroDivisionError)
-        shade_body = bind(
-            shade_one, fmul=_sim_fmul, floor=np.floor, to_u8=np.uint8, float=np.float64
-        )
-        spans_body = span_one
-        fragments_body = bind(fragment_one, fmul=_sim_fmul, f32_bits=_sim_f32_bits)
-        compact_body = bind(compact_one, span_depth=bind(span_depth, fmul=_sim_fmul))
-        decode_body = bind(decode_one, f32_of_bits=_sim_f32_of_bits)
-        transform_body = bind(clip_one, fmul=_sim_fmul)
+        shade_body = bind(shade_one, float=np.float64)
+        fragments_body, compact_body, decode_body = fragment_one, compact_one, decode_one
+        transform_body = clip_one
     else:
         from numba.cuda import libdevice
 

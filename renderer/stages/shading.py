@@ -20,7 +20,7 @@ import numpy as np
 from renderer.stages.fast_paths import fast_path
 from renderer.stages.scan import TriangleSetup, edge_functions
 from renderer.stages.transform import SUBPIXEL
-from simd.transfers import array_module
+from simd.transfers import array_module, to_host
 
 __all__ = [
     "AMBIENT",
@@ -155,7 +155,7 @@ def surface_colours(
     if colormap is not None and values is None:
         raise ValueError("colormap= colours values=: give a scalar per vertex")
     if values is not None:
-        v = np.asarray(_host(values))
+        v = to_host(values)
         if v.shape != (n_vertices,) or not np.issubdtype(v.dtype, np.number):
             raise ValueError(
                 f"values must be one number per vertex, shape ({n_vertices},), got {v.shape}"
@@ -182,7 +182,7 @@ def surface_colours(
         return None
     if isinstance(colour, str) or np.ndim(colour) == 1:
         return np.asarray(parse_colour(colour))
-    c = np.asarray(_host(colour))
+    c = to_host(colour)
     if c.shape != (n_vertices, 3):
         raise ValueError(
             f"colour must be one colour or one per vertex, shape ({n_vertices}, 3); got {c.shape}"
@@ -217,13 +217,6 @@ def vertex_scalars(vertices: Any, by: str = "height", *, up: Any = None) -> np.n
         centre = (v.min(axis=0) + v.max(axis=0)) / 2.0
         return np.sqrt(((v - centre) ** 2).sum(axis=1))
     raise ValueError(f"scalar must be one of {', '.join(SCALARS)}; got {by!r}")
-
-
-def _host(a: Any) -> Any:
-    """A CuPy array (anything with ``.get()``) brought to the host."""
-    if hasattr(a, "__cuda_array_interface__") and not isinstance(a, np.ndarray):
-        return a.get()
-    return a
 
 
 def shade_pixels(

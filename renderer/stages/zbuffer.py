@@ -28,7 +28,7 @@ from renderer.stages.fast_paths import fast_path
 from renderer.stages.scan import Spans
 from renderer.stages.span_kernels import SPAN_INT, task_ints
 from renderer.stages.zbuffer_kernels import EMPTY, FLOAT32_TINY, fragments_cpu
-from simd.operands import check_addresses
+from simd.transfers import check_addresses
 
 __all__ = [
     "EMPTY",

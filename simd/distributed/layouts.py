@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from simd.operands import check_addresses
+from simd.transfers import check_addresses
 
 __all__ = [
     "block_shape",

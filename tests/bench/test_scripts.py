@@ -78,7 +78,8 @@ def _quick(name: str) -> list[str]:
 
 def test_every_script_is_covered():
     # mimd: tests/mimd; gpu_check (the GPU check, a folder of logs): tests/bench/test_gpu_check.py
-    scripts = {p.stem for p in BENCH.glob("*.py")} - {"mimd", "gpu_check", "__init__"}
+    # gpu_frames: a part of gpu_check, no script of its own
+    scripts = {p.stem for p in BENCH.glob("*.py")} - {"mimd", "gpu_check", "gpu_frames", "__init__"}
     assert scripts == set(SCRIPTS)
 
 
@@ -120,8 +121,12 @@ def test_results_go_to_the_current_folder_then_out_then_save(name, tmp_path, mon
     out = capsys.readouterr().out
     assert "replacing" not in out and str(work / expected) in out
 
-    # a second run replaces the file and says so
-    assert script.main(quick) in (0, None)
+    # a second run refuses to replace the file, unless --force, and then says so
+    with pytest.raises(SystemExit) as refused:
+        script.main(quick)
+    assert refused.value.code == 2
+    assert f"{work / expected}: exists; add --force" in capsys.readouterr().err
+    assert script.main([*quick, "--force"]) in (0, None)
     assert f"replacing {work / expected}" in capsys.readouterr().out
     assert [p.name for p in work.iterdir()] == [expected]
 

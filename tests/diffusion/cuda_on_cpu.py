@@ -20,6 +20,7 @@ needs ahead of it (stand-ins for library headers).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import hashlib
@@ -160,7 +161,10 @@ def unavailable() -> str | None:
 
 @functools.cache
 def _build_dir() -> str:
-    return tempfile.mkdtemp(prefix="cuda_on_cpu_")
+    """The folder of this process's compiled kernels, removed when the process ends."""
+    folder = tempfile.mkdtemp(prefix="cuda_on_cpu_")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 @functools.cache

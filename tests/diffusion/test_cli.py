@@ -255,13 +255,36 @@ def test_unavailable_backend_is_a_clear_error(tmp_path, small_npy, capsys):
     assert "backend 'cupy'" in err and "Traceback" not in err
 
 
-def test_stability_warning_is_one_line_once(tmp_path, small_npy, capsys):
+@pytest.mark.parametrize(
+    ("extra", "bound"),
+    [([], "0.25"), (["--option", "3"], "0.5"), (["--spacing", "1", "0.5"], "0.1667")],
+)
+@pytest.mark.parametrize("method", ["mesh", "dense"])
+def test_gamma_past_the_stability_bound_is_refused_before_any_work(
+    tmp_path, small_npy, capsys, monkeypatch, extra, bound, method
+):
+    import diffusion.images
+
     path, _ = small_npy
-    argv = [path, "--pes", "4", "4", "--niter", "2", "--every", "1", "--gamma", "0.3"]
-    assert _diffuse(*argv, "-o", tmp_path / "o.npy") == 0
-    err = capsys.readouterr().err
-    assert err.count("warning: gamma=0.3 is past the stability limit") == 1
-    assert "mesh_diffusion(" not in err  # no source line of a traceback
+    read = []
+    monkeypatch.setattr(diffusion.images, "read_image", lambda *a: read.append(a))
+    out = tmp_path / "o.npy"
+    argv = [path, "--gamma", "10", "--method", method, *extra, "-o", out]
+    assert _diffuse(*argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and not read and not out.exists()
+    assert captured.err == (
+        f"simd-emu diffuse: gamma 10 is past the explicit scheme's stability bound {bound} for "
+        "this image (1/(number of neighbours) at unit spacing: 1/4 in 2-D, 1/6 in 3-D; twice "
+        "that with option 3, less with a finer spacing): past it the result turns to noise\n"
+    )
+
+
+def test_the_stability_bound_is_in_the_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["diffuse", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "at most the explicit scheme's stability bound: 1/(number of neighbours), 0.25" in text
 
 
 def test_progress_bars_name_their_run(tmp_path, small_npy, capsys, monkeypatch):
@@ -275,7 +298,7 @@ def test_progress_bars_name_their_run(tmp_path, small_npy, capsys, monkeypatch):
     assert "2/2" not in capsys.readouterr().err
     # On a terminal: one bar per run, named.
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
-    assert main([*argv, "--backend", "numpy", "-o", out, "--compare", "-v"]) == 0
+    assert main([*argv, "--backend", "numpy", "-o", out, "--compare", "-v", "--force"]) == 0
     err = capsys.readouterr().err
     assert "no balancing" in err and "balancing every 1" in err
     assert "2/2" in err

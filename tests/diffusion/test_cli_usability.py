@@ -89,7 +89,7 @@ def test_one_run_by_default_and_two_with_compare(tmp_path, calls, capsys):
 def test_says_when_balancing_cannot_help(tmp_path, capsys):
     src = tmp_path / "in.npy"
     np.save(src, np.tile(_small(), (3, 3))[:128, :128])
-    argv = ["--niter", 1, "-o", tmp_path / "o.npy"]
+    argv = ["--niter", 1, "-o", tmp_path / "o.npy", "--force"]  # one output, three runs
     assert _diffuse(src, "--pes", 64, 64, *argv) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2
@@ -289,16 +289,24 @@ def test_help_is_plain(capsys):
     assert "(default: 100)" in text  # real defaults are still shown
 
 
-def test_existing_outputs_are_replaced_with_a_line(tmp_path, capsys):
+def test_existing_outputs_are_replaced_only_with_force(tmp_path, capsys):
     src = tmp_path / "in.npy"
     np.save(src, _small())
     out, plot = tmp_path / "o.npy", tmp_path / "load.png"
     assert _run(src, out, "--plot-load", plot) == 0
     assert "replacing" not in capsys.readouterr().out
-    assert _run(src, out, "--plot-load", plot) == 0
+    before = out.read_bytes()
+    plot.unlink()  # the image alone is in the way
+    assert _run(src, out, "--plot-load", plot) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and not plot.exists() and out.read_bytes() == before
+    assert captured.err == (
+        f"simd-emu diffuse: {out}: exists; add --force to replace it, or choose another name\n"
+    )
+    assert _run(src, out, "--plot-load", plot, "--force") == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:2] == [f"replacing {out}", f"replacing {plot}"]
-    assert lines[2].startswith(f"wrote {out}, {plot}: 48 x 56, {NITER} iterations")
+    assert lines[0] == f"replacing {out}"
+    assert lines[1].startswith(f"wrote {out}, {plot}: 48 x 56, {NITER} iterations")
 
 
 @pytest.mark.parametrize(
@@ -350,7 +358,7 @@ def test_replacing_is_said_before_the_run(tmp_path, capsys, monkeypatch):
         return real(image, *args, **kwargs)
 
     monkeypatch.setattr(diffusion.mesh, "mesh_diffusion", spy)
-    assert _run(src, out) == 0
+    assert _run(src, out, "--force") == 0
     assert said[0] == f"replacing {out}\n"  # before the warm-up, the first call
 
 
@@ -370,7 +378,7 @@ def test_a_late_failure_leaves_no_output_behind(tmp_path, capsys, monkeypatch, p
     np.save(src, _small())
     out.write_bytes(b"old")
     with pytest.raises(OSError, match="No space"):
-        _run(src, out, plot, picture)
+        _run(src, out, plot, picture, "--force")
     assert out.read_bytes() == b"old" and not picture.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy", "o.npy"]
 
@@ -414,6 +422,32 @@ def test_bad_input_is_one_line_before_any_work(tmp_path, capsys, calls, argv, ma
     assert match in err and err.count("\n") == 1 and "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["EMPTY.png", "in.npy"]
     assert calls == [] and captured.out == ""  # not even the warm-up ran
+
+
+def _damaged_tiffs(folder):
+    """A good TIFF cut short, and one whose header points at no page (as tifffile logs
+    and then returns no values for)."""
+    tifffile = pytest.importorskip("tifffile")
+    good = folder / "good.tif"
+    tifffile.imwrite(good, np.arange(32 * 32, dtype=np.uint8).reshape(32, 32))
+    data = good.read_bytes()
+    (folder / "cut.tif").write_bytes(data[:200])
+    (folder / "nopage.tif").write_bytes(b"II*\x00" + b"\xff" * 100)
+    return {
+        "cut.tif": "cannot read cut.tif as an image: failed to read",
+        "nopage.tif": "cannot read nopage.tif as an image: it holds no image data (invalid "
+        "offset to first page 4294967295)",
+    }
+
+
+def test_a_damaged_tiff_is_one_line_saying_why(tmp_path, capsys, calls, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name, says in _damaged_tiffs(tmp_path).items():
+        assert _diffuse(name, "-o", "o.png") == 2
+        captured = capsys.readouterr()
+        assert captured.err.startswith(f"simd-emu diffuse: {says}"), captured.err
+        assert captured.err.count("\n") == 1 and captured.out == ""  # no reader's raw line
+    assert calls == [] and not (tmp_path / "o.png").exists()
 
 
 def test_a_reader_message_of_several_lines_is_one(tmp_path, monkeypatch):
@@ -462,4 +496,24 @@ def test_a_result_that_barely_differs_says_why(tmp_path, capsys):
     assert _run(tmp_path / "in.npy", tmp_path / "o.npy", "--kappa", 20) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("simd-emu diffuse: note: the result differs")
-    assert "--kappa 20 is in the image's units; try --relative" in err[0]
+    assert "--kappa 20 and --epsilon 0.25 are in the image's units; try --relative" in err[0]
+
+
+@pytest.mark.parametrize(
+    ("extra", "note"),
+    [
+        (["--relative", "--kappa", "0.001"], "try a larger --kappa or a smaller --epsilon"),
+        (["--relative", "--niter", "0"], None),  # the input as it is, as asked
+        (["--niter", "0"], None),
+    ],
+)
+def test_the_note_suggests_only_what_can_help(tmp_path, capsys, extra, note):
+    img = (_small(np.float32) * 257).round().astype(np.uint16)
+    np.save(tmp_path / "in.npy", img)
+    assert _run(tmp_path / "in.npy", tmp_path / "o.npy", *extra) == 0
+    err = capsys.readouterr().err
+    if note is None:
+        assert err == ""
+    else:
+        assert err.startswith("simd-emu diffuse: note: the result differs") and note in err
+        assert "try --relative" not in err

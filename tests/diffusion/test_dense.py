@@ -183,11 +183,34 @@ def test_itk_matches_simpleitk(shape, spacing, interval):
 # ------------------------------------------------------------------ warnings and errors
 
 
-def test_stability_warnings(camera):
-    with pytest.warns(DiffusionStabilityWarning, match="stability limit"):
-        anisotropic_diffusion(camera, niter=1, gamma=0.3)
-    with pytest.warns(DiffusionStabilityWarning):
-        anisotropic_diffusion(np.zeros((4, 4, 4), np.float32), niter=1, gamma=0.2)
+@pytest.mark.parametrize(
+    ("shape", "kw", "bound"),
+    [
+        ((8, 8), {}, 0.25),  # 1/(4 neighbours): Perona & Malik's 0 <= gamma <= 1/4
+        ((4, 4, 4), {}, 1 / 6),  # 1/(6 neighbours)
+        ((8, 8), {"option": 3}, 0.5),  # Tukey's conduction is at most 1/2
+        ((8, 8), {"voxelspacing": (0.5, 1.0)}, 1 / 6),  # 1 / (2 * (1/0.5 + 1/1))
+    ],
+)
+def test_gamma_past_the_stability_bound_is_refused(shape, kw, bound):
+    """The bound is where the centre weight of the update, ``1 - gamma * sum of the
+    neighbours' largest conductances``, reaches 0: at it the result is a weighted average
+    of a point and its neighbours (it stays within the image's range); past it, refused."""
+    from diffusion import mesh_diffusion
+
+    rng = np.random.default_rng(1)
+    image = (rng.random(shape) * 255).astype(np.float32)
+    at = anisotropic_diffusion(image, niter=5, kappa=1e6, gamma=bound, **kw)
+    assert image.min() - 1e-3 <= at.min() and at.max() <= image.max() + 1e-3
+    past = np.nextafter(bound, 1.0)
+    with pytest.raises(ValueError, match=r"gamma .* is past the explicit scheme's stability"):
+        anisotropic_diffusion(image, niter=1, gamma=past, **kw)
+    if len(shape) == 2:
+        with pytest.raises(ValueError, match="stability bound"):
+            mesh_diffusion(image, niter=1, gamma=past, mesh=(2, 2), backend="numpy", **kw)
+
+
+def test_stability_warnings_of_itk(camera):
     with pytest.warns(DiffusionStabilityWarning, match="ITK"):
         gradient_anisotropic_diffusion(camera, time_step=0.2, number_of_iterations=1)
     with pytest.warns(DiffusionStabilityWarning):
@@ -197,20 +220,12 @@ def test_stability_warnings(camera):
 
 
 def test_stability_warnings_point_at_the_caller():
-    """The warning (``PMParameters``/``ITKParameters.warn_if_unstable``) names the file of
-    the public function's caller, not a line of the package."""
-    from diffusion import mesh_diffusion
-
+    """The warning (``ITKParameters.warn_if_unstable``) names the file of the public
+    function's caller, not a line of the package."""
     image = np.zeros((8, 8), np.float32)
-    calls = [
-        lambda: anisotropic_diffusion(image, gamma=0.3),
-        lambda: gradient_anisotropic_diffusion(image, time_step=0.2, number_of_iterations=1),
-        lambda: mesh_diffusion(image, niter=1, gamma=0.3, mesh=(2, 2), backend="numpy"),
-    ]
-    for call in calls:
-        with pytest.warns(DiffusionStabilityWarning) as record:
-            call()
-        assert [w.filename for w in record] == [__file__]
+    with pytest.warns(DiffusionStabilityWarning) as record:
+        gradient_anisotropic_diffusion(image, time_step=0.2, number_of_iterations=1)
+    assert [w.filename for w in record] == [__file__]
 
 
 @pytest.mark.parametrize(

@@ -72,11 +72,15 @@ def test_families_on_a_mesh_with_the_what_if(tmp_path, capsys):
     ]
 
 
-def test_replaced_files_are_named_before_the_work(tmp_path, capsys):
+def test_files_that_exist_are_refused_or_with_force_named_before_the_work(tmp_path, capsys):
     (tmp_path / "old.json").write_text("{}")
     argv = ["--family", "uniform", "--pes", "8", "--balancers", "none", "--machines", "cm5",
             "--json", str(tmp_path / "old.json")]  # fmt: skip
-    status, out, _ = run(argv, capsys)
+    status, out, err = run(argv, capsys)
+    assert status == 2 and out == "" and (tmp_path / "old.json").read_text() == "{}"
+    assert err.endswith(f"{tmp_path / 'old.json'}: exists; add --force to replace it, or choose "
+                        "another name\n")  # fmt: skip
+    status, out, _ = run([*argv, "--force"], capsys)
     assert status == 0
     assert out.splitlines()[0] == f"replacing {tmp_path / 'old.json'}"
 

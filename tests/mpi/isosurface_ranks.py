@@ -10,6 +10,7 @@ every rank alike, and the shares rendered sort-last give the one-rank frame. Pri
 """
 
 import os
+import shutil
 import sys
 import tempfile
 
@@ -86,6 +87,10 @@ got = gather_isosurface(read.isosurface(level, machine=m), m)
 want = renderer.isosurface(volume, level, machine=machine(False))
 if rank == 0:
     assert np.array_equal(got.vertices, want.vertices) and np.array_equal(got.faces, want.faces)
+del read  # the memory map closed before its file goes
+comm.Barrier()
+if rank == 0:
+    shutil.rmtree(folder)
 
 # a level outside the values: the same one line on every rank
 try:

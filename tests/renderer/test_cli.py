@@ -257,9 +257,9 @@ def test_depth_buffer_output(tmp_path, capsys):
     from simd import Machine
 
     common = ["render", "--dataset-size", "16", "--size", "40x30", "--pes", "32"]
-    common += ["--backend", "numpy", "--no-progress", "-o", str(tmp_path / "f.png")]
-    assert main([*common, "--depth", str(tmp_path / "d.png")]) == 0
-    assert main([*common, "--depth", str(tmp_path / "d.npy")]) == 0
+    common += ["--backend", "numpy", "--no-progress"]
+    assert main([*common, "-o", str(tmp_path / "f.png"), "--depth", str(tmp_path / "d.png")]) == 0
+    assert main([*common, "-o", str(tmp_path / "g.png"), "--depth", str(tmp_path / "d.npy")]) == 0
     frame = renderer.render(
         load_dataset("balanced", 16), size=(40, 30), machine=Machine(pes=32, backend="numpy")
     )

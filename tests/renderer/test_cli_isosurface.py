@@ -75,8 +75,10 @@ def test_isosurface_writes_the_mesh(tmp_path, volume, capsys, suffix):
         np.testing.assert_allclose(got.vertices, mesh.vertices, atol=1e-6)
         assert np.array_equal(got.faces, mesh.faces)
         np.testing.assert_allclose(got.vertex_normals, mesh.normals, atol=1e-6)
-    # again: the file is replaced, and a line says so
-    assert cli("isosurface", volume, "--level", 0.6, "-o", out, "--verbose", *FAST) == 0
+    # again: refused, unless --force, and then a line says so
+    assert cli("isosurface", volume, "--level", 0.6, "-o", out, *FAST) == 2
+    assert "exists; add --force to replace it" in capsys.readouterr().err
+    assert cli("isosurface", volume, "--level", 0.6, "-o", out, "--verbose", "--force", *FAST) == 0
     text = capsys.readouterr().out
     assert text.startswith(f"replacing {out}\n") and "  emit" in text
 

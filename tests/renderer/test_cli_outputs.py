@@ -33,11 +33,18 @@ def test_verbose_prints_the_tables(tmp_path, capsys):
     assert text.splitlines()[-1].startswith("wrote ")
 
 
-def test_existing_files_are_replaced_with_a_line_saying_so(tmp_path, capsys):
+def test_existing_files_are_replaced_only_with_force(tmp_path, capsys):
     out, js = tmp_path / "f.png", tmp_path / "s.json"
     out.write_bytes(b"old")
     js.write_text("old")
-    assert main([*SMALL, "-o", str(out), "--json", str(js)]) == 0
+    assert main([*SMALL, "-o", str(out), "--json", str(js)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"simd-emu render: {out}: exists; add --force to replace it, or choose another name\n"
+    )
+    assert out.read_bytes() == b"old" and js.read_text() == "old"
+    assert main([*SMALL, "-o", str(out), "--json", str(js), "--force"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == [f"replacing {out}", f"replacing {js}"]
     assert lines[2].startswith(f"wrote {out} and {js}: ")
@@ -57,7 +64,7 @@ def test_a_late_failure_leaves_no_output_half_written(tmp_path, capsys, monkeypa
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("renderer.cli.render._jsonable", broken)
-    argv = [*SMALL, "-o", str(out), "--depth", str(depth), "--json", str(js)]
+    argv = [*SMALL, "-o", str(out), "--depth", str(depth), "--json", str(js), "--force"]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("simd-emu render: ") and "No space left" in err

@@ -24,7 +24,8 @@ def run(tmp_path, *options, name="f.png"):
     base = (
         BASE if "--mesh" not in options else [a for a in BASE if a not in ("--dataset-size", "16")]
     )
-    assert main([*base, "-o", str(out), *options]) == 0
+    # --force: a test's pictures, one after another, in one file
+    assert main([*base, "-o", str(out), "--force", *options]) == 0
     with Image.open(out) as img:
         return np.asarray(img.convert("RGB"))
 

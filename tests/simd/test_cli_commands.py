@@ -242,7 +242,8 @@ def test_each_command_without_the_data_extra_says_so_in_one_line(
     argv, monkeypatch, tmp_path, capsys
 ):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(simd.programs, "_installed", lambda name: name not in ("skimage", "PIL"))
+    missing = ("skimage", "PIL", "matplotlib")  # what the data extra brings
+    monkeypatch.setattr(simd.programs, "_installed", lambda name: name not in missing)
     assert main(argv, commands=pyproject_commands()) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
@@ -274,3 +275,42 @@ def test_an_out_folder_that_is_a_file_says_so(tmp_path, capsys, monkeypatch):
         assert main(["bench", "mimd", "--quick", "--out", out], commands=pyproject_commands()) == 2
         err = capsys.readouterr().err.strip()
         assert err.endswith("'afile' is a file, not a folder"), err
+
+
+def test_info_shows_the_cache_folder_its_size_and_how_to_clear_it(tmp_path, monkeypatch, capsys):
+    import json
+
+    from renderer.datasets.builtin import load_dataset
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SIMD_EMU_CACHE_DIR", str(cache))
+    assert main(["info"], commands={}) == 0
+    assert f"cache   : {cache} (empty)\n" in capsys.readouterr().out
+    load_dataset("balanced", 12)  # a data set built into the cache
+    stored = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
+    assert stored > 0
+    assert main(["info"], commands={}) == 0
+    line = f"cache   : {cache} ({stored / 1e6:.1f} MB of data sets and GPU kernels; delete the "
+    assert line + "folder to clear it)\n" in capsys.readouterr().out
+    assert main(["info", "--json"], commands={}) == 0
+    assert json.loads(capsys.readouterr().out)["cache"] == {"folder": str(cache), "bytes": stored}
+
+
+def test_only_diffuse_needs_scikit_image(tmp_path, monkeypatch, capsys):
+    """The built-in data sets are the machine's own marching cubes: rendering, and the
+    benchmarks on the renderer's workloads, run without scikit-image (whose built-in images
+    only ``diffuse`` reads)."""
+    import sys
+
+    from tests.entry_points import pyproject_commands
+
+    monkeypatch.setitem(sys.modules, "skimage", None)  # not importable, as if not installed
+    monkeypatch.chdir(tmp_path)
+    commands = pyproject_commands()
+    render = ["render", "--dataset-size", "16", "--size", "16", "--pes", "16", "--no-progress"]
+    assert main([*render, "--backend", "numpy"], commands=commands) == 0
+    mimd = ["bench", "mimd", "--quick", "--only", "gradient", "--no-plots"]
+    assert main(mimd, commands=commands) == 0
+    assert "skimage" not in capsys.readouterr().err
+    assert main(["diffuse"], commands=commands) == 2
+    assert "'simd-emu diffuse' needs the package 'skimage'" in capsys.readouterr().err

@@ -59,12 +59,13 @@ def one_time_notes():
 
 
 def test_one_time_work_is_said_once(one_time_notes, capsys):
+    from kernels import compiles
+
     for _ in range(3):
-        logging.getLogger("simd_emu.compile").info("compiling the GPU kernel %s", "k")
+        logging.getLogger("simd_emu.compile").info(compiles.MESSAGE)
     err = capsys.readouterr().err.splitlines()
     assert err == [
-        "simd-emu: compiling the GPU kernels for this machine (once: later runs load them "
-        "from the cache)"
+        "simd-emu: compiling kernels for this machine (once: later runs load them from the cache)"
     ]
 
 

@@ -128,6 +128,9 @@ cuda: Any = None
 def _cpu_kernel() -> Any:
     import numba
 
+    from kernels.compiles import watch
+
+    watch()  # its compiles timed and, past a second, announced
     rows = bind(_search_rows, body=numba.njit(inline="always")(search_one))
     try:  # cached on disk where a cache folder can be used, as the renderer's kernels
         return numba.njit(cache=True, nogil=True)(rows)
