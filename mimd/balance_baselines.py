@@ -23,7 +23,7 @@ import numpy as np
 from simd.balance.comparison import BalancerRun
 
 from .network import Network
-from .policies import POLICIES, Farmer, Policy
+from .policies import POLICIES, Policy
 from .simulator import simulate
 
 __all__ = ["MACHINE", "MAX_TASKS", "TASK_SECONDS", "MimdBaseline", "baselines"]
@@ -33,25 +33,9 @@ MACHINE = "cluster"
 #: Seconds of one task on a node: coarse enough that a message (about 0.1 ms to start)
 #: costs a hundredth of a task, as for Barker & Chrisochoides' mesh-generation tasks.
 TASK_SECONDS = 1e-2
-#: The simulation's time step, as a fraction of a task.
-TICK_FRACTION = 1 / 20
 #: The most tasks the simulation takes (one virtual processor each): beyond it the
 #: baselines are skipped, in one line.
 MAX_TASKS = 1 << 18
-
-
-def _placed(policy: Policy, owners: np.ndarray) -> Policy:
-    """``policy`` with its tasks starting on ``owners`` (the farmer's stay on the farmer)."""
-    if isinstance(policy, Farmer):
-        return policy
-    cls = type(policy)
-
-    def start_on_owners(self: Policy, n: int, p: int, placement: str) -> np.ndarray:
-        return owners
-
-    placed = type(cls.__name__, (cls,), {"owners": start_on_owners, "__doc__": cls.__doc__})
-    fields = {f: getattr(policy, f) for f in policy.__dataclass_fields__}
-    return placed(**fields)
 
 
 @dataclass(frozen=True)
@@ -85,9 +69,9 @@ class MimdBaseline:
             )
         datum_pe = (np.arange(counts.size, dtype=np.int64) * processors) // counts.size
         owners = np.repeat(datum_pe, counts)
-        network = Network.cluster(processors, tick=self.task_seconds * TICK_FRACTION)
+        network = Network.cluster(processors)
         res = simulate(
-            np.full(total, self.task_seconds), _placed(self.policy, owners), network=network
+            np.full(total, self.task_seconds), self.policy, network=network, placement=owners
         )
         if not np.all(res.runs == 1):
             raise AssertionError(f"{self.name}: a task did not run exactly once")
@@ -111,7 +95,7 @@ class MimdBaseline:
                 "utilisation": res.utilisation,
                 "messages": res.messages,
                 "task_seconds": self.task_seconds,
-                "tick": res.extra["tick"],
+                "events": res.events,
             },
         )
 

@@ -335,20 +335,20 @@ def _compare(part: str, *, quick: bool, backend: str, echo) -> dict:
 
 
 def _scale(part: str, *, quick: bool, backend: str, echo) -> dict:
-    r = scale(quick=quick, backend=backend, progress=echo)
-    echo("\nScale: simulation wall time on this host")
+    r = scale(quick=quick, progress=echo)
+    echo("\nScale: the simulation's speed on this host")
     echo(
         format_table(
             r["rows"],
             [
                 ("policy", "policy", ""),
-                ("backend", "backend", ""),
                 ("processors", "P", "d"),
                 ("tasks", "tasks", "d"),
                 ("makespan", "makespan s", ".2f"),
                 ("utilisation", "util", ".2f"),
-                ("ticks", "event ticks", "d"),
-                ("wall", "wall s", ".1f"),
+                ("events", "events", "d"),
+                ("events_per_s", "events/s", ".3g"),
+                ("wall", "wall s", ".2f"),
                 ("all_once", "each once", ""),
             ],
         )
