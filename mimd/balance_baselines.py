@@ -35,7 +35,7 @@ MACHINE = "cluster"
 TASK_SECONDS = 1e-2
 #: The most tasks the simulation takes (one virtual processor each): beyond it the
 #: baselines are skipped, in one line.
-MAX_TASKS = 1 << 18
+MAX_TASKS = 1 << 24
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ def kernel(fn=None, **options):
 
 #: The state of a run: float and integer columns of the processors (``pf``, ``pi``), tasks
 #: (``tf``, ``ti``), messages (``mf``, ``mi``), directed links (``lf``, ``li``) and
-#: network components (``cf``, ``ci``); the event heap (``ht`` times, ``hi`` rows); the
+#: network components (``cf``, ``ci``); the event heap (``hi`` its rows, ``ht`` the same
+#: rows as floats, for the times); the
 #: run's counters (``gf``, ``gi``); the parameters (``prm``); the torus offsets by
 #: distance (``offsets``); scratch rows (``scratch``).
 State = namedtuple(
@@ -59,14 +60,15 @@ P_OVER = 5  # system work done
 P_PHASE = 6  # the polling thread's phase
 P_BUSYNESS = 7  # the Gradient Model's busyness at P_BTIME
 P_BTIME = 8
-NPF = 9
+P_POLL = 9  # the earliest wake-up of the polling thread that is due to answer requests
+NPF = 10
 # processors: integers -------------------------------------------------------------------
 Q_HEAD = 0  # first unit of the queue (a task, or the head of a spawn bundle), -1 empty
 Q_TAIL = 1
 Q_COUNT = 2  # tasks queued (a bundle counts its tasks)
 Q_BUNDLES = 3  # queued units that are bundles
 CUR = 4  # the running task, -1 idle
-TVER = 5  # version of the running task's end event
+TVER = 5  # number of the running task's end event
 LB = 6  # the protocol's phase (policy_kernels)
 ROUND = 7  # Diffusion's neighbourhood round
 TARGET = 8
@@ -75,7 +77,7 @@ BEST = 10
 BESTCOUNT = 11
 PEND_HEAD = 12  # requests waiting for the polling thread
 PEND_TAIL = 13
-POLLING = 14  # a wake-up of the polling thread is due
+POLLING = 14  # (free)
 ATTEMPT = 15  # random draws made
 FLAG = 16  # the farmer: a request is out; the gradients: reserved
 DONE_P = 17  # the farmer's worker has been told there is no more work
@@ -123,8 +125,8 @@ NGF = 3
 #: errors a run ends with
 ERR_HEAP, ERR_MESSAGES, ERR_DEADLOCK, ERR_EVENTS = 1, 2, 3, 4
 # events ---------------------------------------------------------------------------------------
-EV_TASK_END, EV_JOIN, EV_COMPONENT, EV_ARRIVE, EV_POLL, EV_STATUS, EV_WAKE = range(7)
-H_SEQ, H_KIND, H_A, H_V = range(4)
+EV_TASK_END, EV_JOIN, EV_COMPONENT, EV_ARRIVE, EV_POLL, EV_STATUS, EV_WAKE, EV_ALONE = range(8)
+H_TIME, H_SEQ, H_EVENT = range(3)  # the time is the float view of the first column
 # parameters ------------------------------------------------------------------------------------
 (
     PR_ROWS, PR_COLS, PR_STARTUP, PR_PER_BYTE, PR_PER_HOP, PR_SAF, PR_TASK_BYTES,
@@ -167,6 +169,7 @@ def new_state(costs, owners, bundle, prm, offsets, phases, seed, capacity):
     m_rows, h_rows = capacity
     pf = np.zeros((p, NPF))
     pf[:, P_TEND] = INF
+    pf[:, P_POLL] = INF
     pf[:, P_PHASE] = phases
     pi = np.zeros((p, NPI), dtype=np.int64)
     pi[:, Q_HEAD] = pi[:, Q_TAIL] = pi[:, CUR] = pi[:, PEND_HEAD] = pi[:, PEND_TAIL] = -1
@@ -178,20 +181,22 @@ def new_state(costs, owners, bundle, prm, offsets, phases, seed, capacity):
     ti[:, T_BSIZE] = 1
     ti[:, T_RUNNER] = -1
     mf = np.zeros((m_rows, 8))
-    mi = np.zeros((m_rows, 10), dtype=np.int64)
+    mi = np.zeros((m_rows, 14), dtype=np.int64)
     mi[:, 0] = np.arange(1, m_rows + 1)  # the free list, through the first column
     mi[-1, 0] = -1
     links = 4 * p
     lf = np.zeros((links, 3))
-    li = np.zeros((links, 4), dtype=np.int64)
+    li = np.zeros((links, 5), dtype=np.int64)
+    li[:, 4] = -1  # no message booked alone
     cf = np.zeros((m_rows, 3))
     ci = np.zeros((m_rows, 9), dtype=np.int64)
     ci[:, 6] = np.arange(1, m_rows + 1)  # the free list of components
     ci[-1, 6] = -1
     gi = np.zeros(NGI, dtype=np.int64)
     gi[G_RANDOM] = seed
-    s = State(pf, pi, tf, ti, mf, mi, lf, li, cf, ci, np.zeros(h_rows),
-              np.zeros((h_rows, 4), dtype=np.int64), np.zeros(NGF), gi, prm, offsets,
+    heap = np.zeros((h_rows, 3), dtype=np.int64)
+    s = State(pf, pi, tf, ti, mf, mi, lf, li, cf, ci, heap.view(np.float64), heap,
+              np.zeros(NGF), gi, prm, offsets,
               np.zeros(max(64, 2 * links), dtype=np.int64))  # fmt: skip
     _queue_initial(ti, pi, owners, bundle)
     return s
@@ -231,61 +236,81 @@ def _queue_initial(ti, pi, owners, bundle):
 # --------------------------------------------------------------------------------------------
 # the event heap
 # --------------------------------------------------------------------------------------------
+#: an event's kind, subject and version packed in one integer: the version's low bits,
+#: the subject (a processor, message or component row) above them, the kind on top
+_V_BITS, _A_BITS = 33, 27
+_V_MASK = (1 << _V_BITS) - 1
+_A_MASK = (1 << _A_BITS) - 1
+
+
 @kernel(inline="always")
 def _before(s, i, t, seq):
-    return s.ht[i] < t or (s.ht[i] == t and s.hi[i, H_SEQ] < seq)
+    """Event ``i`` of the heap comes before time ``t`` and number ``seq``."""
+    return s.ht[i, H_TIME] < t or (s.ht[i, H_TIME] == t and s.hi[i, H_SEQ] < seq)
+
+
+@kernel(inline="always")
+def _move(s, dst, src):
+    for c in range(3):
+        s.hi[dst, c] = s.hi[src, c]
 
 
 @kernel
 def push(s, t, kind, a, v):
-    """Add an event of ``kind`` about ``a`` (version ``v``) at time ``t``."""
+    """Add an event of ``kind`` about ``a`` (version ``v``) at time ``t``.
+
+    The heap is 4-ary (half the levels of a binary one, each a few entries side by side),
+    a row per event: its time, its number (ties go in the order events were made) and its
+    kind, subject and version packed.
+    """
     n = s.gi[G_HEAPN]
-    if n >= s.ht.size:
+    if n >= s.ht.shape[0]:
         s.gi[G_ERROR] = ERR_HEAP
         return
     seq = s.gi[G_SEQ]
     s.gi[G_SEQ] = seq + 1
     i = n
     while i > 0:
-        up = (i - 1) >> 1
+        up = (i - 1) >> 2
         if _before(s, up, t, seq):
             break
-        s.ht[i] = s.ht[up]
-        for c in range(4):
-            s.hi[i, c] = s.hi[up, c]
+        _move(s, i, up)
         i = up
-    s.ht[i] = t
+    s.ht[i, H_TIME] = t
     s.hi[i, H_SEQ] = seq
-    s.hi[i, H_KIND] = kind
-    s.hi[i, H_A] = a
-    s.hi[i, H_V] = v
+    s.hi[i, H_EVENT] = (kind << (_V_BITS + _A_BITS)) | (a << _V_BITS) | (v & _V_MASK)
     s.gi[G_HEAPN] = n + 1
 
 
 @kernel
 def pop(s):
-    """Remove the earliest event; returns its time, kind, subject and version."""
-    t, kind, a, v = s.ht[0], s.hi[0, H_KIND], s.hi[0, H_A], s.hi[0, H_V]
+    """Remove the earliest event; returns its time, kind, subject and version (the
+    version's low 33 bits: compare it with :func:`version`)."""
+    t, x = s.ht[0, H_TIME], s.hi[0, H_EVENT]
     n = s.gi[G_HEAPN] - 1
     s.gi[G_HEAPN] = n
-    lt, lseq = s.ht[n], s.hi[n, H_SEQ]
+    lt, lseq = s.ht[n, H_TIME], s.hi[n, H_SEQ]
     i = 0
     while True:
-        c = 2 * i + 1
-        if c >= n:
+        first = 4 * i + 1
+        if first >= n:
             break
-        if c + 1 < n and _before(s, c + 1, s.ht[c], s.hi[c, H_SEQ]):
-            c += 1
+        c = first
+        for k in range(first + 1, min(first + 4, n)):
+            if _before(s, k, s.ht[c, H_TIME], s.hi[c, H_SEQ]):
+                c = k
         if not _before(s, c, lt, lseq):
             break
-        s.ht[i] = s.ht[c]
-        for k in range(4):
-            s.hi[i, k] = s.hi[c, k]
+        _move(s, i, c)
         i = c
-    s.ht[i] = lt
-    for k in range(4):
-        s.hi[i, k] = s.hi[n, k]
-    return t, kind, a, v
+    _move(s, i, n)
+    return t, x >> (_V_BITS + _A_BITS), (x >> _V_BITS) & _A_MASK, x & _V_MASK
+
+
+@kernel(inline="always")
+def version(v):
+    """A version as events carry it."""
+    return v & _V_MASK
 
 
 # --------------------------------------------------------------------------------------------
@@ -319,14 +344,6 @@ def task_end(s, p):
 
 
 @kernel
-def reschedule_task(s, p):
-    end = task_end(s, p)
-    s.pf[p, P_TEND] = end
-    s.pi[p, TVER] += 1
-    push(s, end, EV_TASK_END, p, s.pi[p, TVER])
-
-
-@kernel
 def system_work(s, p, t, work):
     """Charge ``work`` seconds of system work to ``p`` from ``t``; returns when it is done.
 
@@ -338,7 +355,7 @@ def system_work(s, p, t, work):
     s.pf[p, P_OVER] += work
     if s.pi[p, CUR] >= 0 and work > 0.0:
         s.pf[p, P_TWORK] += work
-        reschedule_task(s, p)
+        s.pf[p, P_TEND] = task_end(s, p)  # its event, when due, is made again for then
     return done
 
 
@@ -353,7 +370,9 @@ def start_task(s, p, h, t):
     s.pi[p, CUR] = h
     s.pf[p, P_TSTART] = begin
     s.pf[p, P_TWORK] = s.tf[h, T_COST] + s.prm[PR_APP]
-    reschedule_task(s, p)
+    s.pf[p, P_TEND] = task_end(s, p)
+    s.pi[p, TVER] += 1
+    push(s, s.pf[p, P_TEND], EV_TASK_END, p, s.pi[p, TVER])
 
 
 @kernel

@@ -22,11 +22,15 @@ when a flow joins several, and forgotten when their last flow leaves. With
 
 from __future__ import annotations
 
+import math
+
 from .engine_kernels import (
     ERR_MESSAGES,
+    EV_ALONE,
     EV_ARRIVE,
     EV_COMPONENT,
     EV_JOIN,
+    EV_POLL,
     G_CFREE,
     G_ERROR,
     G_MESSAGES,
@@ -34,13 +38,19 @@ from .engine_kernels import (
     G_MIGRATIONS,
     G_NFIN,
     G_STAMP,
+    GF_NOW,
     GF_WAIT,
     INF,
+    P_PHASE,
+    P_POLL,
+    PEND_HEAD,
+    PEND_TAIL,
     PR_COLS,
     PR_CONTENTION,
     PR_PACK,
     PR_PER_BYTE,
     PR_PER_HOP,
+    PR_QUANTUM,
     PR_REQUEST_BYTES,
     PR_ROWS,
     PR_SAF,
@@ -51,17 +61,19 @@ from .engine_kernels import (
     push,
     system_work,
     take_for_migration,
+    version,
 )
 
 #: message kinds: a farmer's request, a unit of work, Diffusion's query and its reply, a
 #: request for a task and its refusal, the Extended Gradient's check and its answer
 K_REQUEST, K_TASK, K_QUERY, K_REPLY, K_ASK, K_REFUSE, K_CHECK, K_ANSWER = range(8)
 # messages: integers ---------------------------------------------------------------------------
-M_NEXT, M_PREV, M_SRC, M_DST, M_KIND, M_PAYLOAD, M_AUX, M_HOP, M_HOPS = range(9)
+(M_NEXT, M_PREV, M_SRC, M_DST, M_KIND, M_PAYLOAD, M_AUX, M_HOP, M_HOPS, M_DR, M_DC, M_VER,
+ M_BOOKED, M_WAITING) = range(14)  # fmt: skip
 # messages: floats
-F_BYTES, F_REM, F_RATE, F_KEY, F_SENT, F_LATENCY = range(6)
+F_BYTES, F_REM, F_RATE, F_KEY, F_SENT, F_LATENCY, F_JOIN, F_ARRIVE = range(8)
 # links
-L_N, L_UF, L_MARK, L_UNF = range(4)
+L_N, L_UF, L_MARK, L_UNF, L_ALONE = range(5)
 L_SINCE, L_BUSY, L_CAP = range(3)
 # components
 C_PARENT, C_N, C_HEAD, C_TAIL, C_COMMON, C_VER, C_FREE, C_NODES, C_LAST = range(9)
@@ -72,33 +84,35 @@ C_V, C_RATE, C_T = range(3)
 # routes
 # --------------------------------------------------------------------------------------------
 @kernel
-def hops(s, a, b):
-    """Torus hop distance between processors ``a`` and ``b``."""
+def displacement(s, src, dst):
+    """The signed rows and columns of the dimension-order route ``src -> dst``: the shorter
+    way round, half a ring the positive way (as :meth:`mimd.Network.route`)."""
     rows, cols = int(s.prm[PR_ROWS]), int(s.prm[PR_COLS])
-    dr = abs(a // cols - b // cols)
-    dc = abs(a % cols - b % cols)
-    return min(dr, rows - dr) + min(dc, cols - dc)
-
-
-@kernel
-def route_link(s, src, dst, k):
-    """Directed link of hop ``k`` of the dimension-order route ``src -> dst``: link
-    ``4 q + d`` leaves processor ``q`` down (0), up (1), right (2) or left (3); rows first,
-    the shorter way round, half a ring the positive way (as :meth:`mimd.Network.link`)."""
-    rows, cols = int(s.prm[PR_ROWS]), int(s.prm[PR_COLS])
-    r0, c0 = src // cols, src % cols
-    dr = (dst // cols - r0) % rows
-    dc = (dst % cols - c0) % cols
+    dr = (dst // cols - src // cols) % rows
+    dc = (dst % cols - src % cols) % cols
     if dr > rows // 2:
         dr -= rows
     if dc > cols // 2:
         dc -= cols
+    return dr, dc
+
+
+@kernel
+def link_on(s, src, dr, dc, k):
+    """Directed link of hop ``k`` of the route from ``src`` moving ``dr`` rows, then ``dc``
+    columns: link ``4 q + d`` leaves processor ``q`` down (0), up (1), right (2) or left
+    (3) (as :meth:`mimd.Network.link`)."""
+    rows, cols = int(s.prm[PR_ROWS]), int(s.prm[PR_COLS])
+    r0, c0 = src // cols, src % cols
     if k < abs(dr):
-        step = 1 if dr > 0 else -1
-        return (((r0 + step * k) % rows) * cols + c0) * 4 + (0 if dr > 0 else 1)
-    step = 1 if dc > 0 else -1
-    col = (c0 + step * (k - abs(dr))) % cols
-    return (((r0 + dr) % rows) * cols + col) * 4 + (2 if dc > 0 else 3)
+        r = r0 + (k if dr > 0 else -k)
+        r += rows if r < 0 else (-rows if r >= rows else 0)
+        return (r * cols + c0) * 4 + (0 if dr > 0 else 1)
+    r = r0 + dr
+    r += rows if r < 0 else (-rows if r >= rows else 0)
+    c = c0 + (k - abs(dr) if dc > 0 else abs(dr) - k)
+    c += cols if c < 0 else (-cols if c >= cols else 0)
+    return (r * cols + c) * 4 + (2 if dc > 0 else 3)
 
 
 @kernel
@@ -111,7 +125,7 @@ def n_links(s, m):
 def link_of(s, m, j):
     """The ``j``-th link of message ``m``'s flow."""
     k = s.mi[m, M_HOP] if s.prm[PR_SAF] > 0 else j
-    return route_link(s, s.mi[m, M_SRC], s.mi[m, M_DST], k)
+    return link_on(s, s.mi[m, M_SRC], s.mi[m, M_DR], s.mi[m, M_DC], k)
 
 
 @kernel
@@ -135,20 +149,180 @@ def send(s, src, dst, kind, payload, aux, nbytes, leave, scale):
         s.gi[G_ERROR] = ERR_MESSAGES
         return -1
     s.gi[G_MFREE] = s.mi[m, M_NEXT]
-    h = hops(s, src, dst)
+    dr, dc = displacement(s, src, dst)
+    s.mi[m, M_DR], s.mi[m, M_DC] = dr, dc
+    h = abs(dr) + abs(dc)
     s.mi[m, M_SRC], s.mi[m, M_DST], s.mi[m, M_KIND] = src, dst, kind
     s.mi[m, M_PAYLOAD], s.mi[m, M_AUX], s.mi[m, M_HOP], s.mi[m, M_HOPS] = payload, aux, 0, h
     s.mf[m, F_BYTES] = nbytes * scale
     s.mf[m, F_LATENCY] = s.prm[PR_PER_HOP] * scale
     s.mf[m, F_SENT] = leave
+    s.mf[m, F_ARRIVE] = 0.0
+    s.mi[m, M_BOOKED] = 0
     saf = s.prm[PR_SAF] > 0
     if h == 0:
         push(s, leave, EV_ARRIVE, m, 0)
     elif s.prm[PR_CONTENTION] <= 0 or s.prm[PR_PER_BYTE] <= 0:
         push(s, leave + uncontended(s, m), EV_ARRIVE, m, 0)
     else:
-        push(s, leave + s.mf[m, F_LATENCY] * (1 if saf else h), EV_JOIN, m, 0)
+        t_join = leave + s.mf[m, F_LATENCY] * (1 if saf else h)
+        s.mf[m, F_JOIN] = t_join
+        if saf or not book_alone(s, m, t_join):
+            push(s, t_join, EV_JOIN, m, 0)
     return m
+
+
+@kernel
+def book_alone(s, m, t_join):
+    """Book cut-through message ``m`` alone on its route if no flow is on its links and none
+    is booked there: one event, its arrival. A flow that meets it later makes it an
+    ordinary flow (:func:`meet`). False (nothing booked) otherwise."""
+    now = s.gf[GF_NOW]
+    for j in range(s.mi[m, M_HOPS]):
+        link = link_of(s, m, j)
+        other = s.li[link, L_ALONE]
+        if s.li[link, L_N] > 0 or (other >= 0 and s.mf[other, F_KEY] > now):
+            return False
+    end = t_join + s.mf[m, F_BYTES] * s.prm[PR_PER_BYTE]
+    s.mf[m, F_KEY] = end
+    for j in range(s.mi[m, M_HOPS]):
+        s.li[link_of(s, m, j), L_ALONE] = m
+    s.mi[m, M_VER] += 1
+    s.mi[m, M_BOOKED] = 1
+    if waits_for_poll(s.mi[m, M_KIND]):
+        wait_for_poll(s, s.mi[m, M_DST], m, end)  # no arrival event: it waits anyway
+    else:
+        push(s, end, EV_ALONE, m, s.mi[m, M_VER])
+    return True
+
+
+@kernel
+def meet(s, m, t):
+    """A flow joins the links of message ``m``, booked alone (:func:`book_alone`), at ``t``
+    while ``m`` is booked: ``m`` becomes an ordinary flow, with the bytes it has left if it
+    has started, else joining when it was to."""
+    s.mi[m, M_VER] += 1  # its booked arrival is void
+    s.mi[m, M_BOOKED] = 0
+    if waits_for_poll(s.mi[m, M_KIND]):
+        s.mf[m, F_ARRIVE] = INF  # still listed at its destination, arrival unknown
+    for j in range(s.mi[m, M_HOPS]):
+        link = link_of(s, m, j)
+        if s.li[link, L_ALONE] == m:
+            s.li[link, L_ALONE] = -1
+    start = s.mf[m, F_JOIN]
+    if start > t:
+        push(s, start, EV_JOIN, m, 0)
+        return
+    root = new_component(s, t)
+    s.ci[root, C_COMMON] = link_of(s, m, 0)
+    insert_member(s, root, m, t)
+    s.mf[m, F_KEY] -= (t - start) / s.prm[PR_PER_BYTE]  # the bytes it got alone
+    for j in range(s.mi[m, M_HOPS]):
+        link = link_of(s, m, j)
+        s.lf[link, L_SINCE] = start
+        s.li[link, L_N] = 1
+        s.li[link, L_UF] = root
+    reschedule(s, root, t)
+
+
+@kernel
+def arrived_alone(s, m, t, v):
+    """Message ``m``'s booked arrival at ``t``: True if it stands (its links are free)."""
+    if v != version(s.mi[m, M_VER]):
+        return False
+    unbook(s, m)
+    return True
+
+
+@kernel
+def unbook(s, m):
+    """Message ``m``, booked alone, is through: its links are free, and were busy."""
+    if s.mi[m, M_BOOKED] == 0:
+        return
+    s.mi[m, M_BOOKED] = 0
+    for j in range(s.mi[m, M_HOPS]):
+        link = link_of(s, m, j)
+        s.lf[link, L_BUSY] += s.mf[m, F_KEY] - s.mf[m, F_JOIN]
+        if s.li[link, L_ALONE] == m:
+            s.li[link, L_ALONE] = -1
+
+
+# --------------------------------------------------------------------------------------------
+# messages that wait for the destination's polling thread
+# --------------------------------------------------------------------------------------------
+@kernel
+def waits_for_poll(kind):
+    """Queries and requests for tasks are answered by the target's polling thread."""
+    return kind == K_QUERY or kind == K_ASK
+
+
+@kernel
+def next_poll(s, p, t):
+    """``p``'s first polling-thread wake-up at or after ``t``."""
+    q, ph = s.prm[PR_QUANTUM], s.pf[p, P_PHASE]
+    return ph + math.ceil((t - ph) / q - 1e-12) * q
+
+
+@kernel
+def wait_for_poll(s, q, m, t):
+    """Message ``m`` reaches ``q`` at ``t`` (or will: booked alone) and waits for ``q``'s
+    polling thread, whose next wake-up after ``t`` is made due."""
+    if s.mf[m, F_ARRIVE] != INF:  # not listed yet
+        tail = s.pi[q, PEND_TAIL]
+        s.mi[m, M_WAITING] = -1
+        if tail >= 0:
+            s.mi[tail, M_WAITING] = m
+        else:
+            s.pi[q, PEND_HEAD] = m
+        s.pi[q, PEND_TAIL] = m
+    s.mf[m, F_ARRIVE] = t
+    due = next_poll(s, q, t)
+    if due < s.pf[q, P_POLL]:
+        s.pf[q, P_POLL] = due
+        push(s, due, EV_POLL, q, 0)
+
+
+@kernel
+def take_arrived(s, q, t):
+    """The messages waiting at ``q`` that have arrived by ``t``, out of its list, into
+    ``scratch`` in order of arrival (then of message row); returns how many. The next
+    wake-up is made due for those still on their way."""
+    if t >= s.pf[q, P_POLL]:
+        s.pf[q, P_POLL] = INF
+    n = 0
+    head, tail = -1, -1
+    soonest = INF
+    m = s.pi[q, PEND_HEAD]
+    while m >= 0:
+        nxt = s.mi[m, M_WAITING]
+        at = s.mf[m, F_ARRIVE]
+        if at <= t:
+            j = n  # insertion in arrival order
+            while j > 0 and (
+                s.mf[s.scratch[j - 1], F_ARRIVE] > at
+                or (s.mf[s.scratch[j - 1], F_ARRIVE] == at and s.scratch[j - 1] > m)
+            ):
+                s.scratch[j] = s.scratch[j - 1]
+                j -= 1
+            s.scratch[j] = m
+            n += 1
+            unbook(s, m)
+        else:
+            soonest = min(soonest, at)
+            s.mi[m, M_WAITING] = -1
+            if tail >= 0:
+                s.mi[tail, M_WAITING] = m
+            else:
+                head = m
+            tail = m
+        m = nxt
+    s.pi[q, PEND_HEAD], s.pi[q, PEND_TAIL] = head, tail
+    if soonest < INF:
+        due = next_poll(s, q, soonest)
+        if due < s.pf[q, P_POLL]:
+            s.pf[q, P_POLL] = due
+            push(s, due, EV_POLL, q, 0)
+    return n
 
 
 @kernel
@@ -332,6 +506,10 @@ def remove_member(s, r, m, t):
 @kernel
 def join(s, m, t):
     """Message ``m``'s flow (its route, or its current hop) starts taking bandwidth at ``t``."""
+    for j in range(n_links(s, m)):
+        other = s.li[link_of(s, m, j), L_ALONE]
+        if other >= 0 and other != m and s.mf[other, F_KEY] > t:
+            meet(s, other, t)
     root = -1
     for j in range(n_links(s, m)):
         link = link_of(s, m, j)

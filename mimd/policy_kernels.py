@@ -7,8 +7,6 @@ step of :mod:`mimd.policies` it is.
 
 from __future__ import annotations
 
-import math
-
 from . import gradient_kernels as gk
 from .engine_kernels import (
     BEST,
@@ -16,7 +14,6 @@ from .engine_kernels import (
     CUR,
     DIFFUSION,
     DONE_P,
-    EV_POLL,
     EXTENDED,
     FARMER,
     FLAG,
@@ -25,10 +22,6 @@ from .engine_kernels import (
     GRADIENT,
     LB,
     NREPLY,
-    P_PHASE,
-    PEND_HEAD,
-    PEND_TAIL,
-    POLLING,
     PR_A,
     PR_B,
     PR_C,
@@ -36,7 +29,6 @@ from .engine_kernels import (
     PR_NEIGHBOURS,
     PR_POLICY,
     PR_POLL_COST,
-    PR_QUANTUM,
     PR_REQUEST_BYTES,
     PR_STARTUP,
     PR_TASK_BYTES,
@@ -48,7 +40,6 @@ from .engine_kernels import (
     TARGET,
     append,
     kernel,
-    push,
     random_below,
     start_task,
     system_work,
@@ -65,12 +56,14 @@ from .network_kernels import (
     M_AUX,
     M_DST,
     M_KIND,
-    M_NEXT,
     M_PAYLOAD,
     M_SRC,
     control,
     give,
     send,
+    take_arrived,
+    wait_for_poll,
+    waits_for_poll,
 )
 
 
@@ -149,7 +142,7 @@ def deliver(s, m, t):
         receive(s, dst, payload, t)
     elif kind == K_REQUEST:
         serve(s, dst, src, t)
-    elif kind == K_QUERY or kind == K_ASK:
+    elif waits_for_poll(kind):
         wait_for_poll(s, dst, m, t)
         return False
     elif kind == K_REPLY:
@@ -239,42 +232,16 @@ def steal(s, p, t):
 
 
 @kernel
-def next_poll(s, p, t):
-    """``p``'s first polling-thread wake-up at or after ``t``."""
-    q, ph = s.prm[PR_QUANTUM], s.pf[p, P_PHASE]
-    return ph + math.ceil((t - ph) / q - 1e-12) * q
-
-
-@kernel
-def wait_for_poll(s, q, m, t):
-    """A query or a request waits at ``q`` for its polling thread."""
-    tail = s.pi[q, PEND_TAIL]
-    s.mi[m, M_NEXT] = -1
-    if tail >= 0:
-        s.mi[tail, M_NEXT] = m
-    else:
-        s.pi[q, PEND_HEAD] = m
-    s.pi[q, PEND_TAIL] = m
-    if s.pi[q, POLLING] == 0:
-        s.pi[q, POLLING] = 1
-        push(s, next_poll(s, q, t), EV_POLL, q, 0)
-
-
-@kernel
 def poll(s, q, t):
-    """``q``'s polling thread wakes: after its overhead it answers the queries (its spare
-     tasks), then the requests for tasks, by requester, while it has tasks to spare
-    .
-     Returns the number of messages it consumed; they are listed in ``scratch``."""
-    s.pi[q, POLLING] = 0
+    """``q``'s polling thread wakes: after its overhead it answers the queries that have
+    arrived (its spare tasks), then the requests for tasks, by requester, while it has tasks
+    to spare. Returns the number of messages it consumed; they are listed in ``scratch``."""
+    n = take_arrived(s, q, t)
     begin = t + s.prm[PR_POLL_COST]
     process, keep = s.prm[PR_A], int(s.prm[PR_D])
     n_ask = 0
-    n = 0
-    m = s.pi[q, PEND_HEAD]
-    while m >= 0:
-        s.scratch[n] = m
-        n += 1
+    for i in range(n):
+        m = s.scratch[i]
         if s.mi[m, M_KIND] == K_QUERY:
             spare = max(s.pi[q, Q_COUNT] - keep, 0)
             leave = system_work(s, q, begin, process + s.prm[PR_STARTUP])
@@ -283,18 +250,17 @@ def poll(s, q, t):
             s.gi[G_MESSAGES] += 1
         else:
             n_ask += 1
-        m = s.mi[m, M_NEXT]
-    s.pi[q, PEND_HEAD] = s.pi[q, PEND_TAIL] = -1
     # the requests for tasks, by requester (an insertion sort: they are few)
     asks = s.scratch[n : n + n_ask]
     k = 0
     for i in range(n):
-        if s.mi[s.scratch[i], M_KIND] == K_ASK:
+        m = s.scratch[i]
+        if s.mi[m, M_KIND] == K_ASK:
             j = k
-            while j > 0 and s.mi[asks[j - 1], M_SRC] > s.mi[s.scratch[i], M_SRC]:
+            while j > 0 and s.mi[asks[j - 1], M_SRC] > s.mi[m, M_SRC]:
                 asks[j] = asks[j - 1]
                 j -= 1
-            asks[j] = s.scratch[i]
+            asks[j] = m
             k += 1
     for i in range(n_ask):
         src = s.mi[asks[i], M_SRC]

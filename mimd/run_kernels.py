@@ -3,14 +3,16 @@ taken in time order and handed to the CPUs (:mod:`mimd.engine_kernels`), the net
 (:mod:`mimd.network_kernels`) and the policies (:mod:`mimd.policy_kernels`,
 :mod:`mimd.gradient_kernels`) until every task has run.
 
-:func:`compiled_run` gives the loop compiled, kept in Numba's cache under a digest of all
-the code it reaches (:func:`kernels.rebind.cpu_loop`'s way: Numba checks a cached function
-against its own file only).
+:func:`compiled` gives the loop compiled, kept in Numba's cache under a digest of the
+engine's source files (Numba checks a cached function against its own file only, and the
+engine's column numbers and codes are constants of the other files).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+from pathlib import Path
 
 from . import gradient_kernels as gk
 from . import policy_kernels as pk
@@ -18,6 +20,7 @@ from .engine_kernels import (
     CUR,
     ERR_DEADLOCK,
     ERR_EVENTS,
+    EV_ALONE,
     EV_ARRIVE,
     EV_COMPONENT,
     EV_JOIN,
@@ -32,15 +35,19 @@ from .engine_kernels import (
     G_NFIN,
     GF_NOW,
     GRADIENT,
+    P_TEND,
     TVER,
     finish_task,
     kernel,
     pop,
+    push,
+    version,
 )
 from .network_kernels import (
     C_VER,
     M_PAYLOAD,
     arrived,
+    arrived_alone,
     finish,
     free_message,
     join,
@@ -97,18 +104,24 @@ def run(s, max_events):
         s.gf[GF_NOW] = t
         s.gi[G_EVENTS] += 1
         if kind == EV_TASK_END:
-            if v == s.pi[a, TVER] and s.pi[a, CUR] >= 0:
-                task_done(s, a, t)
+            if v == version(s.pi[a, TVER]) and s.pi[a, CUR] >= 0:
+                if s.pf[a, P_TEND] > t:  # system work has put it off since
+                    push(s, s.pf[a, P_TEND], EV_TASK_END, a, v)
+                else:
+                    task_done(s, a, t)
         elif kind == EV_JOIN:
             join(s, a, t)
         elif kind == EV_COMPONENT:
-            if v == s.ci[a, C_VER]:
+            if v == version(s.ci[a, C_VER]):
                 network_event(s, a, t)
         elif kind == EV_ARRIVE:
             deliver(s, a, t)
         elif kind == EV_POLL:
             for i in range(pk.poll(s, a, t)):
                 free_message(s, s.scratch[i])
+        elif kind == EV_ALONE:
+            if arrived_alone(s, a, t, v):
+                deliver(s, a, t)
         elif kind == EV_STATUS:
             gk.status(s, t)
         else:
@@ -125,12 +138,13 @@ def arrivals(s, src, dst, nbytes, leave, out):
     left = src.size
     while left > 0 and s.gi[G_HEAPN] > 0:
         t, kind, a, v = pop(s)
+        s.gf[GF_NOW] = t
         if kind == EV_JOIN:
             join(s, a, t)
-        elif kind == EV_ARRIVE:
+        elif kind == EV_ARRIVE or (kind == EV_ALONE and arrived_alone(s, a, t, v)):
             out[s.mi[a, M_PAYLOAD]] = t
             left -= 1
-        elif kind == EV_COMPONENT and v == s.ci[a, C_VER]:
+        elif kind == EV_COMPONENT and v == version(s.ci[a, C_VER]):
             finish(s, a, t)
             base = s.scratch.size // 2
             for i in range(s.gi[G_NFIN]):
@@ -140,18 +154,31 @@ def arrivals(s, src, dst, nbytes, leave, out):
                     left -= 1
 
 
+#: The files of the engine: a cached compilation is made again when any of them changes.
+SOURCES = ("engine_kernels", "network_kernels", "policy_kernels", "gradient_kernels",
+           "run_kernels", "policies/base")  # fmt: skip
+
+
+def source_digest() -> str:
+    """A digest of the engine's source files."""
+    folder = Path(__file__).parent
+    digest = hashlib.sha256()
+    for name in SOURCES:
+        digest.update((folder / f"{name}.py").read_bytes())
+    return digest.hexdigest()[:16]
+
+
 @functools.cache
 def compiled(name):
-    """:func:`run` or :func:`arrivals` compiled, cached on disk under the digest of the
-    code it reaches."""
-    from kernels.rebind import bind, code_digest
+    """:func:`run` or :func:`arrivals` compiled, cached on disk under :func:`source_digest`."""
+    from kernels.rebind import bind
 
     fn = bind(globals()[name])
-    fn.__qualname__ = f"{name}_{code_digest(fn)}"
+    fn.__qualname__ = f"{name}_{source_digest()}"
     try:
-        return kernel(fn, cache=True)
+        return kernel(fn, cache=True, nogil=True)
     except RuntimeError:  # no cache locator for this file: compile in memory only
-        return kernel(fn)
+        return kernel(fn, nogil=True)
 
 
 def compiled_run():

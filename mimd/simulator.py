@@ -64,9 +64,10 @@ def simulate(  # noqa: PLR0913 (the public signature)
         Initial placement of the tasks, or each task's processor; default the policy's
         (root for Muniz & Zaluska's policies). The farmer holds every task whatever it is.
     bundle : bool, optional
-        With root placement, start from one spawn bundle of all tasks that the gradient
-        policies split in halves as they place it (Muniz & Zaluska's multiple-spawning tree);
-        default True for the gradient policies, False otherwise.
+        Start from one spawn bundle per processor's tasks, that the gradient policies split
+        in halves as they place it (Muniz & Zaluska's multiple-spawning tree); default True
+        for the gradient policies placed from the root or on given processors, False
+        otherwise.
     seed : int
         Seed of the random choices (work-stealing victims, polling phases).
     app_messages, app_bytes : float, int
@@ -126,8 +127,8 @@ def _checked(costs, policy, network, processors, placement, bundle, seed):
         if placement.shape != (n,) or placement.min() < 0 or placement.max() >= p:
             raise ValueError(f"placement must give each of the {n} tasks a processor of {p}")
     owners = np.asarray(policy.owners(n, p, placement), dtype=np.int64)
-    if bundle is None:
-        bundle = isinstance(placement, str) and policy.bundles(placement)
+    if bundle is None:  # given owners: as the policy places from its root
+        bundle = policy.bundles(placement if isinstance(placement, str) else "root")
     return host, network, owners, bool(bundle)
 
 
