@@ -21,8 +21,10 @@ its simulation in a child process of its own.
 from __future__ import annotations
 
 import glob
+import importlib
 import importlib.util
-import multiprocessing
+import pickle
+import subprocess
 import sys
 from typing import Any
 
@@ -87,11 +89,27 @@ def load_simgrid() -> Any:
 
 
 def _in_child(fn, *args) -> Any:
-    """``fn(*args)`` in a fresh process (SimGrid runs one simulation per process)."""
+    """``fn(*args)`` in a fresh Python process (SimGrid runs one simulation per process);
+    the arguments and the result cross as pickles."""
     require()
-    ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(1) as pool:
-        return pool.apply(fn, args)
+    code = "import mimd.on_simgrid as m; m.child()"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=pickle.dumps((fn.__module__, fn.__name__, args)),
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        lines = done.stderr.decode(errors="replace").strip().splitlines()
+        raise RuntimeError(f"SimGrid's run failed: {lines[-1] if lines else done.returncode}")
+    return pickle.loads(done.stdout)
+
+
+def child() -> None:
+    """The child process of :func:`_in_child`: a call read from stdin, its result to stdout."""
+    module, name, args = pickle.loads(sys.stdin.buffer.read())
+    result = getattr(importlib.import_module(module), name)(*args)
+    sys.stdout.buffer.write(pickle.dumps(result))
 
 
 def platform(sg: Any, network: Any) -> list:
