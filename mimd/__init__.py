@@ -16,6 +16,7 @@ on the SIMD machine.
 
 from __future__ import annotations
 
+from . import on_simgrid
 from .model import BiModal, ModelParams, Prediction, bimodal_fit, predict
 from .network import Network, torus_shape
 from .policies import (
@@ -47,6 +48,7 @@ __all__ = [
     "WorkStealing",
     "bimodal",
     "bimodal_fit",
+    "on_simgrid",
     "initial_placement",
     "linear",
     "predict",
