@@ -33,6 +33,7 @@ from .engine_kernels import (
     G_EVENTS,
     G_HEAPN,
     G_NFIN,
+    G_STARTED,
     GF_NOW,
     GRADIENT,
     P_TEND,
@@ -86,13 +87,16 @@ def network_event(s, r, t):
 
 
 def run(s, max_events):
-    """Simulate until every task has run; ``s.gi[G_ERROR]`` says why it stopped early."""
+    """Simulate until every task has run, or ``max_events`` events have (then ``run`` goes
+    on where it stopped); ``s.gi[G_ERROR]`` says why it stopped early."""
     n = s.ti.shape[0]
-    pol = pk.policy(s)
-    if pol == GRADIENT or pol == EXTENDED:
-        gk.status(s, 0.0)
-    for p in range(s.pf.shape[0]):
-        pk.dispatch(s, p, 0.0)
+    if s.gi[G_STARTED] == 0:
+        s.gi[G_STARTED] = 1
+        pol = pk.policy(s)
+        if pol == GRADIENT or pol == EXTENDED:
+            gk.status(s, 0.0)
+        for p in range(s.pf.shape[0]):
+            pk.dispatch(s, p, 0.0)
     while s.gi[G_DONE] < n and s.gi[G_ERROR] == 0:
         if s.gi[G_HEAPN] == 0:
             s.gi[G_ERROR] = ERR_DEADLOCK

@@ -46,6 +46,7 @@ def simulate(  # noqa: PLR0913 (the public signature)
     app_messages: float = 0.0,
     app_bytes: int = 0,
     max_events: int = MAX_EVENTS,
+    progress=None,
 ) -> SimResult:
     """Run ``costs`` (one entry per task, seconds) on the simulated MIMD machine.
 
@@ -76,6 +77,9 @@ def simulate(  # noqa: PLR0913 (the public signature)
         per_byte`` of CPU.
     max_events : int
         Safety limit on the events simulated.
+    progress : callable(float), optional
+        Called with the fraction of the tasks done, every few million events (the run goes
+        on in slices; Ctrl-C stops it between two).
 
     Returns
     -------
@@ -95,7 +99,7 @@ def simulate(  # noqa: PLR0913 (the public signature)
     )
     app = app_messages * (network.startup + app_bytes * network.per_byte)
     t0 = time.perf_counter()
-    state = _run(host, policy, network, owners, bundle, int(seed), app, max_events)
+    state = _run(host, policy, network, (owners, bundle, int(seed), app), max_events, progress)
     return _result(state, policy, network, app, time.perf_counter() - t0)
 
 
@@ -149,22 +153,36 @@ def _capacity(n: int, p: int, k: int) -> tuple[int, int]:
     return messages, 2 * messages + 4 * p + 64
 
 
-def _run(costs, policy, network, owners, bundle, seed, app, max_events):
-    """The compiled event loop on a new state; a state that ran out of rows is made again,
-    twice as large (the run is deterministic)."""
+#: Events a slice of a run takes (about a second), between two calls of its progress.
+SLICE = 3_000_000
+
+
+def _run(costs, policy, network, start, max_events, progress=None):
+    """The compiled event loop on a new state (``start``: the owners, the bundling, the
+    seed, each task's own messages' seconds), slice after slice; a state that ran out of
+    rows is made again, twice as large (the run is deterministic)."""
     from . import engine_kernels as ek
+
+    owners, bundle, seed, app = start
     from .run_kernels import compiled_run
 
     prm = ek.parameters(policy, network, app)
     q = prm[ek.PR_QUANTUM]
-    phases = (
-        np.random.default_rng(seed).uniform(0.0, q, network.p) if q > 0 else np.zeros(network.p)
-    )
+    rng = np.random.default_rng(seed)
+    phases = rng.uniform(0.0, q, network.p) if q > 0 else np.zeros(network.p)
     capacity = _capacity(costs.size, network.p, int(prm[ek.PR_NEIGHBOURS]))
     run = compiled_run()
     while True:
         state = ek.new_state(costs, owners, bundle, prm, network.offsets(), phases, seed, capacity)
-        run(state, max_events)
+        limit = min(SLICE, max_events)
+        while True:
+            run(state, limit)
+            if state.gi[ek.G_ERROR] != ek.ERR_EVENTS or limit >= max_events:
+                break
+            state.gi[ek.G_ERROR] = 0
+            limit = min(limit + SLICE, max_events)
+            if progress is not None:
+                progress(state.gi[ek.G_DONE] / costs.size)
         error = state.gi[ek.G_ERROR]
         if error in (ek.ERR_HEAP, ek.ERR_MESSAGES):
             capacity = (2 * capacity[0], 2 * capacity[1])
@@ -179,6 +197,8 @@ def _run(costs, policy, network, owners, bundle, seed, app, max_events):
                 f"simulation did not finish in {max_events} events "
                 f"({state.gi[ek.G_DONE]}/{costs.size} tasks done at t={state.gf[ek.GF_NOW]:.4g} s)"
             )
+        if progress is not None:
+            progress(1.0)
         return state
 
 
