@@ -88,14 +88,15 @@ def load_simgrid() -> Any:
     return module
 
 
-def _in_child(fn, *args) -> Any:
-    """``fn(*args)`` in a fresh Python process (SimGrid runs one simulation per process);
-    the arguments and the result cross as pickles."""
+def _in_child(function: str, *args) -> Any:
+    """``function(*args)`` (``module:name``) in a fresh Python process (SimGrid runs one
+    simulation per process); the arguments and the result cross as pickles."""
     require()
     code = "import mimd.on_simgrid as m; m.child()"
+    module, name = function.split(":")
     done = subprocess.run(
         [sys.executable, "-c", code],
-        input=pickle.dumps((fn.__module__, fn.__name__, args)),
+        input=pickle.dumps((module, name, args)),
         capture_output=True,
         check=False,
     )
@@ -164,16 +165,16 @@ def arrivals(network, src, dst, nbytes, leave) -> np.ndarray:
         raise ValueError("SimGrid's flows are cut-through; store-and-forward has no oracle here")
     src, dst, nbytes, leave = np.broadcast_arrays(src, dst, nbytes, leave)
     args = [np.ravel(x).tolist() for x in (src, dst, nbytes, leave)]
-    return np.asarray(_in_child(_arrivals, network, *args)).reshape(src.shape)
+    return np.asarray(_in_child(f"{__name__}:_arrivals", network, *args)).reshape(src.shape)
 
 
 def simulate(costs, policy, *, network, placement=None, seed: int = 0) -> dict:
     """``costs`` under ``policy`` on SimGrid: the makespan, each task's start, finish and
-    processor, the migrations and messages (:mod:`mimd.simgrid_actors`)."""
-    from .simgrid_actors import run_policy
+    processor, the migrations and messages (:mod:`mimd.simgrid_policies`)."""
     from .simulator import _checked
 
     host, network, owners, bundle = _checked(costs, policy, network, None, placement, None, seed)
     if network.store_and_forward:
         raise ValueError("SimGrid's flows are cut-through; store-and-forward has no oracle here")
-    return _in_child(run_policy, host.tolist(), policy, network, owners.tolist(), bundle, seed)
+    return _in_child("mimd.simgrid_policies:run_policy", host.tolist(), policy, network,
+                     owners.tolist(), bundle, seed)  # fmt: skip

@@ -1,5 +1,6 @@
 """The balancing policies as SimGrid actors: the oracle of the event engine
-(:mod:`mimd.on_simgrid` runs them, in a process of their own).
+(:mod:`mimd.on_simgrid` runs them, in a process of their own, through
+:func:`mimd.simgrid_policies.run_policy`).
 
 Written from the policies' descriptions (:mod:`mimd.policies`), not from the engine's
 handlers: each processor is a SimGrid host whose *application* actor runs its tasks
@@ -16,8 +17,6 @@ courier actor of its own: its latency, then its bytes across the platform's link
 from __future__ import annotations
 
 from collections import deque
-
-import numpy as np
 
 #: The priority of protocol work against a task's (1).
 HIGH = 1e6
@@ -155,25 +154,3 @@ class World:
         rows, cols = self.net.shape
         off = self.offsets[j]
         return ((p // cols + off[0]) % rows) * cols + (p % cols + off[1]) % cols
-
-
-def run_policy(costs, policy, network, owners, bundle, seed) -> dict:
-    """Run the policy's actors on SimGrid (in the child process of :mod:`mimd.on_simgrid`)."""
-    from . import simgrid_policies as sp
-    from .on_simgrid import load_simgrid
-
-    sg = load_simgrid()
-    w = World(sg, np.asarray(costs), policy, network, owners, bundle, seed)
-    w.offsets = network.offsets()
-    sp.start(w)
-    w.engine.run()
-    finish = np.asarray(w.finish)
-    return {
-        "makespan": float(np.nanmax(finish)),
-        "start": w.start,
-        "finish": w.finish,
-        "runner": w.runner,
-        "migrations": w.migrations,
-        "messages": w.messages,
-        "done": w.done,
-    }

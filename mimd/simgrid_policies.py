@@ -9,7 +9,39 @@ import math
 
 import numpy as np
 
-from .simgrid_actors import ANSWER, ASK, CHECK, QUERY, REFUSE, REPLY, REQUEST, TASK, draw
+from .simgrid_actors import (
+    ANSWER,
+    ASK,
+    CHECK,
+    QUERY,
+    REFUSE,
+    REPLY,
+    REQUEST,
+    TASK,
+    World,
+    draw,
+)
+
+
+def run_policy(costs, policy, network, owners, bundle, seed) -> dict:
+    """Run the policy's actors on SimGrid (in the child process of :mod:`mimd.on_simgrid`)."""
+    from .on_simgrid import load_simgrid
+
+    sg = load_simgrid()
+    w = World(sg, np.asarray(costs), policy, network, owners, bundle, seed)
+    w.offsets = network.offsets()
+    start(w)
+    w.engine.run()
+    finish = np.asarray(w.finish)
+    return {
+        "makespan": float(np.nanmax(finish)),
+        "start": w.start,
+        "finish": w.finish,
+        "runner": w.runner,
+        "migrations": w.migrations,
+        "messages": w.messages,
+        "done": w.done,
+    }
 
 
 def start(w) -> None:
