@@ -44,7 +44,7 @@ __all__ = [
 
 # --------------------------------------------------------------------------- Muniz & Zaluska
 def table1(*, quick: bool = False, machine=None) -> dict:
-    """Muniz & Zaluska Table 1 in form on the measured ray-tracing workload.
+    """The runs of Muniz & Zaluska's Table 1 on the measured ray-tracing workload.
 
     Every run twice: links as resources (``time``, ``utilisation``) and without contention
     (``time_free``, ``utilisation_free``), the model before links were modelled.
@@ -200,7 +200,7 @@ def _validate_point(name, p, k, *, quantum=0.01, seed=0):
 
 
 def figure1(*, quick: bool = False) -> dict:
-    """Barker & Chrisochoides (2005) Figure 1 in form: model against simulation, Diffusion."""
+    """The runs of Barker & Chrisochoides' Figure 1: model against simulation, Diffusion."""
     rows = []
     ks = (2, 4, 8, 16)
     for name in ("linear-2", "linear-4", "step"):
@@ -249,7 +249,7 @@ def figure1(*, quick: bool = False) -> dict:
 
 
 def parametric(kind: str = "bimodal", *, quick: bool = False, simulate_upto: int = 64) -> dict:
-    """Barker & Chrisochoides (2005) Figure 2 (``bimodal``) or Figure 3 (``linear``) in form.
+    """The runs of Barker & Chrisochoides' Figure 2 (``bimodal``) or Figure 3 (``linear``).
 
     Model predictions over tasks per processor, polling quantum and neighbourhood size for
     three processor counts; simulated points for machines up to ``simulate_upto``.
@@ -365,6 +365,7 @@ def _simd_loop(
     units: int,
     task_cost: float,
     workload: np.ndarray | None = None,
+    backend: str = "numpy",
 ) -> dict:
     """Run the task set as a balanced loop on the SIMD machine (Ahrens & Hansen 1995).
 
@@ -379,7 +380,7 @@ def _simd_loop(
         wl = np.maximum(1, np.round(costs / unit)).astype(np.int64)
     else:
         wl = np.asarray(workload, dtype=np.int64)
-    m = Machine(pes=p, backend="numpy")
+    m = Machine(pes=p, backend=backend)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # calibration warnings of a first run
         r = run_loop(
@@ -399,6 +400,7 @@ def compare(
     units: int = 32,
     task_cost: float = 1e4,
     sets: list[tuple[str, int, int]] | None = None,
+    backend: str = "numpy",
 ) -> dict:
     """MIMD policies and the SIMD cost-effective balancer on the same task sets.
 
@@ -456,7 +458,7 @@ def compare(
             row[f"{pol.name}:speedup"] = base / r.makespan
         orig = None
         for form in ("original", "cost-effective", "expand"):
-            s = _simd_loop(costs, p, form, units, task_cost, workload=lines)
+            s = _simd_loop(costs, p, form, units, task_cost, workload=lines, backend=backend)
             if orig is None:
                 orig = s["cycles"]
             row[f"simd-{form}:util"] = s["utilisation"]

@@ -37,7 +37,7 @@ given where the bi-modal averaging hides what decides the run time when weights 
 running the head of its block while its tail is donated, and the last task a beta
 processor receives is the first one after that head. For a true two-class task set (step,
 bi-modal) both give the same prediction. Against our simulation (Barker & Chrisochoides (2005)
-Figure 1 in form, ``bench mimd``) the mean error of the average prediction is about 5 % for the
+Figure 1's runs, ``bench mimd``) the mean error of the average prediction is about 5 % for the
 paper's model and under 3 % refined.
 """
 

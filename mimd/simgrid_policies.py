@@ -6,6 +6,7 @@ and 4.2. :func:`start` creates them."""
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -31,7 +32,9 @@ def run_policy(costs, policy, network, owners, bundle, seed) -> dict:
     w = World(sg, np.asarray(costs), policy, network, owners, bundle, seed)
     w.offsets = network.offsets()
     start(w)
+    t0 = time.perf_counter()
     w.engine.run()
+    wall = time.perf_counter() - t0
     finish = np.asarray(w.finish)
     return {
         "makespan": float(np.nanmax(finish)),
@@ -41,6 +44,7 @@ def run_policy(costs, policy, network, owners, bundle, seed) -> dict:
         "migrations": w.migrations,
         "messages": w.messages,
         "done": w.done,
+        "wall": wall,
     }
 
 
