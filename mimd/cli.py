@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["register", "add_arguments", "result_files", "run_args", "main"]
+__all__ = ["register", "add_arguments", "result_files", "run_args", "main", "warm_up"]
 
 #: Packages the command imports, by the extra that installs them (checked by simd.cli).
 REQUIRES = {"data": ("matplotlib", "skimage")}
@@ -199,6 +199,16 @@ def _register_balance(sub) -> None:
     )
     balance_arguments(p)
     p.set_defaults(func=_run_balance)
+
+
+def warm_up(backend: str) -> str:
+    """``simd-emu warmup``'s part for the benchmarks: the MIMD engine compiled (once per
+    install; Numba keeps it in its cache) by a small simulation of every policy."""
+    from . import POLICIES, Network, simulate
+
+    for policy in POLICIES.values():
+        simulate([1e-2] * 8, policy(), network=Network.cluster(4))
+    return "the MIMD simulation engine"
 
 
 def main(argv: list[str] | None = None) -> int:
