@@ -157,7 +157,10 @@ def _simgrid(quick: bool, say) -> dict[str, Any]:
         say(f"{x['task_set']:<14} {x['policy']:<18} {x['engine']:>9.5f} {x['simgrid']:>9.5f} "
             f"{x['difference_pct']:>+7.2f} {x['events']:>7} "
             f"{x['engine_events_per_s']:>11.3g} {x['simgrid_events_per_s']:>12.3g}")  # fmt: skip
-    say(f"largest difference: {r['max_abs_difference_pct']:.2f} %")
+    engine = f"{r['engine_wall']:.3f} s ({r['engine_events_per_s']:.3g} a second)"
+    simgrid = f"{r['simgrid_wall']:.2f} s ({r['simgrid_events_per_s']:.3g} a second)"
+    say(f"largest difference: {r['max_abs_difference_pct']:.2f} %; all {r['events']:,} "
+        f"events: the engine {engine}, SimGrid {simgrid}")  # fmt: skip
     return r
 
 

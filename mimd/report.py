@@ -380,7 +380,11 @@ def _simgrid(part: str, *, quick: bool, backend: str, echo) -> dict:
             ],
         )
     )
-    echo(f"largest difference: {r['max_abs_difference_pct']:.2f} %")
+    echo(
+        f"largest difference: {r['max_abs_difference_pct']:.2f} %; all {r['events']:,} events: "
+        f"the engine {r['engine_events_per_s']:.3g} a second, SimGrid "
+        f"{r['simgrid_events_per_s']:.3g}"
+    )
     return r
 
 
