@@ -182,7 +182,7 @@ def new_state(costs, owners, bundle, prm, offsets, phases, seed, capacity):
     ti[:, T_BSIZE] = 1
     ti[:, T_RUNNER] = -1
     mf = np.zeros((m_rows, 8))
-    mi = np.zeros((m_rows, 14), dtype=np.int64)
+    mi = np.zeros((m_rows, 16), dtype=np.int64)
     mi[:, 0] = np.arange(1, m_rows + 1)  # the free list, through the first column
     mi[-1, 0] = -1
     links = 4 * p
@@ -190,7 +190,7 @@ def new_state(costs, owners, bundle, prm, offsets, phases, seed, capacity):
     li = np.zeros((links, 5), dtype=np.int64)
     li[:, 4] = -1  # no message booked alone
     cf = np.zeros((m_rows, 3))
-    ci = np.zeros((m_rows, 9), dtype=np.int64)
+    ci = np.zeros((m_rows, 10), dtype=np.int64)
     ci[:, 6] = np.arange(1, m_rows + 1)  # the free list of components
     ci[-1, 6] = -1
     gi = np.zeros(NGI, dtype=np.int64)

@@ -45,6 +45,13 @@ from .engine_kernels import (
     system_work,
     take_head,
 )
+from .flow_kernels import (
+    M_AUX,
+    M_DST,
+    M_KIND,
+    M_PAYLOAD,
+    M_SRC,
+)
 from .network_kernels import (
     K_ASK,
     K_CHECK,
@@ -53,11 +60,6 @@ from .network_kernels import (
     K_REPLY,
     K_REQUEST,
     K_TASK,
-    M_AUX,
-    M_DST,
-    M_KIND,
-    M_PAYLOAD,
-    M_SRC,
     control,
     give,
     send,

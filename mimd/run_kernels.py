@@ -44,12 +44,14 @@ from .engine_kernels import (
     push,
     version,
 )
-from .network_kernels import (
+from .flow_kernels import (
     C_VER,
     M_PAYLOAD,
+    finish,
+)
+from .network_kernels import (
     arrived,
     arrived_alone,
-    finish,
     free_message,
     join,
     next_hop,
@@ -159,8 +161,8 @@ def arrivals(s, src, dst, nbytes, leave, out):
 
 
 #: The files of the engine: a cached compilation is made again when any of them changes.
-SOURCES = ("engine_kernels", "network_kernels", "policy_kernels", "gradient_kernels",
-           "run_kernels", "policies/base")  # fmt: skip
+SOURCES = ("engine_kernels", "flow_kernels", "network_kernels", "policy_kernels",
+           "gradient_kernels", "run_kernels", "policies/base")  # fmt: skip
 
 
 def source_digest() -> str:

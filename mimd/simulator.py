@@ -204,7 +204,7 @@ def _run(costs, policy, network, start, max_events, progress=None):
 
 def _result(state, policy, network, app, wall) -> SimResult:
     from . import engine_kernels as ek
-    from .network_kernels import L_BUSY, L_N, L_SINCE
+    from .flow_kernels import L_BUSY, L_N, L_SINCE
 
     s = state
     finish = s.tf[:, ek.T_FINISH].copy()

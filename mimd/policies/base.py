@@ -68,13 +68,15 @@ class Policy:
     :mod:`mimd.gradient_kernels`) carry out its steps; :meth:`engine_parameters` hands
     them its fields. The base's protocol does nothing: it is :class:`NoBalancing`.
 
-    To add a policy: a code in :mod:`mimd.engine_kernels`, its steps in the handlers
-    (what a processor does when it runs dry, when each of its messages arrives, when its
-    polling thread wakes; :func:`mimd.policy_kernels.dispatch` and
-    :func:`~mimd.policy_kernels.deliver` name the places), a subclass here with
-    ``@dataclass(frozen=True)`` that sets ``name`` and ``code`` (and
-    ``default_placement`` if the tasks should start elsewhere than in blocks), listed in
-    :data:`mimd.POLICIES`, which ``simd-emu bench mimd`` compares on the same task sets.
+    To add a policy: a code in :mod:`mimd.policies.base` (``NONE``, ``FARMER``, ...), its
+    steps in the engine's handlers (what a processor does when it runs dry, when each of its
+    messages arrives, when its polling thread wakes; :func:`mimd.policy_kernels.dispatch`
+    and :func:`~mimd.policy_kernels.deliver` name the places), a subclass here with
+    ``@dataclass(frozen=True)`` that sets ``name`` and ``code`` (and ``default_placement``
+    if the tasks should start elsewhere than in blocks), listed in :data:`mimd.POLICIES`,
+    which ``simd-emu bench mimd`` compares on the same task sets; and the same policy as
+    SimGrid actors (:mod:`mimd.simgrid_policies`), so that the tests can check the engine's
+    run against SimGrid's.
 
     Examples
     --------

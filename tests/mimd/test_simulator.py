@@ -159,3 +159,26 @@ def test_a_run_out_of_rows_is_made_again_larger(monkeypatch):
     monkeypatch.setattr(sim, "_capacity", lambda n, p, k: (8, 8))
     got = simulate(costs, Diffusion(), processors=16, placement="block")
     assert got.makespan == want.makespan and got.runner.tolist() == want.runner.tolist()
+
+
+def test_the_compiled_engine_loads_from_numbas_cache_in_a_new_process():
+    # a new process loads the engine Numba cached (functions that call one another in a
+    # circle compile, but crash when loaded from the cache): twice, so that the second
+    # loads what the first compiled or loaded
+    import subprocess
+    import sys
+
+    code = (
+        "from mimd import Diffusion, Farmer, Network, simulate, workload\n"
+        "print(simulate([1.0] * 8, Farmer(), processors=4).makespan)\n"
+        "net = Network.cluster(16)\n"
+        "print(simulate(workload('step', 16, 4), Diffusion(), network=net).runs.sum())\n"
+    )
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=600, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.split() == [
+            f"{simulate([1.0] * 8, Farmer(), processors=4).makespan}",
+            "64",
+        ]
