@@ -128,7 +128,7 @@ def run(
     Parameters
     ----------
     quick : bool
-        Smaller sweeps (about a minute of CPU time).
+        Smaller sweeps (seconds).
     parts : str or tuple of str, optional
         One or several of :data:`PARTS` (default all).
     out : path, optional
