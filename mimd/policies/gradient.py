@@ -1,6 +1,6 @@
 """The Gradient Model and the Extended Gradient (Muniz & Zaluska sections 4.1, 4.2, 5 and
-6.1): a pressure surface propagated by mesh shifts, a spawn tree placed down it, and the
-Extended Gradient's check-and-reserve handshakes."""
+6.1): a pressure surface propagated one hop per status update, a spawn tree placed down it,
+and the Extended Gradient's check-and-reserve handshakes."""
 
 from __future__ import annotations
 
@@ -22,12 +22,13 @@ class GradientModel(Policy):
     queue is empty, over-loaded when busyness ``> high`` and it has queued work. Its
     pressure is 0 when light, else one more than the smallest pressure of its four torus
     neighbours (capped at the diameter + 1), so the distance to the nearest light
-    processor propagates one hop per interval (mesh shifts).
+    processor propagates one hop per interval.
     A heavily loaded processor sends one unit of work per interval to its neighbour of
     least pressure when that is below its own: work flows down the gradient hop by hop,
     with no check that the target is still light (the overflow effect). Spawning is not
-    rate-limited: a busy processor holding a spawn bundle places half of it at once
-    (``spawn`` seconds of its CPU per placement), down its current gradient.
+    rate-limited: a busy processor holding a spawn bundle places half of it down its
+    current gradient, then half of what is left, and so on, one placement after the other
+    (``spawn`` seconds of its CPU each, then packing and the start-up).
 
     Muniz & Zaluska gives neither the interval nor the averaging window; the defaults (status every
     1 s, busyness averaged over 2 s, against tasks of 0.3-10 s) are our choice for its
@@ -77,7 +78,9 @@ class ExtendedGradient(GradientModel):
     processor asks that processor directly (routed, any distance) to confirm it is still
     light and to reserve itself (check-and-reserve handshake, ``process`` seconds on the
     target); only on a yes is the work sent, straight to it. Several sources asking one
-    target in the same instant: the lowest processor id wins, the others are refused.
+    target: the first request to arrive wins, the others are refused. A source asks when it
+    starts a task, when work reaches it and after each status update; a refused one waits
+    for the next update.
     """
 
     process: float = 2e-4
