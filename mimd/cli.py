@@ -62,9 +62,7 @@ def _bench_subparsers(subparsers) -> argparse._SubParsersAction:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``bench mimd`` (shared with ``bench/mimd.py``)."""
-    p.add_argument(
-        "--quick", action="store_true", help="smaller sweeps (seconds)"
-    )
+    p.add_argument("--quick", action="store_true", help="smaller sweeps (seconds)")
     p.add_argument(
         "--only",
         default="",
