@@ -1,11 +1,11 @@
-"""MIMD load-balancing baselines (seeds 001 and 002) against the scan-based balancers.
+"""MIMD load-balancing baselines against the scan-based balancers.
 
-Muniz & Zaluska Table 1 in form (ray tracer on a 4x4 transputer torus: farmer, Gradient Model,
-Extended Gradient, single-processor control run), Barker & Chrisochoides' Figure 1 in form
-(bi-modal model against simulated Diffusion), Figures 2 and 3 (parametric studies, PNG), one table
-of MIMD policies next to the cost-effective SIMD balancer on the same task sets (synthetic, the ray
-tracer, and the renderer's real per-polygon scan-line workload), and the wall time of a
-4096-processor x 100,000-task simulation.
+The runs of Muniz & Zaluska's Table 1 (ray tracer on a 4x4 transputer torus: farmer, Gradient
+Model, Extended Gradient, single-processor control run), of Barker & Chrisochoides' Figure 1
+(bi-modal model against simulated Diffusion) and Figures 2 and 3 (parametric studies, PNG), one
+table of MIMD policies next to the cost-effective SIMD balancer on the same task sets (synthetic,
+the ray tracer, and the renderer's real per-polygon scan-line workload), the simulation's speed
+at 4096 processors x 100,000 tasks, and on request (``--only simgrid``) the engine beside SimGrid.
 
 Run ``python -m bench.mimd [--quick] [--only table1,figure1,...] [--backend numpy|cupy|auto]
 [--out DIR | --save]`` (the backend is the SIMD machine's for the scale part). Results

@@ -91,38 +91,64 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      "redistribution in iterations (default: measured as it runs)")  # fmt: skip
     run.add_argument("--mimd-task-seconds", type=float, default=1e-2, help="a task's time on "
                      "the MIMD cluster (0.01)")  # fmt: skip
-    run.add_argument("--backend", choices=("numpy", "cupy", "auto"), default="numpy")
+    run.add_argument("--backend", choices=("numpy", "cupy", "auto"), default="numpy",
+                     help="the array backend the emulated machines run on (numpy); the model "
+                     "times are the same on every backend, the wall times are not")  # fmt: skip
     what = p.add_argument_group("the what-if and the outputs")
     what.add_argument("--sweep", metavar="KINDS", help="scale scan, shift, router (or "
                       "scan+shift) costs, one at a time")  # fmt: skip
     what.add_argument("--sweep-machine", help="the preset scaled (default mp1 for a grid, "
                       "cm5_calibrated otherwise)")  # fmt: skip
-    what.add_argument("--factors", default="1/16,1/8,1/4,1/2,1,2,4,8,16", metavar="LIST")
+    what.add_argument("--factors", default="1/16,1/8,1/4,1/2,1,2,4,8,16", metavar="LIST",
+                      help="the factors of the preset's costs the what-if runs at "
+                      "(1/16,1/8,1/4,1/2,1,2,4,8,16)")  # fmt: skip
     what.add_argument("--json", metavar="FILE", help="write the results to FILE (.json)")
     what.add_argument("--plots", metavar="DIR", help="write the pictures to DIR")
     what.add_argument("--force", action="store_true", help="replace output files that exist")
-    what.add_argument("--no-progress", action="store_true", help="no progress bar")
+    what.add_argument("--quiet", action="store_true", help="no progress bar (there is none "
+                      "either when stderr is not a terminal)")  # fmt: skip
 
 
 def run_args(args: argparse.Namespace, prog: str = "simd-emu bench balance") -> int:
-    """Run the benchmark with parsed options; returns the exit status."""
+    """Run the benchmark with parsed options; returns the exit status: 0, 2 for a bad
+    option or workload (one line, before any run), 130 when interrupted (Ctrl-C: the
+    rows done are kept in ``--json``)."""
     from simd.errors import SimdError
+    from simd.launch import launched_rank, world
     from simd.outputs import OutputError, announce_replace
+
+    from .balance_runner import Progress, Runner
+
+    def fail(exc: object) -> int:
+        if launched_rank() == 0:  # one line, from rank 0 only
+            print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
 
     try:
         job = _Job(args)
-        announce_replace(job.check_outputs(), force=args.force)
-    except (ValueError, OutputError, SimdError) as exc:  # SimdError: a backend not here
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
+        files = job.check_outputs()
+        # every rank applies the rule (the files are the same for all), rank 0 says it
+        say = print if launched_rank() == 0 else (lambda line: None)
+        announce_replace(files, force=args.force, echo=say)
+        comm = world()
+    except (ValueError, RuntimeError, OutputError, SimdError) as exc:  # SimdError: a backend
+        return fail(exc)
+    runner = Runner(comm, Progress(quiet=args.quiet or launched_rank() > 0))
+    interrupted = False
     try:
-        job.load_render()
+        job.load_render(runner)
+        job.run(runner)
     except (ValueError, OSError) as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
-    job.run()
-    job.write()
-    return 0
+        runner.progress.close()
+        return fail(exc)
+    except KeyboardInterrupt:
+        interrupted = True
+    runner.progress.close()
+    if runner.root:
+        if interrupted:
+            print(f"{prog}: interrupted", file=sys.stderr)
+        job.write(interrupted)
+    return 130 if interrupted else 0
 
 
 def _split(text: str | None) -> list[str]:
@@ -237,28 +263,45 @@ class _Job:
         )
 
     def plan(self, source: Any) -> Any:
-        """The source's comparison, its options checked (no run yet)."""
+        """The source's comparison, its options checked (no run yet); its MIMD simulations
+        checked to fit in memory."""
         from simd.balance.comparison import plan_comparison
 
-        from .balance_baselines import MAX_TASKS, baselines
+        from .balance_baselines import baselines, check_memory
 
         mimd = []
         if source.counts.ndim == 1 and (self.mimd is None or self.mimd):
-            if source.counts.sum() > MAX_TASKS:
-                print(
-                    f"{source.name}: {int(source.counts.sum()):,} tasks, more than the MIMD "
-                    f"simulation takes ({MAX_TASKS:,}): no MIMD baselines"
-                )
-            else:
-                mimd = baselines(self.mimd, self.args.mimd_task_seconds)
-        return plan_comparison(
+            mimd = baselines(self.mimd, self.args.mimd_task_seconds)
+        plan = plan_comparison(
             source.counts,
             name=source.name,
             processors=source.processors,
             machines=self.machines,
             balancers=self.simd,
             every=self.every,
+            task_cost=self.args.task_cost,
+            overestimate=self.args.overestimate,
+            backend=self.args.backend,
             baselines=mimd,
+        )
+        if mimd:
+            check_memory(int(plan.counts.sum()), plan.shape[0], source.name)
+        return plan
+
+    def sweep_plan(self, source: Any, plan: Any) -> Any:
+        """The source's what-if, its options checked (no run yet)."""
+        from simd.balance.whatif import plan_sweep
+
+        return plan_sweep(
+            plan.counts,
+            name=source.name,
+            processors=source.processors,
+            machine=self.sweep_machine(source),
+            kinds=self.kinds,
+            factors=self.factors,
+            every=self.every,
+            task_cost=self.args.task_cost,
+            backend=self.args.backend,
         )
 
     def sweep_machine(self, source: Any) -> str:
@@ -297,6 +340,8 @@ class _Job:
                 if part not in KINDS:
                     raise ValueError(f"--sweep: unknown kind {part!r}; choose from scan, shift, "
                                      "router (or join them: scan+shift)")  # fmt: skip
+        self.sweep_plans = [self.sweep_plan(s, p) if self.kinds else None
+                            for s, p in zip(self.sources, self.plans, strict=True)]  # fmt: skip
         files = []
         if self.args.json:
             files.append(check_output_file(self.args.json, (".json",), example="balance.json"))
@@ -306,8 +351,9 @@ class _Job:
                 files += [folder / n for n in self.picture_names(*picture)]
         return files
 
-    def load_render(self) -> None:
-        """The renderer's workload, measured on its frame (after the outputs' checks)."""
+    def load_render(self, runner: Any) -> None:
+        """The renderer's workload, measured on its frame (after the outputs' checks) by
+        rank 0 and shared with the others."""
         args = self.args
         if not args.render:
             return
@@ -319,60 +365,56 @@ class _Job:
             raise ValueError(f"--view: {args.view!r} is not two angles (45,45)") from None
         if len(view) != 2:
             raise ValueError(f"--view: {args.view!r} is not two angles (45,45)")
-        source = render_source(
-            args.render,
-            size=args.size,
-            view=view,
-            magnification=args.magnification,
-            image=args.image,
-            loop=args.loop,
-            processors=self.render_pes,
-        )
+        source = None
+        if runner.root:
+            source = render_source(args.render, size=args.size, view=view,
+                                   magnification=args.magnification, image=args.image,
+                                   loop=args.loop, processors=self.render_pes)  # fmt: skip
+        source = runner.share(source)
         self.sources = [source]
         self.plans = [self.plan(source)]
+        self.sweep_plans = [self.sweep_plan(source, self.plans[0]) if self.kinds else None]
 
-    def run(self) -> None:
-        """Every comparison (and what-if), each table printed as it is done."""
-        from simd.balance.comparison import compare
-        from simd.balance.whatif import sweep
+    def run(self, runner: Any) -> None:
+        """Every comparison and what-if, each row printed as soon as it is known."""
+        say = runner.progress.write if runner.root else (lambda text: None)
+        for source, plan, sweep_plan in zip(self.sources, self.plans, self.sweep_plans,
+                                            strict=True):  # fmt: skip
+            self.compare(runner, source, plan, say)
+            if sweep_plan is not None:
+                self.what_if(runner, sweep_plan, say)
 
-        args = self.args
-        bar = _Progress(sum(p.runs for p in self.plans), not args.no_progress)
-        for source, plan in zip(self.sources, self.plans, strict=True):
-            result = compare(
-                plan.counts,
-                name=source.name,
-                processors=source.processors,
-                machines=self.machines,
-                balancers=plan.balancers,
-                every=self.every,
-                task_cost=args.task_cost,
-                overestimate=args.overestimate,
-                backend=args.backend,
-                baselines=plan.baselines,
-                progress=bar,
-            )
-            bar.write(_describe(source) + "\n" + result.table() + "\n")
-            self.comparisons.append(result)
-            if self.kinds:
-                s = sweep(
-                    plan.counts,
-                    name=source.name,
-                    processors=source.processors,
-                    machine=self.sweep_machine(source),
-                    kinds=self.kinds,
-                    factors=self.factors,
-                    every=self.every,
-                    task_cost=args.task_cost,
-                    backend=args.backend,
-                    progress=bar.note,
-                )
-                bar.write(s.table() + "\n")
-                self.sweeps.append(s)
-        bar.close()
+    def compare(self, runner: Any, source: Any, plan: Any, say: Any) -> None:
+        from simd.balance.comparison import Comparison, with_speedups
 
-    def write(self) -> None:
-        """The JSON and the pictures, all written or none."""
+        layout = plan.table()
+        say(_describe(source))
+        say(layout.header())
+        comparison = Comparison([], layout)
+        self.comparisons.append(comparison)
+
+        def row(i: int, run: Any) -> None:
+            comparison.runs.append(run)
+            with_speedups(comparison.runs)
+            say(layout.row(run))
+
+        runner.run(plan.jobs(), row)
+        say("")
+
+    def what_if(self, runner: Any, plan: Any, say: Any) -> None:
+        say(plan.describe())
+        first = runner.share(runner.run(plan.first_jobs()))
+        second = runner.run(plan.second_jobs(first))
+        if runner.root:
+            s = plan.sweep(first, second)
+            self.sweeps.append(s)
+            for kind in s.kinds:
+                for line in s.rows(kind):
+                    say(line)
+        say("")
+
+    def write(self, interrupted: bool) -> None:
+        """The JSON and (unless interrupted) the pictures, all written or none."""
         from simd.outputs import StagedOutputs
 
         from .balance_plots import plot_runs, plot_sweep
@@ -380,9 +422,9 @@ class _Job:
         args = self.args
         with StagedOutputs() as stage:
             if args.json:
-                text = json.dumps(self.results(), indent=1, default=_plain)
+                text = json.dumps(self.results(interrupted), indent=1, default=_plain)
                 stage.path(args.json).write_text(text, encoding="utf-8")
-            if args.plots:
+            if args.plots and not interrupted:
                 folder = Path(args.plots)
                 sweeps = iter(self.sweeps)
                 for source, plan, result in zip(
@@ -395,18 +437,22 @@ class _Job:
                     plot_runs(result, stage.path(folder / names[0]), title)
                     if self.kinds:
                         plot_sweep(next(sweeps), stage.path(folder / names[1]))
-        for path in [args.json] if args.json else []:
-            print(f"wrote {path}")
+        if args.json:
+            kept = sum(len(c) for c in self.comparisons)
+            print(f"wrote {args.json}" + (f" ({kept} runs done before the interruption)"
+                                          if interrupted else ""))  # fmt: skip
         if args.plots:
-            print(f"wrote the pictures to {args.plots}")
+            print(
+                "no pictures: interrupted" if interrupted else f"wrote the pictures to {args.plots}"
+            )
 
-    def results(self) -> dict[str, Any]:
-        """The JSON: the environment, the options, every workload's runs and what-ifs."""
+    def results(self, interrupted: bool = False) -> dict[str, Any]:
+        """The JSON: the environment, the user's options, every workload's runs and
+        what-ifs (as far as they went, if interrupted)."""
         from simd.info import environment
 
-        args = self.args
         workloads = []
-        for source, result in zip(self.sources, self.comparisons, strict=True):
+        for source, result in zip(self.sources, self.comparisons, strict=False):
             counts = source.counts
             summary = {
                 f"{r.machine}/{r.balancer}": {
@@ -420,7 +466,7 @@ class _Job:
                 {
                     "name": source.name,
                     "shape": list(counts.shape),
-                    "processors": result.runs[0].processors,
+                    "processors": result.runs[0].processors if result.runs else None,
                     "tasks": int(counts.sum()),
                     "max": int(counts.max()),
                     "mean": float(counts.mean()),
@@ -428,14 +474,31 @@ class _Job:
                     "runs": result.to_dict()["runs"],
                 }
             )
-        options = {k: v for k, v in vars(args).items() if k != "func"}
         return {
             "benchmark": "balance",
             "environment": environment(),
-            "options": options,
+            "options": user_options(self.args),
+            "interrupted": interrupted,
             "workloads": workloads,
             "sweeps": [s.to_dict() for s in self.sweeps],
         }
+
+
+def user_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``bench balance`` the user could give, from ``args`` (not what the
+    command line's machinery keeps beside them).
+
+    >>> p = argparse.ArgumentParser()
+    >>> add_arguments(p)
+    >>> args = p.parse_args(["--family", "zipf"])
+    >>> args.func = print
+    >>> sorted(user_options(args))[:3], "func" in user_options(args)
+    (['backend', 'balancers', 'every'], False)
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    names = {a.dest for a in parser._actions}
+    return {k: v for k, v in vars(args).items() if k in names}
 
 
 def _describe(source: Any) -> str:
@@ -453,42 +516,3 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return value.tolist()
     return str(value)
-
-
-class _Progress:
-    """A tqdm bar over the runs (none without a terminal or with ``--no-progress``); the
-    tables are written through it so that they do not break the bar."""
-
-    def __init__(self, total: int, show: bool) -> None:
-        self.bar = None
-        if show:
-            try:
-                from tqdm.auto import tqdm
-
-                self.bar = tqdm(total=total, unit="run", leave=False, disable=None)
-            except ImportError:  # pragma: no cover - tqdm is in the data extra
-                self.bar = None
-        self.started = False
-
-    def __call__(self, line: str) -> None:
-        """Before a run: the last one is done."""
-        if self.bar is not None:
-            if self.started:
-                self.bar.update(1)
-            self.bar.set_description_str(line[:60])
-        self.started = True
-
-    def note(self, line: str) -> None:
-        if self.bar is not None:
-            self.bar.set_description_str(line[:60])
-
-    def write(self, text: str) -> None:
-        if self.bar is not None and not self.bar.disable:
-            self.bar.write(text)
-        else:
-            print(text, flush=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.update(1 if self.started else 0)
-            self.bar.close()

@@ -17,20 +17,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["register", "add_arguments", "result_files", "run_args", "main"]
+__all__ = ["register", "add_arguments", "result_files", "run_args", "main", "warm_up"]
 
 #: Packages the command imports, by the extra that installs them (checked by simd.cli).
 REQUIRES = {"data": ("matplotlib",)}
 
 DESCRIPTION = (
-    "Load balancing on MIMD machines (message passing) next to the SIMD balancer. Runs, "
-    "in form, the ray tracer on a 4x4 transputer torus of Table 1 of Muniz and Zaluska "
+    "Load balancing on MIMD machines (message passing) next to the SIMD balancer. Runs "
+    "the ray tracer on a 4x4 transputer torus of Table 1 of Muniz and Zaluska "
     "(farmer, Gradient Model, Extended Gradient); the farmer's scaling from 4x4 to 32x32 "
     "processors with links as shared resources; how the Gradient Models depend on their "
     "status interval; Figures 1 to 3 of Barker and Chrisochoides' bi-modal model against "
     "simulated Diffusion; the MIMD policies next to the cost-effective SIMD balancer on "
     "the same task sets (synthetic, the ray tracer, the renderer's scan lines); and the "
-    "wall time of a 4096-processor, 100,000-task simulation. Prints tables and writes "
+    "simulation's speed at 4096 processors and 100,000 tasks. With --only simgrid, the "
+    "engine beside SimGrid on fine-grained task sets. Prints tables and writes "
     "mimd.json (mimd-quick.json with --quick) and PNG plots to the current folder or "
     "--out DIR; a file that exists is replaced only with --force."
 )
@@ -61,15 +62,14 @@ def _bench_subparsers(subparsers) -> argparse._SubParsersAction:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``bench mimd`` (shared with ``bench/mimd.py``)."""
-    p.add_argument(
-        "--quick", action="store_true", help="smaller sweeps (about a minute of CPU time)"
-    )
+    p.add_argument("--quick", action="store_true", help="smaller sweeps (seconds)")
     p.add_argument(
         "--only",
         default="",
         metavar="PARTS",
         help="comma-separated parts: table1, farmer, gradient, figure1, figure2, figure3, "
-        "compare, scale",
+        "compare, scale (the default: all these), and simgrid (the engine beside SimGrid, "
+        "which must be installed)",
     )
     p.add_argument(
         "--out",
@@ -83,7 +83,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--backend",
         choices=("numpy", "cupy", "auto"),
         default="numpy",
-        help="SIMD machine backend of the scale part (default numpy; the rest runs on NumPy)",
+        help="backend of the SIMD machine that runs the balanced loops of the compare part "
+        "(default numpy)",
     )
 
 
@@ -110,7 +111,7 @@ def run_args(args: argparse.Namespace, prog: str = "simd-emu bench mimd") -> int
     from simd.errors import BackendUnavailableError
     from simd.outputs import OutputError, announce_replace, check_output_folder
 
-    from .report import PARTS
+    from .report import ALL_PARTS
 
     def fail(problem: object) -> int:
         print(f"{prog}: {problem}", file=sys.stderr)
@@ -119,16 +120,23 @@ def run_args(args: argparse.Namespace, prog: str = "simd-emu bench mimd") -> int
     parts = None
     if args.only:
         parts = tuple(p.strip() for p in args.only.split(",") if p.strip())
-        bad = [p for p in parts if p not in PARTS]
+        bad = [p for p in parts if p not in ALL_PARTS]
         if bad:
-            return fail(f"unknown part(s) {bad}; choose from {PARTS}")
+            return fail(f"unknown part(s) {bad}; choose from {ALL_PARTS}")
         if not parts:
-            return fail(f"--only names no part; choose from {PARTS}")
-    if parts is None or "scale" in parts:
-        try:  # before any work: the scale part would find out only after the others
+            return fail(f"--only names no part; choose from {ALL_PARTS}")
+    if parts is None or "compare" in parts:
+        try:  # before any work: the compare part would find out only after the others
             resolve_backend(args.backend)
         except (BackendUnavailableError, ValueError) as exc:
             return fail(exc)
+    if parts is not None and "simgrid" in parts:
+        from .on_simgrid import SimGridMissing, require
+
+        try:
+            require()
+        except SimGridMissing as exc:
+            return fail(f"{exc}; or leave out --only simgrid")
     try:
         out = check_output_folder(args.out)
         files = result_files(out, quick=args.quick, parts=parts, plots=not args.no_plots)
@@ -191,6 +199,16 @@ def _register_balance(sub) -> None:
     )
     balance_arguments(p)
     p.set_defaults(func=_run_balance)
+
+
+def warm_up(backend: str) -> str:
+    """``simd-emu warmup``'s part for the benchmarks: the MIMD engine compiled (once per
+    install; Numba keeps it in its cache) by a small simulation of every policy."""
+    from . import POLICIES, Network, simulate
+
+    for policy in POLICIES.values():
+        simulate([1e-2] * 8, policy(), network=Network.cluster(4))
+    return "the MIMD simulation engine"
 
 
 def main(argv: list[str] | None = None) -> int:

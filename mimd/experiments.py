@@ -2,7 +2,7 @@
 
 Muniz & Zaluska Table 1 (:func:`table1`), the farmer's scaling with links as resources
 (:func:`farmer_scaling`) and the status-interval sensitivity (:func:`gradient_sensitivity`),
-Barker & Chrisochoides' Figure 1 (:func:`figure1`) and Figures 2 and 3 (:func:`parametric`),
+Barker & Chrisochoides Figure 1 (:func:`figure1`) and Figures 2 and 3 (:func:`parametric`),
 MIMD policies next to the SIMD balancer (:func:`compare`, with the renderer's workload from
 :func:`render_workload`) and the scale run (:func:`scale`).
 :mod:`mimd.report` prints them and writes the JSON; :mod:`mimd.plots` draws them.
@@ -44,7 +44,7 @@ __all__ = [
 
 # --------------------------------------------------------------------------- Muniz & Zaluska
 def table1(*, quick: bool = False, machine=None) -> dict:
-    """Muniz & Zaluska Table 1 in form on the measured ray-tracing workload.
+    """The runs of Muniz & Zaluska's Table 1 on the measured ray-tracing workload.
 
     Every run twice: links as resources (``time``, ``utilisation``) and without contention
     (``time_free``, ``utilisation_free``), the model before links were modelled.
@@ -147,7 +147,7 @@ def farmer_scaling(*, quick: bool = False, tasks_per_proc: int = 4) -> dict:
                         "link_bound_per_s": 4.0 / hold,
                         "link_busy_max_pct": 100.0 * r.extra["link_busy_max"] / r.makespan,
                         "all_once": bool(np.all(r.runs == 1)),
-                        "ticks": r.ticks,
+                        "events": r.events,
                         "wall": r.wall,
                     }
                 )
@@ -187,7 +187,7 @@ def gradient_sensitivity(*, quick: bool = False) -> dict:
     return {"rows": rows}
 
 
-# --------------------------------------------------------------------------- Barker & Chrisochoides
+# ------------------------------------------------------------------ Barker & Chrisochoides
 def _validate_point(name, p, k, *, quantum=0.01, seed=0):
     costs = workload(name, p, k)
     net = Network.cluster(p)
@@ -199,7 +199,7 @@ def _validate_point(name, p, k, *, quantum=0.01, seed=0):
 
 
 def figure1(*, quick: bool = False) -> dict:
-    """Barker & Chrisochoides' Figure 1 in form: model against simulation, Diffusion."""
+    """The runs of Barker & Chrisochoides' Figure 1: model against simulation, Diffusion."""
     rows = []
     ks = (2, 4, 8, 16)
     for name in ("linear-2", "linear-4", "step"):
@@ -248,7 +248,7 @@ def figure1(*, quick: bool = False) -> dict:
 
 
 def parametric(kind: str = "bimodal", *, quick: bool = False, simulate_upto: int = 64) -> dict:
-    """Barker & Chrisochoides' Figure 2 (``bimodal``) or Figure 3 (``linear``) in form.
+    """The runs of Barker & Chrisochoides' Figure 2 (``bimodal``) or Figure 3 (``linear``).
 
     Model predictions over tasks per processor, polling quantum and neighbourhood size for
     three processor counts; simulated points for machines up to ``simulate_upto``.
@@ -365,6 +365,7 @@ def _simd_loop(
     units: int,
     task_cost: float,
     workload: np.ndarray | None = None,
+    backend: str = "numpy",
 ) -> dict:
     """Run the task set as a balanced loop on the SIMD machine (Ahrens & Hansen 1995).
 
@@ -379,7 +380,7 @@ def _simd_loop(
         wl = np.maximum(1, np.round(costs / unit)).astype(np.int64)
     else:
         wl = np.asarray(workload, dtype=np.int64)
-    m = Machine(pes=p, backend="numpy")
+    m = Machine(pes=p, backend=backend)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # calibration warnings of a first run
         r = run_loop(
@@ -399,10 +400,11 @@ def compare(
     units: int = 32,
     task_cost: float = 1e4,
     sets: list[tuple[str, int, int]] | None = None,
+    backend: str = "numpy",
 ) -> dict:
     """MIMD policies and the SIMD cost-effective balancer on the same task sets.
 
-    MIMD: simulated makespan on a cluster network (after Barker & Chrisochoides' cluster), tasks
+    MIMD: simulated makespan on a cluster network (Barker & Chrisochoides costs), tasks
     placed in blocks (the farmer holds them all); utilisation = work / (P * makespan). SIMD: each
     task is a datum whose workload is its cost in units of ``max cost / units`` (at least one), run
     by
@@ -456,7 +458,7 @@ def compare(
             row[f"{pol.name}:speedup"] = base / r.makespan
         orig = None
         for form in ("original", "cost-effective", "expand"):
-            s = _simd_loop(costs, p, form, units, task_cost, workload=lines)
+            s = _simd_loop(costs, p, form, units, task_cost, workload=lines, backend=backend)
             if orig is None:
                 orig = s["cycles"]
             row[f"simd-{form}:util"] = s["utilisation"]
@@ -474,14 +476,12 @@ def compare(
     }
 
 
-def scale(*, quick: bool = False, backend: str = "numpy", progress=None) -> dict:
-    """Wall time of the simulation at 4096 processors x 100,000 tasks on this host.
+def scale(*, quick: bool = False, progress=None) -> dict:
+    """The engine's speed on this host: every policy at 4096 processors x 100,000 tasks
+    (1024 x 25,000, Diffusion only, with ``quick``), its events and events a second.
 
-    ``backend``: the SIMD machine's backend ("numpy", "cupy" or "auto"); ``progress``: a
-    callable given one line of text before each policy's run (they take seconds each).
+    ``progress``: a callable given one line of text before each policy's run.
     """
-    from simd import Machine
-
     p, n = (1024, 25_000) if quick else (4096, 100_000)
     costs = linear(n, 4.0, total=10.0 * p)
     rows = []
@@ -490,25 +490,18 @@ def scale(*, quick: bool = False, backend: str = "numpy", progress=None) -> dict
         pols = pols[:1]
     net = Network.cluster(p)
     for i, pol in enumerate(pols):
-        machine = Machine(pes=net.shape, backend=backend)
         if progress is not None:
-            progress(f"  scale {i + 1}/{len(pols)}: {pol.name}, {p} x {n} on {machine.backend}")
-        r = simulate(
-            costs,
-            pol,
-            network=net,
-            machine=machine,
-            placement=None if isinstance(pol, Farmer) else "block",
-        )
+            progress(f"  scale {i + 1}/{len(pols)}: {pol.name}, {p} x {n}")
+        r = simulate(costs, pol, network=net, placement=None if pol.name == "farmer" else "block")
         rows.append(
             {
                 "policy": pol.name,
-                "backend": machine.backend,
                 "processors": p,
                 "tasks": n,
                 "makespan": r.makespan,
                 "utilisation": r.utilisation,
-                "ticks": r.ticks,
+                "events": r.events,
+                "events_per_s": r.events / r.wall if r.wall > 0 else None,
                 "wall": r.wall,
                 "all_once": bool(np.all(r.runs == 1)),
             }

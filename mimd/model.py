@@ -37,7 +37,7 @@ given where the bi-modal averaging hides what decides the run time when weights 
 running the head of its block while its tail is donated, and the last task a beta
 processor receives is the first one after that head. For a true two-class task set (step,
 bi-modal) both give the same prediction. Against our simulation (Barker & Chrisochoides
-Figure 1 in form, ``bench mimd``) the mean error of the average prediction is about 5 % for the
+Figure 1's runs, ``bench mimd``) the mean error of the average prediction is about 5 % for the
 paper's model and under 3 % refined.
 """
 
@@ -56,7 +56,7 @@ __all__ = ["BiModal", "bimodal_fit", "ModelParams", "Prediction", "predict"]
 
 @dataclass(frozen=True)
 class BiModal:
-    """Bi-modal approximation of a task set (Barker & Chrisochoides, equations 1-5).
+    """Bi-modal approximation of a task set (Barker & Chrisochoides equations 1-5).
 
     Attributes
     ----------
@@ -83,7 +83,7 @@ class BiModal:
 
 
 def bimodal_fit(weights) -> BiModal:
-    """Choose ``Gamma`` by least squares (Barker & Chrisochoides, equations 1-5).
+    """Choose ``Gamma`` by least squares (Barker & Chrisochoides equations 1-5).
 
     Parameters
     ----------

@@ -13,14 +13,15 @@ The sender's CPU pays the start-up; the rest is wire latency. :meth:`Network.mes
 the whole (start-up included, uncontended); :meth:`Network.wire_time` the part after the
 start-up, which is what the links carry.
 
-Links as resources (``contention=True``, the default): each directed link of the torus
-carries one message at a time, first come first served (:mod:`mimd.links`). Messages follow
-dimension-order routes (rows first, then columns, the shorter way round; a tie of half the
-ring goes the positive way; :meth:`Network.link`). Store-and-forward holds each link of the
-path for ``per_hop + b * per_byte`` in turn; cut-through holds each for ``b * per_byte``, the
-header moving on ``per_hop`` after it entered (virtual cut-through: a blocked message waits
-whole at the node where it is blocked, freeing the links behind it). Without contention both
-give exactly the formulas above; ``contention=False`` keeps the old, link-free behaviour.
+Links shared (``contention=True``, the default): a message's bytes cross its route as
+one flow (cut-through: all its links at once, after its latency) or hop after hop
+(store-and-forward: a flow per hop, each after the hop's latency), and the flows crossing a
+directed link share its bandwidth ``1 / per_byte`` max-min fairly, as SimGrid's network
+models do (:mod:`mimd.network_kernels`; :meth:`Network.arrivals` gives the arrival times of
+messages of your own). Messages follow dimension-order routes (rows first, then columns,
+the shorter way round; a tie of half the ring goes the positive way; :meth:`Network.link`).
+A message alone takes exactly the formulas above; ``contention=False`` gives every message
+that time whatever else is on the wire.
 """
 
 from __future__ import annotations
@@ -78,12 +79,10 @@ class Network:
         CPU time to uninstall and pack a task on the sender, unpack and install it on the
         receiver (Barker & Chrisochoides, section 4.5; measured quantities there, constants
         here).
-    tick : float or None
-        Time step of the simulation; ``None`` takes 1/200 of the mean task time.
     contention : bool
-        Links are resources: a directed link carries one message at a time and messages
-        queue for it (default). ``False``: every message takes :meth:`message_time` whatever
-        else is on the wire (the behaviour before links were modelled).
+        Links are shared: the messages crossing a link share its bandwidth max-min fairly,
+        as SimGrid's do (default; :mod:`mimd.network_kernels`). ``False``: every message
+        takes :meth:`message_time` whatever else is on the wire.
     """
 
     shape: tuple[int, int] = (4, 4)
@@ -95,7 +94,6 @@ class Network:
     request_bytes: int = 16
     pack: float = 1e-4
     unpack: float = 1e-4
-    tick: float | None = None
     contention: bool = True
     _offsets: tuple = field(default=(), repr=False, compare=False)
 
@@ -108,8 +106,6 @@ class Network:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-        if self.tick is not None and not (self.tick > 0 and math.isfinite(self.tick)):
-            raise ValueError(f"tick must be a positive number or None, got {self.tick!r}")
         if self.task_bytes < 0 or self.request_bytes < 0:
             raise ValueError("message sizes must be >= 0 bytes")
 
@@ -259,6 +255,36 @@ class Network:
         order = np.lexsort((dc, dr, d))
         order = order[d[order] > 0]
         return np.stack([dr[order], dc[order]], axis=1)
+
+    def arrivals(self, src, dst, nbytes, leave) -> np.ndarray:
+        """When messages arrive, alone on this network: message ``i`` from processor
+        ``src[i]`` to ``dst[i]`` of ``nbytes[i]`` bytes enters the network at ``leave[i]``
+        (its start-up paid) and shares the links of its route with the others
+        (:mod:`mimd.network_kernels`). Arrays of one shape, or scalars.
+
+        Examples
+        --------
+        >>> net = Network(shape=(1, 4), per_byte=1e-6, per_hop=0.0)
+        >>> net.arrivals([0, 0], [1, 1], 1000, 0.0).tolist()  # one link, shared
+        [0.002, 0.002]
+        """
+        from .engine_kernels import new_state, parameters
+        from .policies import NoBalancing
+        from .run_kernels import compiled
+
+        src, dst, nbytes, leave = np.broadcast_arrays(
+            np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
+            np.asarray(nbytes, dtype=np.float64), np.asarray(leave, dtype=np.float64),
+        )  # fmt: skip
+        if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= self.p):
+            raise ValueError(f"processors lie in 0..{self.p - 1}")
+        prm = parameters(NoBalancing(), self, 0.0)
+        rows = 2 * src.size + 64
+        s = new_state(np.zeros(0), np.zeros(0, dtype=np.int64), False, prm, self.offsets(),
+                      np.zeros(self.p), 0, (rows, 4 * rows))  # fmt: skip
+        out = np.full(src.size, np.nan)
+        compiled("arrivals")(s, src.ravel(), dst.ravel(), nbytes.ravel(), leave.ravel(), out)
+        return out.reshape(src.shape)
 
     def neighbour(self, p, offset, xp=np):
         """Processor reached from ``p`` by the torus offset ``(dr, dc)`` (arrays allowed)."""

@@ -1,5 +1,5 @@
-"""The PNG plots of ``simd-emu bench mimd``: Barker & Chrisochoides' Figures 1, 2 and 3
-in form, and the farmer's scaling with and without link contention."""
+"""The PNG plots of ``simd-emu bench mimd``: the runs of Barker & Chrisochoides' Figures 1,
+2 and 3, and the farmer's scaling with and without link contention."""
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ def _farmer(rows: list[dict], f: Path) -> str:
 
 
 def _figure1(rows: list[dict], f: Path) -> str:
-    """Figure 1 in form: simulated run time against the model's, by tasks per processor."""
+    """Simulated run time against the model's, by tasks per processor (Barker &
+    Chrisochoides' Figure 1's runs)."""
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
@@ -103,7 +104,7 @@ def _figure1(rows: list[dict], f: Path) -> str:
             if j == 0:
                 ax.set_ylabel("run time (s)")
     axes[0, 0].legend()
-    fig.suptitle("Barker & Chrisochoides' Figure 1 in form: Diffusion, model vs simulation")
+    fig.suptitle("Diffusion: run time as the model predicts it and as simulated")
     fig.tight_layout()
     fig.savefig(f, dpi=90)
     plt.close(fig)
@@ -111,8 +112,8 @@ def _figure1(rows: list[dict], f: Path) -> str:
 
 
 def _parametric(res: dict, title: str, f: Path) -> str:
-    """Figure 2 or 3 in form: the model's run time by each parameter, simulated points
-    beside it."""
+    """Barker & Chrisochoides' Figure 2 or 3: the model's run time by each parameter,
+    simulated points beside it."""
     import matplotlib.lines
     import matplotlib.pyplot as plt
     import matplotlib.ticker
@@ -162,7 +163,7 @@ def _parametric(res: dict, title: str, f: Path) -> str:
         labels.append("simulated")
     axes[0, 0].legend(handles, labels, fontsize=8)
     drawn = "model (lines), simulation (circles)" if simulated else "model predictions"
-    fig.suptitle(f"Barker & Chrisochoides' parametric study, {title}: {drawn}")
+    fig.suptitle(f"Barker & Chrisochoides parametric study, {title}: {drawn}")
     fig.tight_layout()
     fig.savefig(f, dpi=80)
     plt.close(fig)

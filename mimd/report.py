@@ -1,15 +1,15 @@
-"""The MIMD benchmark: Muniz & Zaluska's Table 1, Barker & Chrisochoides' Figures 1-3,
+"""The MIMD benchmark: Muniz & Zaluska's Table 1, Barker & Chrisochoides Figures 1-3,
 and MIMD against SIMD balancing.
 
 Run by ``simd-emu bench mimd [--quick]`` and ``python -m bench.mimd [--quick]``. Parts:
 
 ``table1``
-    Muniz & Zaluska Table 1 in form: the height-field ray tracer (150x150 pixels, 64 sub-surfaces,
-    per-sub-surface cost measured by tracing, scaled to the paper's 328 s control run) on a
-    4x4 transputer torus under farmer (original and + VCR), Gradient Model, Extended
-    Gradient and the single-processor farmer control run: time, processor-seconds and
-    utilisation ``100 * T_control / (P * T)`` as the paper defines it; each run with links as
-    resources and without contention (the old model).
+    The runs of Muniz & Zaluska's Table 1: the height-field ray tracer (150x150 pixels,
+    64 sub-surfaces, each sub-surface's cost measured by tracing, scaled to the paper's
+    328 s control run) on a 4x4 transputer torus under the farmer (original and + VCR),
+    the Gradient Model, the Extended Gradient and the single-processor farmer control
+    run: time, processor-seconds and utilisation ``100 * T_control / (P * T)`` as the
+    paper defines it; each run with links shared and without contention.
 ``farmer``
     The farmer's scaling on 4x4 to 32x32 transputer tori with fine (3 ms) and coarse (1 s)
     tasks, with and without link contention: hand-outs a second against the hand-computed
@@ -17,11 +17,11 @@ Run by ``simd-emu bench mimd [--quick]`` and ``python -m bench.mimd [--quick]``.
 ``gradient``
     Sensitivity of GM and EG to the status interval (Muniz & Zaluska do not give it).
 ``figure1``
-    Barker & Chrisochoides' Figure 1 in form: Diffusion on linear-2, linear-4 and step, 32 and
+    The runs of Barker & Chrisochoides' Figure 1: Diffusion on linear-2, linear-4 and step, 32 and
     64 processors, 2 to 16 tasks per processor; simulated time against the model's lower,
     upper and average predictions, with the error of the average.
 ``figure2`` / ``figure3``
-    Barker & Chrisochoides' Figures 2 and 3 in form (model predictions, simulated points
+    Barker & Chrisochoides' Figures 2 and 3 (model predictions, simulated points
     beside them): over-decomposition, polling quantum and neighbourhood size, bi-modal imbalance
     (heavy tasks 50 %, variance 0.5 / 1 / 3) and linear imbalance (mild 1.2x, moderate 2x,
     severe 4x, four application messages per task).
@@ -31,7 +31,10 @@ Run by ``simd-emu bench mimd [--quick]`` and ``python -m bench.mimd [--quick]``.
     the ray tracer, and the renderer's real per-polygon scan-line workload): utilisation and
     speed-up over no balancing on each machine.
 ``scale``
-    4096 processors x 100,000 tasks: wall time of the simulation on this host.
+    4096 processors x 100,000 tasks: the simulation's events, and events a second, on this
+    host.
+``simgrid`` (only with ``--only``)
+    The engine beside SimGrid on fine-grained task sets (:mod:`mimd.engine_check`).
 """
 
 from __future__ import annotations
@@ -57,9 +60,11 @@ from .experiments import (
 )
 from .policies import POLICIES, NoBalancing
 
-__all__ = ["PARTS", "run", "format_table", "output_folder"]
+__all__ = ["ALL_PARTS", "PARTS", "run", "format_table", "output_folder"]
 
 PARTS = ("table1", "farmer", "gradient", "figure1", "figure2", "figure3", "compare", "scale")
+#: The parts run only when asked for (``--only``): SimGrid must be installed.
+ALL_PARTS = (*PARTS, "simgrid")
 
 
 def format_table(rows: list[dict], cols: list[tuple[str, str, str]]) -> str:
@@ -123,7 +128,7 @@ def run(
     Parameters
     ----------
     quick : bool
-        Smaller sweeps (about a minute of CPU time).
+        Smaller sweeps (seconds).
     parts : str or tuple of str, optional
         One or several of :data:`PARTS` (default all).
     out : path, optional
@@ -133,22 +138,20 @@ def run(
     echo : callable
         Where the tables and progress lines go (default ``print``).
     backend : {"numpy", "cupy", "auto"}
-        Backend of the SIMD machine for the ``scale`` part; the other parts are small and
-        run on NumPy.
+        Backend of the SIMD machine that runs the balanced loops of the ``compare`` part.
     """
     if isinstance(parts, str):
         parts = (parts,)
     parts = PARTS if parts is None else tuple(parts)
-    bad = [p for p in parts if p not in PARTS]
+    bad = [p for p in parts if p not in ALL_PARTS]
     if bad:
-        raise ValueError(f"unknown benchmark part(s) {bad}; expected some of {PARTS}")
+        raise ValueError(f"unknown benchmark part(s) {bad}; expected some of {ALL_PARTS}")
     out = output_folder(out)
     tag = "-quick" if quick else ""
     res: dict[str, Any] = {
         "benchmark": "mimd",
         "quick": quick,
-        "backend": "numpy",
-        "scale_backend": backend,
+        "backend": backend,
         "environment": _environment(),
     }
     walls = {}
@@ -171,7 +174,7 @@ def run(
 
 def _table1(part: str, *, quick: bool, backend: str, echo) -> dict:
     r = table1(quick=quick)
-    echo("\nMuniz & Zaluska Table 1 in form: ray tracer 150x150, 64 sub-surfaces, 4x4 torus")
+    echo("\nThe ray tracer of Muniz & Zaluska's Table 1: 150x150, 64 sub-surfaces, 4x4 torus")
     echo(
         f"(task costs measured by tracing, {r['min_task']:.2f}..{r['max_task']:.2f} s;"
         " utilisation = 100 x control time / processor-seconds)"
@@ -251,7 +254,8 @@ def _gradient(part: str, *, quick: bool, backend: str, echo) -> dict:
 def _figure1(part: str, *, quick: bool, backend: str, echo) -> dict:
     r = figure1(quick=quick)
     echo(
-        "\nBarker & Chrisochoides' Figure 1 in form: Diffusion (quantum 10 ms, "
+        "\nDiffusion against Barker & Chrisochoides' model, the runs of their Figure 1 "
+        "(quantum 10 ms, "
         "4 neighbours), "
         "10 s of work per processor"
     )
@@ -295,7 +299,7 @@ def _parametric(part: str, *, quick: bool, backend: str, echo) -> dict:
     e = r.get("model_vs_sim_mean_abs_error_pct")
     npts = sum(len(s["points"]) for s in r["series"])
     echo(
-        f"\nBarker & Chrisochoides' {part} in form ({r['kind']} imbalance): "
+        f"\nBarker & Chrisochoides' {part} ({r['kind']} imbalance): "
         f"{npts} model points"
         + (
             f"; mean |model - sim| {e:.1f} % over the simulated ones"
@@ -307,7 +311,7 @@ def _parametric(part: str, *, quick: bool, backend: str, echo) -> dict:
 
 
 def _compare(part: str, *, quick: bool, backend: str, echo) -> dict:
-    r = compare(quick=quick)
+    r = compare(quick=quick, backend=backend)
     echo(
         "\nMIMD policies vs SIMD balanced loops on the same task sets "
         "(utilisation; speed-up over no balancing in brackets)"
@@ -335,23 +339,51 @@ def _compare(part: str, *, quick: bool, backend: str, echo) -> dict:
 
 
 def _scale(part: str, *, quick: bool, backend: str, echo) -> dict:
-    r = scale(quick=quick, backend=backend, progress=echo)
-    echo("\nScale: simulation wall time on this host")
+    r = scale(quick=quick, progress=echo)
+    echo("\nScale: the simulation's speed on this host")
     echo(
         format_table(
             r["rows"],
             [
                 ("policy", "policy", ""),
-                ("backend", "backend", ""),
                 ("processors", "P", "d"),
                 ("tasks", "tasks", "d"),
                 ("makespan", "makespan s", ".2f"),
                 ("utilisation", "util", ".2f"),
-                ("ticks", "event ticks", "d"),
-                ("wall", "wall s", ".1f"),
+                ("events", "events", "d"),
+                ("events_per_s", "events/s", ".3g"),
+                ("wall", "wall s", ".2f"),
                 ("all_once", "each once", ""),
             ],
         )
+    )
+    return r
+
+
+def _simgrid(part: str, *, quick: bool, backend: str, echo) -> dict:
+    from .engine_check import agreement
+
+    r = agreement(quick=quick, progress=echo)
+    echo("\nThe engine beside SimGrid: makespans on the same task sets (cluster network)")
+    echo(
+        format_table(
+            r["rows"],
+            [
+                ("task_set", "task set", ""),
+                ("policy", "policy", ""),
+                ("engine", "engine s", ".5f"),
+                ("simgrid", "SimGrid s", ".5f"),
+                ("difference_pct", "difference %", "+.2f"),
+                ("events", "events", "d"),
+                ("engine_wall", "engine wall s", ".3f"),
+                ("simgrid_wall", "SimGrid wall s", ".2f"),
+            ],
+        )
+    )
+    echo(
+        f"largest difference: {r['max_abs_difference_pct']:.2f} %; all {r['events']:,} events: "
+        f"the engine {r['engine_events_per_s']:.3g} a second, SimGrid "
+        f"{r['simgrid_events_per_s']:.3g}"
     )
     return r
 
@@ -366,6 +398,7 @@ _PARTS = {
     "figure3": _parametric,
     "compare": _compare,
     "scale": _scale,
+    "simgrid": _simgrid,
 }
 
 

@@ -6,8 +6,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simd.stats import PhaseRecord
-
 __all__ = ["SimResult"]
 
 
@@ -38,11 +36,13 @@ class SimResult:
         Number of units of work moved between processors (tasks or bundles).
     messages : int
         Control messages (requests, replies, handshakes) sent.
-    ticks : int
-        Event ticks simulated.
-    record : simd.PhaseRecord
-        The emulated SIMD machine's phase ``"mimd-simulation"`` that ran the simulation:
-        its instructions, model cycles and wall time (``wall``).
+    events : int
+        Events simulated.
+    wall : float
+        Host seconds the simulation took.
+    extra : dict
+        ``contention`` (links shared), ``link_busy_max`` (the longest time a link carried
+        a message), ``link_wait`` (the time messages took beyond their time alone).
     """
 
     policy: str
@@ -60,14 +60,9 @@ class SimResult:
     overhead: np.ndarray
     migrations: int
     messages: int
-    ticks: int
+    events: int
+    wall: float = 0.0
     extra: dict = field(default_factory=dict)
-    record: PhaseRecord = field(default_factory=lambda: PhaseRecord("mimd-simulation"))
-
-    @property
-    def wall(self) -> float:
-        """Host seconds the simulation took (its machine phase's wall time)."""
-        return self.record.wall
 
     def row(self) -> dict:
         """The Table 1 line of this run as a dict."""
@@ -80,6 +75,6 @@ class SimResult:
             "utilisation": self.utilisation,
             "migrations": self.migrations,
             "messages": self.messages,
-            "ticks": self.ticks,
+            "events": self.events,
             "wall": self.wall,
         }

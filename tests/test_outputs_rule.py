@@ -21,7 +21,7 @@ FAST = ["--backend", "numpy"]
 RENDER = ["render", "--dataset-size", "16", "--size", "24", "--pes", "16", "--no-progress", *FAST]
 DIFFUSE = ["diffuse", "in.npy", "--pes", "2", "2", "--niter", "1", "--no-progress", *FAST]
 BALANCE = ["bench", "balance", "--family", "uniform", "--pes", "8", "--balancers", "none",
-           "--machines", "cm5", "--no-progress"]  # fmt: skip
+           "--machines", "cm5", "--quiet"]  # fmt: skip
 
 #: (command line, the outputs it names, the one that exists already).
 CASES = {

@@ -10,6 +10,7 @@ pairs are tallied off both clocks, the mesh's point-iterations counted.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -106,12 +107,21 @@ class BalancerRun:
 
 class Baseline(Protocol):
     """A balancer from another program (the MIMD policies): it names itself and its
-    machine and runs a 1-D workload on ``processors`` processors."""
+    machine, says about how long it takes, and runs a 1-D workload on ``processors``
+    processors, calling ``progress`` (if given) with the fraction done as it goes."""
 
     name: str
     machine: str
 
-    def run(self, counts: np.ndarray, processors: int, workload: str) -> BalancerRun: ...
+    def expected_seconds(self, counts: np.ndarray) -> float: ...
+
+    def run(
+        self,
+        counts: np.ndarray,
+        processors: int,
+        workload: str,
+        progress: Callable[[float], None] | None = None,
+    ) -> BalancerRun: ...
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,10 @@ their own (the MIMD policies of ``simd-emu bench balance``) through ``baselines`
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -57,10 +58,14 @@ __all__ = [
     "Baseline",
     "BalancerRun",
     "Comparison",
+    "Job",
     "Plan",
+    "RunOptions",
+    "RunTable",
     "compare",
     "mesh_shape",
     "plan_comparison",
+    "with_speedups",
 ]
 
 #: The balancers of a 1-D workload (loops) and of a 2-D one (the mesh), by name.
@@ -85,6 +90,7 @@ class Comparison:
     """The runs of :func:`compare`, with a table and plain data for JSON."""
 
     runs: list[BalancerRun]
+    layout: RunTable | None = None
 
     def __iter__(self):
         return iter(self.runs)
@@ -107,41 +113,66 @@ class Comparison:
         --------
         >>> print(compare([6, 0, 0, 2], balancers=["none", "expand"]).table())
         ... # doctest: +ELLIPSIS
-        workload  processors  machine  balancer  iterations  model s  ...
+        workload  processors  machine  balancer  iterations     model s  ...
         workload           4  cm5      none               6  ...
         workload           4  cm5      expand             1  ...
         """
-        rows = [
-            (
-                r.workload,
-                r.processors,
-                r.machine,
-                r.balancer,
-                "-" if r.iterations is None else str(r.iterations),
-                f"{r.model_seconds:.4g}",
-                f"{r.wall_seconds:.3g}",
-                "-" if r.speedup is None else f"{r.speedup:.2f}x",
-                f"{r.balancing_seconds / r.time if r.time > 0 else 0.0:.0%}",
-                str(r.decisions),
-                _note(r),
-            )
-            for r in self.runs
-        ]
-        header = ("workload", "processors", "machine", "balancer", "iterations", "model s",
-                  "wall s", "speed-up", "balancing", "decisions", "note")  # fmt: skip
-        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-        lines = []
-        for row in [header, *rows]:
-            cells = [
-                cell.ljust(w) if i in (0, 2, 3) else cell.rjust(w)
-                for i, (cell, w) in enumerate(zip(row[:-1], widths, strict=False))
-            ]
-            lines.append(("  ".join(cells) + "  " + row[-1]).rstrip())
-        return "\n".join(lines)
+        layout = self.layout or RunTable.fitting(self.runs)
+        return "\n".join([layout.header(), *(layout.row(r) for r in self.runs)])
 
     def to_dict(self) -> dict[str, Any]:
         """Per balancer and machine: ``iterations``, ``model_seconds`` and the rest."""
         return {"runs": [r.to_dict() for r in self.runs]}
+
+
+@dataclass(frozen=True)
+class RunTable:
+    """The table of runs, its columns as wide as the plan's names and the numbers need, so
+    that each row can be printed as soon as its run is done."""
+
+    widths: tuple[int, ...]
+
+    HEADER = ("workload", "processors", "machine", "balancer", "iterations", "model s",
+              "wall s", "speed-up", "balancing", "decisions", "note")  # fmt: skip
+    #: the numbers' columns are at least this wide
+    NUMBER = 10
+
+    @classmethod
+    def fitting(cls, runs: Iterable[BalancerRun]) -> RunTable:
+        runs = list(runs)
+        names = [[r.workload, r.processors, r.machine, r.balancer] for r in runs]
+        return cls.of(*(list(col) for col in zip(*names, strict=True)) if names else [[]] * 4)
+
+    @classmethod
+    def of(cls, workloads, processors, machines, balancers) -> RunTable:
+        """The layout for runs of these names."""
+        texts = (workloads, processors, machines, balancers)
+        widths = [max([len(h), *map(len, t)]) for h, t in zip(cls.HEADER, texts, strict=False)]
+        widths += [max(len(h), cls.NUMBER) for h in cls.HEADER[4:10]]
+        return cls(tuple(widths))
+
+    def _line(self, cells: tuple[str, ...]) -> str:
+        out = [c.ljust(w) if i in (0, 2, 3) else c.rjust(w)
+               for i, (c, w) in enumerate(zip(cells[:-1], self.widths, strict=True))]  # fmt: skip
+        return ("  ".join(out) + "  " + cells[-1]).rstrip()
+
+    def header(self) -> str:
+        return self._line(self.HEADER)
+
+    def row(self, r: BalancerRun) -> str:
+        return self._line((
+            r.workload,
+            r.processors,
+            r.machine,
+            r.balancer,
+            "-" if r.iterations is None else str(r.iterations),
+            f"{r.model_seconds:.4g}",
+            f"{r.wall_seconds:.3g}",
+            "-" if r.speedup is None else f"{r.speedup:.2f}x",
+            f"{r.balancing_seconds / r.time if r.time > 0 else 0.0:.0%}",
+            str(r.decisions),
+            _note(r),
+        ))  # fmt: skip
 
 
 def _note(r: BalancerRun) -> str:
@@ -243,34 +274,30 @@ def compare(  # noqa: PLR0913 (the public signature: every option by keyword)
         machines=machines,
         balancers=balancers,
         every=every,
+        task_cost=task_cost,
+        overestimate=overestimate,
+        backend=backend,
         baselines=baselines,
+        verify=verify,
     )
-    counts, shape, chosen, intervals = plan.counts, plan.shape, plan.balancers, plan.intervals
-    machine_names, baselines = plan.machines, plan.baselines
-    if not (math.isfinite(task_cost) and task_cost >= 0):
-        raise ValueError(f"task_cost must be a finite number >= 0, got {task_cost!r}")
-    label = plan.processors
-    grid = counts.ndim == 2
-    runs: list[BalancerRun] = []
-    for machine_name, cost, clock in machine_names:
-        if clock == "wall":
-            _warm_up(counts, chosen, intervals, backend)
-        for balancer in chosen:
-            for k in intervals if balancer == "scan-directed" else (None,):
-                shown = balancer if k is None else f"scan-directed/{k}"
-                if progress is not None:
-                    progress(f"{name} on {label} {machine_name}: {shown}")
-                machine = _machine(cost, shape, backend)
-                spec = RunSpec(
-                    counts, name, label, machine_name, clock, shown, task_cost, overestimate, verify
-                )
-                runs.append(grid_run(spec, machine, k) if grid else loop_run(spec, machine))
-    for baseline in baselines:
+    runs = []
+    for job in plan.jobs():
         if progress is not None:
-            progress(f"{name} on {label} {baseline.machine}: {baseline.name}")
-        runs.append(baseline.run(counts, shape[0], name))
-    _speedups(runs)
-    return Comparison(runs)
+            progress(job.label)
+        runs.append(job.run(None))
+    with_speedups(runs)
+    return Comparison(runs, plan.table())
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run of a plan: its label, about how many seconds it takes (``weight``, for a
+    progress bar's estimate) and ``run(report)``, which makes it (``report``, if given, is
+    called with the fraction done as it goes)."""
+
+    label: str
+    weight: float
+    run: Callable[[Callable[[float], None] | None], BalancerRun]
 
 
 @dataclass(frozen=True)
@@ -290,6 +317,11 @@ class Plan:
     intervals : tuple of int
         The mesh's balancing intervals (empty without scan-directed balancing).
     baselines : list of Baseline
+    name : str
+        The workload's name.
+    options : RunOptions
+        The task's cost, the cost-effective loop's overestimate, the backend, whether to
+        verify.
     """
 
     counts: np.ndarray
@@ -298,6 +330,8 @@ class Plan:
     balancers: list[str]
     intervals: tuple[int, ...]
     baselines: list[Any]
+    name: str = "workload"
+    options: RunOptions = field(default_factory=lambda: RunOptions())
 
     @property
     def processors(self) -> str:
@@ -312,8 +346,76 @@ class Plan:
         )
         return per_machine * len(self.machines) + len(self.baselines)
 
+    def jobs(self) -> list[Job]:
+        """The runs, in the table's order (no balancing first on each machine): each
+        independent of the others, so that they may be made anywhere (MPI ranks)."""
+        counts, grid = self.counts, self.counts.ndim == 2
+        o = self.options
+        weight = 0.05 + 2e-7 * float(counts.sum())
+        out = []
+        warmed: set[str] = set()
+        for machine_name, cost, clock in self.machines:
+            for balancer in self.balancers:
+                for k in self.intervals if balancer == "scan-directed" else (None,):
+                    shown = balancer if k is None else f"scan-directed/{k}"
+                    spec = RunSpec(counts, self.name, self.processors, machine_name, clock,
+                                   shown, o.task_cost, o.overestimate, o.verify)  # fmt: skip
+                    run = functools.partial(self._simd_run, spec, cost, k, grid, warmed)
+                    out.append(Job(f"{self.name} on {self.processors} {machine_name}: {shown}",
+                                   weight, run))  # fmt: skip
+        for baseline in self.baselines:
+            run = functools.partial(self._baseline_run, baseline)
+            out.append(Job(f"{self.name} on {self.processors} {baseline.machine}: "
+                           f"{baseline.name}", baseline.expected_seconds(counts),
+                           run))  # fmt: skip
+        return out
 
-def plan_comparison(
+    def _simd_run(self, spec, cost, k, grid, warmed, report) -> BalancerRun:
+        if spec.clock == "wall" and "wall" not in warmed:
+            _warm_up(self.counts, self.balancers, self.intervals, self.options.backend)
+            warmed.add("wall")
+        machine = _machine(cost, self.shape, self.options.backend)
+        return grid_run(spec, machine, k) if grid else loop_run(spec, machine)
+
+    def _baseline_run(self, baseline, report) -> BalancerRun:
+        return baseline.run(self.counts, self.shape[0], self.name, progress=report)
+
+    def table(self) -> RunTable:
+        """The layout of this comparison's table."""
+        names = [label for label, _, _ in self.machines]
+        names += [b.machine for b in self.baselines]
+        balancers = [b if b != "scan-directed" else f"scan-directed/{k}"
+                     for b in self.balancers for k in (self.intervals or (0,))]  # fmt: skip
+        balancers += [b.name for b in self.baselines]
+        return RunTable.of([self.name], [self.processors], names, balancers)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What every run of a comparison shares: the task's cost in model operations, the
+    cost-effective loop's overestimate (None: measured), the backend, whether to verify."""
+
+    task_cost: float = 32.0
+    overestimate: float | None = None
+    backend: str = "numpy"
+    verify: bool = False
+
+
+def with_speedups(runs: list[BalancerRun]) -> list[BalancerRun]:
+    """Each run's speed-up over ``none`` of its workload, processors and machine (which
+    comes before it)."""
+    base: dict[tuple[str, str, str], float] = {}
+    for r in runs:
+        key = (r.workload, r.processors, r.machine)
+        if r.balancer == "none":
+            base[key] = r.time
+        t0 = base.get(key)
+        if t0 is not None and r.time > 0:
+            r.speedup = t0 / r.time
+    return runs
+
+
+def plan_comparison(  # noqa: PLR0913 (every option of compare by keyword)
     workload: Any,
     *,
     name: str = "workload",
@@ -321,10 +423,15 @@ def plan_comparison(
     machines: Iterable[str | CostModel] = ("cm5",),
     balancers: Iterable[str] | None = None,
     every: Iterable[int] = INTERVALS,
+    task_cost: float = 32.0,
+    overestimate: float | None = None,
+    backend: str = "numpy",
     baselines: Iterable[Baseline] = (),
+    verify: bool = False,
 ) -> Plan:
     """Check :func:`compare`'s options without running anything (``ValueError`` in one
-    line), so that a program can refuse bad ones before any work.
+    line), so that a program can refuse bad ones before any work; the plan then makes the
+    runs (:meth:`Plan.jobs`).
 
     >>> plan = plan_comparison([[1, 2], [3, 4]], processors=(2, 2), machines=["mp1"])
     >>> plan.balancers, plan.intervals, plan.runs
@@ -338,7 +445,11 @@ def plan_comparison(
     baselines = list(baselines)
     if grid and baselines:
         raise ValueError(f"{baselines[0].name} takes a 1-D workload (tasks per processor)")
-    return Plan(counts, shape, _machines(machines), chosen, intervals, baselines)
+    for option, value in (("task_cost", task_cost), ("overestimate", overestimate)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{option} must be a finite number >= 0, got {value!r}")
+    options = RunOptions(task_cost, overestimate, backend, verify)
+    return Plan(counts, shape, _machines(machines), chosen, intervals, baselines, name, options)
 
 
 # --------------------------------------------------------------------------------------
@@ -430,12 +541,3 @@ def _warm_up(counts: np.ndarray, balancers: list[str], intervals: tuple, backend
                 grid_run(spec, m, k)
             else:
                 loop_run(spec, m)
-
-
-def _speedups(runs: list[BalancerRun]) -> None:
-    """Each run's speed-up over ``none`` of its workload, processors and machine."""
-    base = {(r.workload, r.processors, r.machine): r.time for r in runs if r.balancer == "none"}
-    for r in runs:
-        t0 = base.get((r.workload, r.processors, r.machine))
-        if t0 is not None and r.time > 0:
-            r.speedup = t0 / r.time

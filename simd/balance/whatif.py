@@ -21,12 +21,16 @@ arithmetic on those runs (a test checks it against a run at the scaled costs).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from simd.balance.comparison import INTERVALS, MACHINES, compare, plan_comparison
+import numpy as np
+
+from simd.balance.balancer_runs import RunSpec, loop_run
+from simd.balance.comparison import INTERVALS, MACHINES, Job, plan_comparison
 from simd.balance.grid_loop import run_grid_loop
 from simd.cost import CostModel
 from simd.machine import Machine
@@ -35,8 +39,10 @@ __all__ = [
     "FACTORS",
     "KINDS",
     "Sweep",
+    "SweepPlan",
     "SweepPoint",
     "factor_label",
+    "plan_sweep",
     "scaled_cost",
     "sweep",
     "sweep_preset",
@@ -103,7 +109,8 @@ class SweepPoint:
 
 @dataclass
 class Sweep:
-    """The speed-ups of a sweep, by kind, factor and balancer."""
+    """The speed-ups of a sweep, by kind, factor and balancer; ``flat`` says why a row does
+    not move: ``(kind, balancer) -> reason``."""
 
     workload: str
     machine: str
@@ -112,6 +119,7 @@ class Sweep:
     factors: tuple[float, ...]
     balancers: tuple[str, ...]
     points: list[SweepPoint] = field(default_factory=list)
+    flat: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def curve(self, kind: str, balancer: str) -> list[float]:
         """The speed-ups of ``balancer`` over :attr:`factors` when ``kind`` is scaled."""
@@ -135,20 +143,35 @@ class Sweep:
         top = max(pts, key=lambda p: p.speedup)
         return (top.balancer, top.speedup) if top.speedup > 1.0 else ("none", 1.0)
 
+    def title(self) -> str:
+        return (
+            f"{self.workload} on {self.processors} {self.machine}: speed-up over no balancing "
+            "as one kind of instruction costs a factor of the preset's"
+        )
+
+    def header(self) -> str:
+        cols = " ".join(f"{factor_label(f):>6}" for f in self.factors)
+        return f"{'kind':<12} {'balancer':<18} {cols}  pays up to  note"
+
+    def rows(self, kind: str) -> list[str]:
+        """The table's lines of one kind: per balancer its speed-ups, the largest factor at
+        which it pays, and why it does not move if it does not."""
+        lines = []
+        for b in self.balancers:
+            vals = " ".join(f"{s:>6.2f}" for s in self.curve(kind, b))
+            up = self.pays_up_to(kind, b)
+            pays = "never" if up is None else factor_label(up)
+            note = (
+                f"the same at every factor: {self.flat[kind, b]}" if (kind, b) in self.flat else ""
+            )
+            lines.append(f"{kind:<12} {b:<18} {vals}  {pays:<10}  {note}".rstrip())
+        return lines
+
     def table(self) -> str:
         """Speed-up over no balancing, one line per kind and balancer, one column per factor."""
-        cols = " ".join(f"{factor_label(f):>6}" for f in self.factors)
-        lines = [
-            f"{self.workload} on {self.processors} {self.machine}: speed-up over no balancing "
-            "as one kind of instruction costs a factor of the preset's",
-            f"{'kind':<12} {'balancer':<18} {cols}  pays up to",
-        ]
+        lines = [self.title(), self.header()]
         for kind in self.kinds:
-            for b in self.balancers:
-                vals = " ".join(f"{s:>6.2f}" for s in self.curve(kind, b))
-                up = self.pays_up_to(kind, b)
-                pays = "never" if up is None else factor_label(up)
-                lines.append(f"{kind:<12} {b:<18} {vals}  {pays}")
+            lines += self.rows(kind)
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -167,6 +190,7 @@ class Sweep:
                 kind: {b: self.pays_up_to(kind, b) for b in self.balancers} for kind in self.kinds
             },
             "best": {kind: [list(self.best(kind, f)) for f in self.factors] for kind in self.kinds},
+            "flat": {f"{kind}/{b}": why for (kind, b), why in self.flat.items()},
         }
 
 
@@ -230,36 +254,67 @@ def sweep(  # noqa: PLR0913 (the public signature: every option by keyword)
     >>> s.pays_up_to("scan+shift", "scan-directed/5")
     0.0625
     """
+    plan = plan_sweep(
+        workload,
+        name=name,
+        processors=processors,
+        machine=machine,
+        kinds=kinds,
+        factors=factors,
+        every=every,
+        task_cost=task_cost,
+        backend=backend,
+    )
+
+    def results(jobs: list[Job]) -> list[Any]:
+        out = []
+        for job in jobs:
+            if progress is not None:
+                progress(job.label)
+            out.append(job.run(None))
+        return out
+
+    first = results(plan.first_jobs())
+    second = results(plan.second_jobs(first))
+    return plan.sweep(first, second)
+
+
+def plan_sweep(  # noqa: PLR0913 (every option of sweep by keyword)
+    workload: Any,
+    *,
+    name: str = "workload",
+    processors: int | tuple[int, int] | None = None,
+    machine: str = "mp1",
+    kinds: Iterable[str] = ("scan", "shift", "router"),
+    factors: Iterable[float] = FACTORS,
+    every: Iterable[int] = INTERVALS,
+    task_cost: float = 32.0,
+    backend: str = "numpy",
+) -> SweepPlan:
+    """Check :func:`sweep`'s options without running anything (``ValueError`` in one
+    line); the plan then makes the runs, in two rounds of independent jobs
+    (:meth:`SweepPlan.first_jobs`, :meth:`SweepPlan.second_jobs`).
+
+    >>> plan = plan_sweep([4, 0, 1, 3], machine="cm5_calibrated", kinds=["shift"])
+    >>> plan.flat_by_preset("shift")
+    True
+    """
     kinds = tuple(dict.fromkeys([kinds] if isinstance(kinds, str) else kinds))
     for kind in kinds:
         _kinds(kind)
     factors = tuple(float(f) for f in factors)
     if not kinds or not factors:
         raise ValueError("a sweep needs at least one kind and one factor")
+    for f in factors:
+        if not (math.isfinite(f) and f >= 0):
+            raise ValueError(f"a cost factor must be a finite number >= 0, got {f!r}")
     preset = sweep_preset(machine)
-    plan = plan_comparison(workload, name=name, processors=processors, machines=[machine])
-    counts, shape = plan.counts, plan.shape
-    base = _machine(shape, preset, backend).cost
-    if counts.ndim == 2:
-        every = tuple(dict.fromkeys(every))
-        balancers = tuple(f"scan-directed/{k}" for k in every)
-        run = _GridSweep(counts, shape, base, task_cost, backend, progress)
-        points = run.points(kinds, factors, every)
-    else:
-        balancers = LOOP_SWEEP
-        points = []
-        runs: dict[CostModel, list[tuple[float, float, int]]] = {}  # by the costs alone
-        for kind in kinds:
-            for f in factors:
-                cost = scaled_cost(base, kind, f)
-                same = replace(cost, name="")  # factor 1 of every kind, a cost that is 0, ...
-                if same not in runs:
-                    if progress is not None:
-                        progress(f"{name}: {kind} x{f:g}")
-                    runs[same] = _loop_runs(counts, name, shape, cost, task_cost, backend)
-                balanced = zip(LOOP_SWEEP, runs[same], strict=True)
-                points += [SweepPoint(kind, f, b, *run) for b, run in balanced]
-    return Sweep(name, machine, "x".join(map(str, shape)), kinds, factors, balancers, points)
+    plan = plan_comparison(workload, name=name, processors=processors, machines=[machine],
+                           task_cost=task_cost)  # fmt: skip
+    base = _machine(plan.shape, preset, backend).cost
+    every = tuple(dict.fromkeys(every)) if plan.counts.ndim == 2 else ()
+    return SweepPlan(plan.counts, name, plan.shape, machine, base, kinds, factors, every,
+                     task_cost, backend)  # fmt: skip
 
 
 def sweep_preset(machine: str) -> str:
@@ -281,55 +336,158 @@ def _machine(shape: tuple[int, ...], cost: Any, backend: str) -> Machine:
     return Machine(pes=shape[0] if len(shape) == 1 else shape, backend=backend, cost=cost)
 
 
-def _loop_runs(counts, name, shape, cost, task_cost, backend) -> list[tuple[float, float, int]]:
-    """The balancers of a 1-D sweep on one scaled preset, in the order of ``LOOP_SWEEP``:
-    each one's model seconds, those without balancing, and its decisions."""
-    c = compare(
-        counts,
-        name=name,
-        processors=shape[0],
-        machines=[cost],
-        balancers=LOOP_SWEEP,
-        task_cost=task_cost,
-        backend=backend,
-    )
-    none = c.find("none").model_seconds
-    return [(c.find(b).model_seconds, none, c.find(b).decisions) for b in LOOP_SWEEP]
+@dataclass(frozen=True)
+class SweepPlan:
+    """The runs of a sweep (see :func:`plan_sweep`).
 
+    A run that takes no decision from the costs (the mesh's, and every run's share of a
+    kind it issues no instruction of) is linear in each kind's constants: measured with
+    the preset and with the kind's constants at zero, every factor follows. The loops'
+    cost-effective runs decide from the costs, so a kind that moves them is run at every
+    factor; a kind that does not (the runs at zero equal the preset's) is the same at
+    every factor, and the table says why.
+    """
 
-class _GridSweep:
-    """The mesh's runs of a sweep: each measured with the preset and with each kind's
-    constants at zero; the points follow by linearity (the runs' decisions do not depend
-    on the costs)."""
+    counts: np.ndarray
+    name: str
+    shape: tuple[int, ...]
+    machine: str
+    base: CostModel
+    kinds: tuple[str, ...]
+    factors: tuple[float, ...]
+    every: tuple[int, ...]
+    task_cost: float
+    backend: str
 
-    def __init__(self, counts, shape, base, task_cost, backend, progress):
-        self.counts, self.shape, self.base = counts, shape, base
-        self.task_cost, self.backend, self.progress = task_cost, backend, progress
+    @property
+    def grid(self) -> bool:
+        return self.counts.ndim == 2
 
-    def seconds(self, cost: CostModel, every: int) -> float:
-        m = _machine(self.shape, cost, self.backend)
-        res = run_grid_loop(
-            self.counts, machine=m, every=every, task_cost=self.task_cost, check_locality=False
+    @property
+    def balancers(self) -> tuple[str, ...]:
+        """The balancers in the table (no balancing is the speed-ups' baseline)."""
+        if self.grid:
+            return tuple(f"scan-directed/{k}" for k in self.every)
+        return LOOP_SWEEP
+
+    @property
+    def runs(self) -> tuple[str | int, ...]:
+        """The runs a point needs: the loops' balancers and none, or the mesh's intervals
+        and 0 (never balanced)."""
+        return (0, *self.every) if self.grid else ("none", *LOOP_SWEEP)
+
+    def flat_by_preset(self, kind: str) -> bool:
+        """Whether the preset charges nothing for ``kind`` (so no factor changes it)."""
+        return all(getattr(self.base, f) == 0 for k in _kinds(kind) for f in KINDS[k])
+
+    def first_jobs(self) -> list[Job]:
+        """Every run with the preset, and with each kind's constants at zero."""
+        jobs = []
+        for r in self.runs:
+            jobs.append(self._job(r, "", 1.0))
+            for kind in self.kinds:
+                if not self.flat_by_preset(kind):
+                    jobs.append(self._job(r, kind, 0.0))
+        return jobs
+
+    def second_jobs(self, first: list[Any]) -> list[Job]:
+        """The loops' runs at every factor of each kind that moves them (none for the mesh,
+        whose points follow from the first round)."""
+        if self.grid:
+            return []
+        found = dict(first)
+        jobs, seen = [], set()
+        for kind in self.kinds:
+            for r in self.runs:
+                if self._flat(found, r, kind):
+                    continue
+                for f in self.factors:
+                    cost = replace(scaled_cost(self.base, kind, f), name="")
+                    if f != 1.0 and (r, cost) not in seen:  # one run per set of costs
+                        seen.add((r, cost))
+                        jobs.append(self._job(r, kind, f))
+        return jobs
+
+    def _flat(self, found, run, kind) -> bool:
+        return self.flat_by_preset(kind) or found[run, kind, 0.0][0] == found[run, "", 1.0][0]
+
+    def _job(self, run, kind, factor) -> Job:
+        what = (
+            "mesh " + (f"balanced every {run}" if run else "never balanced") if self.grid else run
         )
-        return cost.seconds(res.cycles["total"])
+        label = f"{self.name}: {what}" + (f", {kind} x{factor:g}" if kind else "")
+        weight = 0.05 + 2e-7 * float(self.counts.sum())
+        return Job(label, weight, functools.partial(self._point, run, kind, factor))
 
-    def parts(self, every: int, kinds: tuple[str, ...]) -> dict[str, float]:
-        """The run's seconds with the preset (key ``""``) and each kind's share of them."""
-        if self.progress is not None:
-            self.progress(f"mesh balanced every {every}" if every else "mesh without balancing")
-        whole = self.seconds(self.base, every)
-        out = {"": whole}
-        for kind in kinds:
-            out[kind] = whole - self.seconds(scaled_cost(self.base, kind, 0.0), every)
+    def _point(self, run, kind, factor, report=None) -> tuple:
+        """``((run, kind, factor), (model seconds, decisions))``."""
+        cost = self.base if not kind else scaled_cost(self.base, kind, factor)
+        m = _machine(self.shape, cost, self.backend)
+        if self.grid:
+            res = run_grid_loop(self.counts, machine=m, every=run, task_cost=self.task_cost,
+                                check_locality=False)  # fmt: skip
+            return (run, kind, factor), (cost.seconds(res.cycles["total"]), 0)
+        spec = RunSpec(self.counts, self.name, self.processors, self.machine, "model", run,
+                       self.task_cost, None, False)  # fmt: skip
+        r = loop_run(spec, m)
+        return (run, kind, factor), (r.model_seconds, r.decisions)
+
+    @property
+    def processors(self) -> str:
+        return "x".join(map(str, self.shape))
+
+    def describe(self) -> str:
+        """The table's title and header, before any run."""
+        empty = Sweep(self.name, self.machine, self.processors, self.kinds, self.factors,
+                      self.balancers)  # fmt: skip
+        return empty.title() + "\n" + empty.header()
+
+    def sweep(self, first: list[Any], second: list[Any]) -> Sweep:
+        """The sweep from both rounds' results."""
+        found = dict(first) | dict(second)
+        out = Sweep(self.name, self.machine, self.processors, self.kinds, self.factors,
+                    self.balancers)  # fmt: skip
+        for kind in self.kinds:
+            for r in self.runs:
+                if self._flat(found, r, kind):
+                    why = (f"the preset charges nothing for {kind}" if self.flat_by_preset(kind)
+                           else f"no {kind} in these runs")  # fmt: skip
+                    if r != self.runs[0]:
+                        out.flat[kind, self._shown(r)] = why
+            for f in self.factors:
+                none = self._seconds(found, self.runs[0], kind, f)
+                for r in self.runs[1:]:
+                    t, decisions = self._seconds(found, r, kind, f), found[r, "", 1.0][1]
+                    if not self.grid and not self._flat(found, r, kind) and f != 1.0:
+                        decisions = self._lookup(found, r, kind, f)[1]
+                    out.points.append(SweepPoint(kind, f, self._shown(r), t, none, decisions))
+        # a flat balancer's row moves if no balancing's does: only both flat is a flat row
+        for kind, b in list(out.flat):
+            if not self._flat(found, self.runs[0], kind):
+                del out.flat[kind, b]
         return out
 
-    def points(self, kinds, factors, every) -> list[SweepPoint]:
-        parts = {k: self.parts(k, kinds) for k in (0, *every)}
-        points = []
-        for kind in kinds:
-            for f in factors:
-                none = parts[0][""] + (f - 1.0) * parts[0][kind]
-                for k in every:
-                    t = parts[k][""] + (f - 1.0) * parts[k][kind]
-                    points.append(SweepPoint(kind, f, f"scan-directed/{k}", t, none, 0))
-        return points
+    def _shown(self, run) -> str:
+        return f"scan-directed/{run}" if self.grid else run
+
+    def _lookup(self, found, run, kind, factor):
+        if factor == 1.0:
+            return found[run, "", 1.0]
+        if (run, kind, factor) in found:
+            return found[run, kind, factor]
+        cost = replace(scaled_cost(self.base, kind, factor), name="")
+        for (r, k, f), value in found.items():  # the same costs, reached by another kind
+            if r == run and k and replace(scaled_cost(self.base, k, f), name="") == cost:
+                return value
+        raise KeyError((run, kind, factor))
+
+    def _seconds(self, found, run, kind, factor) -> float:
+        """The run's model seconds at ``factor`` of ``kind``: measured, or by linearity
+        (the mesh, and a kind a run does not move)."""
+        whole = found[run, "", 1.0][0]
+        if self.flat_by_preset(kind):
+            return whole
+        share = whole - found[run, kind, 0.0][0]
+        if self.grid or share == 0.0:
+            return whole + (factor - 1.0) * share
+        return self._lookup(found, run, kind, factor)[0]

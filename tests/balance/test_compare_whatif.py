@@ -66,21 +66,40 @@ def test_the_loop_points_are_comparisons_on_the_scaled_preset():
     assert min(s.curve("router", "cost-effective")) >= 0.95
 
 
-def test_equal_scaled_costs_are_run_once(monkeypatch):
-    # On the calibrated CM-5 a shift costs nothing, so every shift point is the preset
-    # itself, as is factor 1 of any kind: those points share one comparison, whose
-    # result they all give.
+def test_only_what_a_factor_changes_is_run(monkeypatch):
+    # On the calibrated CM-5 a shift costs nothing: no shift point is run, every one is the
+    # preset's, and the table says why. Scans move the loops: each is run with the preset,
+    # with scans at zero, and at each factor but 1 (the preset's run).
     import simd.balance.whatif as whatif
 
     runs = []
-    real = whatif._loop_runs
-    monkeypatch.setattr(whatif, "_loop_runs", lambda *a: runs.append(a[3]) or real(*a))
+    real = whatif.SweepPlan._point
+    monkeypatch.setattr(whatif.SweepPlan, "_point",
+                        lambda self, *a: runs.append(a[:3]) or real(self, *a))  # fmt: skip
     counts = generate("zipf", 64, seed=1)
     s = sweep(counts, machine="cm5_calibrated", kinds=["scan", "shift"], factors=[0.5, 1.0, 2.0])
-    assert len(runs) == 3  # scan x0.5, x1 (= every shift point), x2
+    loops = ("none", "cost-effective", "balance-always")
+    want = [(r, k, f) for r in loops for k, f in (("", 1.0), ("scan", 0.0))]
+    want += [(r, "scan", f) for r in loops for f in (0.5, 2.0)]
+    assert sorted(runs) == sorted(want)
     for balancer in s.balancers:
-        shift = s.curve("shift", balancer)
-        assert list(shift) == [s.curve("scan", balancer)[1]] * 3
+        assert s.curve("shift", balancer) == [s.curve("scan", balancer)[1]] * 3
+        assert s.flat["shift", balancer] == "the preset charges nothing for shift"
+    assert "the same at every factor: the preset charges nothing for shift" in s.table()
+    # the same points as running every factor of every kind
+    for f in (0.5, 2.0):
+        c = compare(counts, machines=[scaled_cost(CostModel.cm5_calibrated(64), "scan", f)],
+                    balancers=["cost-effective"])  # fmt: skip
+        got = s.curve("scan", "cost-effective")[[0.5, 1.0, 2.0].index(f)]
+        assert got == pytest.approx(c.find("cost-effective").speedup)
+
+
+def test_a_kind_the_runs_do_not_issue_is_flat():
+    # the mesh's scan-directed balancing uses no router: its rows do not move, and say so
+    counts = generate("hotspot", (16, 16), mean=6)
+    s = sweep(counts, processors=(4, 4), kinds=["router"], factors=[1 / 4, 4.0], every=[5])
+    assert s.flat["router", "scan-directed/5"] == "no router in these runs"
+    assert len(set(s.curve("router", "scan-directed/5"))) == 1
 
 
 def test_tables_and_data():

@@ -241,29 +241,3 @@ def test_diffusion_converts_no_device_array(strict):
     vol = (np.random.default_rng(1).random((6, 8, 8)) * 100).astype(np.float32)
     anisotropic_diffusion(xp.asarray(vol), niter=2, epsilon=1e-3, return_info=True)
     assert mesh_diffusion is not None
-
-
-@pytest.mark.parametrize("policy", ["Diffusion", "WorkStealing", "ExtendedGradient", "Farmer"])
-def test_mimd_simulation_converts_no_device_array(strict, policy):
-    from mimd import policies
-    from mimd.network import Network
-    from mimd.simulator import simulate
-    from mimd.workloads import linear
-    from simd import Machine
-
-    net = Network.cluster(16)
-    pol = getattr(policies, policy)()
-    costs = linear(120, 4.0, total=160.0)
-    placement = None if policy == "Farmer" else "block"
-    runs = [
-        simulate(
-            costs,
-            pol,
-            network=net,
-            machine=Machine(pes=net.shape, backend=backend),
-            placement=placement,
-        )  # fmt: skip
-        for backend in ("numpy", "counting")
-    ]
-    on_numpy, counted = runs
-    assert counted.makespan == on_numpy.makespan and counted.ticks == on_numpy.ticks

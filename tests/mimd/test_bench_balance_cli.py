@@ -17,7 +17,7 @@ PROG = "simd-emu bench balance"
 
 
 def run(argv, capsys):
-    status = main(["bench", "balance", "--no-progress", *argv], commands=pyproject_commands())
+    status = main(["bench", "balance", "--quiet", *argv], commands=pyproject_commands())
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -99,7 +99,7 @@ def test_files_that_exist_are_refused_or_with_force_named_before_the_work(tmp_pa
 )
 def test_bad_workloads_get_one_line_before_any_work(tmp_path, capsys, monkeypatch, text,
                                                     suffix, message):  # fmt: skip
-    monkeypatch.setattr("simd.balance.comparison.compare", _no_work)
+    monkeypatch.setattr("mimd.balance_runner.Runner.run", _no_work)
     path = tmp_path / f"w{suffix}"
     path.write_text(text)
     status, out, err = run([str(path)], capsys)
@@ -131,11 +131,12 @@ def test_bad_workloads_get_one_line_before_any_work(tmp_path, capsys, monkeypatc
         (["--overestimate", "-2"], "--overestimate must be a finite number >= 0, got -2"),
         (["--sweep", "scan", "--sweep-machine", "wall"], "'wall' is a wall clock"),
         (["--sweep", "scan", "--sweep-machine", "cm7"], "unknown machine 'cm7'"),
+        (["--sweep", "scan", "--factors", "1/0"], "--factors: '1/0' is not a number"),
     ],
 )
 def test_bad_options_get_one_line_before_any_work(tmp_path, capsys, monkeypatch, argv, message):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("simd.balance.comparison.compare", _no_work)
+    monkeypatch.setattr("mimd.balance_runner.Runner.run", _no_work)
     status, out, err = run(argv, capsys)
     assert status == 2, err
     assert len(err.splitlines()) == 1 and err.startswith(f"{PROG}: ") and message in err
@@ -149,6 +150,70 @@ def test_a_missing_mesh_file(capsys):
 
 def _no_work(*args, **kwargs):
     raise AssertionError("a run started")
+
+
+def test_a_workload_too_large_for_memory_is_refused_before_any_run(capsys, monkeypatch):
+    monkeypatch.setattr("mimd.balance_baselines._free_memory", lambda: 10**6)
+    monkeypatch.setattr("mimd.balance_runner.Runner.run", _no_work)
+    status, out, err = run(["--family", "zipf", "--pes", "256"], capsys)
+    assert status == 2 and out == "" and len(err.splitlines()) == 1
+    assert "the MIMD simulation of" in err and "more than the 0.0 GB free here" in err
+    assert "leave the MIMD baselines out (--balancers none,cost-effective" in err
+
+
+def test_rows_come_as_they_are_made_and_ctrl_c_keeps_them(tmp_path, capsys, monkeypatch):
+    # the 4th run is interrupted: the header and 3 rows are out, and in the JSON
+    from simd.balance import comparison
+
+    made = []
+    real = comparison.Plan._simd_run
+
+    def run_or_stop(self, *a):
+        if len(made) == 3:
+            raise KeyboardInterrupt
+        made.append(real(self, *a))
+        return made[-1]
+
+    monkeypatch.setattr(comparison.Plan, "_simd_run", run_or_stop)
+    out_json = tmp_path / "res.json"
+    argv = ["--family", "zipf", "--pes", "64", "--machines", "cm5,mp1", "--json", str(out_json)]
+    status, out, err = run(argv, capsys)
+    assert status == 130 and err.strip() == f"{PROG}: interrupted"
+    lines = out.splitlines()
+    assert lines[1].startswith("workload") and len([x for x in lines if x.startswith("zipf ")]) == 3
+    assert lines[-1] == f"wrote {out_json} (3 runs done before the interruption)"
+    data = json.loads(out_json.read_text())
+    assert data["interrupted"] and len(data["workloads"][0]["runs"]) == 3
+
+
+def test_the_json_keeps_the_users_options_and_every_option_has_help(tmp_path, capsys):
+    out_json = tmp_path / "res.json"
+    status, _, err = run(["--family", "step", "--pes", "16", "--balancers", "none",
+                          "--machines", "cm5", "--json", str(out_json)], capsys)  # fmt: skip
+    assert status == 0, err
+    options = json.loads(out_json.read_text())["options"]
+    assert options["family"] == "step" and options["quiet"] is True
+    assert not [k for k in options if k.startswith("_") or k in ("func", "command", "bench")]
+    parser = argparse.ArgumentParser()
+    from mimd.bench_balance import add_arguments
+
+    add_arguments(parser)
+    assert all(a.help for a in parser._actions)
+
+
+def test_the_what_if_says_why_a_row_does_not_move(capsys):
+    argv = ["--family", "zipf", "--pes", "64", "--balancers", "none,cost-effective",
+            "--machines", "cm5_calibrated", "--sweep", "scan,shift",
+            "--factors", "1/4,4"]  # fmt: skip
+    status, out, err = run(argv, capsys)
+    assert status == 0, err
+    shift = [line for line in out.splitlines() if line.startswith("shift ")]
+    assert shift and all(
+        line.endswith("the same at every factor: the preset charges nothing for shift")
+        for line in shift
+    )
+    scan = [line for line in out.splitlines() if line.startswith("scan ")]
+    assert scan and not any("the same at every factor" in line for line in scan)
 
 
 @pytest.mark.slow

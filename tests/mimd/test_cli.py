@@ -76,7 +76,7 @@ def test_backend_option_and_unavailable_backend(monkeypatch, capsys):
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command")
     cli.register(sub)
-    args = parser.parse_args(["bench", "mimd", "--only", "scale", "--backend", "auto"])
+    args = parser.parse_args(["bench", "mimd", "--only", "compare", "--backend", "auto"])
     assert args.backend == "auto"
     with pytest.raises(SystemExit):
         parser.parse_args(["bench", "mimd", "--backend", "tpu"])
@@ -108,7 +108,7 @@ def test_unavailable_backend_and_empty_parts_are_refused_before_any_work(
     monkeypatch.setattr("mimd.report.run", no_work)
     out = tmp_path / "new"
     for argv, problem in (
-        (["--backend", "cupy", "--only", "scale"], "backend 'cupy' was asked for"),
+        (["--backend", "cupy", "--only", "compare"], "backend 'cupy' was asked for"),
         (["--only", ","], "--only names no part"),
         (["--only", "nosuch"], "unknown part(s) ['nosuch']"),
     ):
@@ -116,6 +116,16 @@ def test_unavailable_backend_and_empty_parts_are_refused_before_any_work(
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and problem in err and "Traceback" not in err
     assert not out.exists()  # refused before the output folder was made
+
+
+def test_simgrid_asked_for_but_missing_is_one_line_before_any_work(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("mimd.on_simgrid._locate", lambda: None)
+    monkeypatch.setattr("mimd.report.run", lambda **kw: pytest.fail("the benchmark ran"))
+    out = tmp_path / "new"
+    assert cli.main(["--quick", "--out", str(out), "--only", "table1,simgrid"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "apt-get install python3-simgrid" in err
+    assert "leave out --only simgrid" in err and not out.exists()
 
 
 def test_progress_lines_before_each_part(tmp_path):

@@ -62,7 +62,6 @@ def test_message_time():
     [
         (lambda: Network(shape=(0, 4)), "shape"),
         (lambda: Network(startup=-1.0), "startup"),
-        (lambda: Network(tick=0.0), "tick"),
         (lambda: GradientModel(low=0.8, high=0.5), "low < high"),
         (lambda: GradientModel(interval=0.0), "interval"),
         (lambda: ExtendedGradient(process=-1.0), "process"),

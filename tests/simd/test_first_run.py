@@ -28,8 +28,8 @@ def test_warmup_runs_every_programs_warm_up(monkeypatch, tmp_path, capsys):
     assert simd.cli.main(["warmup", "--backend", "counting"], commands={}) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "warming up on cupy (the counting stand-in)"
-    assert [line.split()[0] for line in out[1:-1]] == ["diffuse", "render"]
-    assert "241498 triangles" in out[2] and out[-1].startswith("ready in ")
+    assert [line.split()[0] for line in out[1:-1]] == ["bench", "diffuse", "render"]
+    assert "241498 triangles" in out[3] and out[-1].startswith("ready in ")
     assert any(p.name.startswith("ml-balanced-128") for p in tmp_path.iterdir())
 
 
@@ -40,7 +40,7 @@ def test_the_warm_ups_are_declared_and_exist():
     from simd.warmup import GROUP
 
     found = entry_points(GROUP)
-    assert set(found) == {"render", "diffuse"}
+    assert set(found) == {"render", "diffuse", "bench"}
     for target in found.values():
         module, _, function = target.partition(":")
         assert callable(getattr(importlib.import_module(module), function))
