@@ -20,7 +20,9 @@ renderer and the other programs beyond its smoke test (the step ``frames``).
   rendered without leaving the device; budgets: 1024^3 at most 4.3 ms on the device, the
   call with the mesh on the host at most 12 ms at 512^3 and 40 ms at 1024^3;
 * ``mesh diffusion``: Perona-Malik diffusion on the 64 x 64 PE mesh with scan-directed
-  balancing every 5 iterations.
+  balancing every 5 iterations;
+* ``balance``: ``simd-emu bench balance`` on the wall-clock machine, a Zipf workload of
+  1,024 processors.
 
 Each part runs inside a time limit of its own and reports what it got; on the counting
 stand-in for CuPy (``--backend counting``, CI's dry run) the sizes are small and the times
@@ -66,6 +68,7 @@ def measure(backend: str, reference: dict | None, key: Callable[[str], None],
         "isosurface": lambda: isosurface(backend, key),
         "orbit": lambda: orbit(backend, key),
         "mesh_diffusion": lambda: mesh_diffusion(backend, key),
+        "balance": lambda: balance(backend, key),
         "scale": lambda: scale(backend, key, deadline=time.monotonic() + budget / 3),
     }
     out: dict[str, Any] = {}
@@ -358,6 +361,29 @@ def mesh_diffusion(backend: str, key: Callable[[str], None]) -> dict:
     )
     return {"side": side, "iterations": 50, "seconds": wall,
             "balance_steps": len(res.balance_reports)}  # fmt: skip
+
+
+def balance(backend: str, key: Callable[[str], None]) -> dict:
+    """``simd-emu bench balance`` on the wall-clock machine (the balancers deciding by the
+    GPU's own time): a Zipf workload of 1,024 processors, its table's SIMD rows."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "simd.cli", "bench", "balance", "--family", "zipf",
+            "--pes", "1024" if backend == "cupy" else "64", "--machines", "wall",
+            "--balancers", "none,cost-effective,expand", "--quiet"]  # fmt: skip
+    if backend == "cupy":
+        argv += ["--backend", "cupy"]
+    t = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    seconds = time.perf_counter() - t
+    lines = proc.stdout.strip().splitlines()
+    key(f"bench balance on the wall clock: rc={proc.returncode} in {seconds:.1f} s")
+    for line in lines[-6:]:
+        key(f"  {line}")
+    if proc.returncode:
+        raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed")
+    return {"seconds": seconds, "table": lines}
 
 
 def scale(backend: str, key: Callable[[str], None], deadline: float) -> dict:
