@@ -194,7 +194,10 @@ def load_source(args: argparse.Namespace, machine: Any) -> Any:
         data = _read(args, ranks)
     up = tuple(args.up) if args.up is not None else None
     if isinstance(data, Mesh):
-        return Source.of_mesh(data, machine, up=up)
+        # a rank's slab of a data set is named for its slab; the page shows the whole's
+        slab = "" if ranks is None else f"-slab{ranks.rank}of{ranks.size}"
+        name = data.name.removesuffix(slab) if slab else data.name
+        return Source.of_mesh(data, machine, up=up, name=name)
     return Source.of_volume(data, machine, up=up)
 
 
@@ -281,8 +284,6 @@ def serve(viewer: Any, sock: Any, *, open_browser: bool) -> int:
         webbrowser.open(url)  # the socket listens already: the page waits for the server
     try:
         server.run()
-    except KeyboardInterrupt:
-        pass
     finally:
         viewer.close()
     frames = f"{viewer.frames} frame{'' if viewer.frames == 1 else 's'}"

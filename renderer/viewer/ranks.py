@@ -9,8 +9,9 @@ thread, which makes the frames of every page one at a time, first sends each req
 the other ranks (:func:`leading`), which wait for requests and render their share of each
 (:func:`follow`). When rank 0 stops serving, it tells them to return (:func:`stop`).
 
-Ctrl-C on the other ranks is left to rank 0: they ignore SIGINT while they follow, and
-return when rank 0, having stopped its server, says so.
+Ctrl-C is left to rank 0: on it (or on the SIGTERM that ``mpiexec`` sends every rank when
+it is interrupted) rank 0 stops serving and tells the other ranks, which ignore both
+signals while they follow, so that no rank is ended halfway through a collective.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from typing import Any
 from renderer.viewer.requests import ViewRequest
 
 __all__ = ["follow", "leading", "stop"]
+
+#: The signals Ctrl-C brings (the terminal's SIGINT; the SIGTERM mpiexec sends its ranks):
+#: the ranks that follow leave them to rank 0, which stops serving and then tells them.
+_STOPPING = (signal.SIGINT, signal.SIGTERM)
 
 
 def leading(maker: Any, comm: Any) -> Any:
@@ -41,7 +46,7 @@ def follow(maker: Any, comm: Any) -> int:
     from simd import SimdError
     from simd.ranks import CollectiveError
 
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in _STOPPING}
     frames = 0
     try:
         while (message := comm.bcast(None, root=0)) is not None:
@@ -51,7 +56,8 @@ def follow(maker: Any, comm: Any) -> int:
                 pass  # rank 0 raised it too, and says so on the page
             frames += 1
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return frames
 
 

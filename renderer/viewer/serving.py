@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import signal
 import socket
 import threading
 import time
@@ -56,6 +57,11 @@ def bind(host: str, port: int) -> socket.socket:
         raise OSError(f"cannot listen on {host} port {port}: {err.strerror or err}") from None
     sock.setblocking(False)
     return sock
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM, once uvicorn has stopped serving, as Ctrl-C: a KeyboardInterrupt."""
+    raise KeyboardInterrupt
 
 
 def _is_ipv6(host: str) -> bool:
@@ -116,9 +122,17 @@ class Server:
         return self._server.started and not self._server.should_exit
 
     def run(self) -> None:
-        """Serve in this thread until Ctrl-C (SIGINT) or SIGTERM; the signal is raised
-        again once the server has stopped (a KeyboardInterrupt for SIGINT)."""
-        self._server.run(sockets=[self.socket])
+        """Serve in this thread (the main thread) until Ctrl-C (SIGINT) or SIGTERM (what
+        ``mpiexec`` sends its ranks on Ctrl-C), then return: uvicorn stops serving on
+        either, closing the pages' websockets, and raises the signal again once stopped,
+        which here ends in a return, not the process."""
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            self._server.run(sockets=[self.socket])
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
     def start(self, timeout: float = 10.0) -> None:
         """Serve on a thread of its own; returns once it accepts connections."""

@@ -87,12 +87,13 @@ class Source:
             self._surfaces[None] = self._prepare(mesh)
 
     @classmethod
-    def of_mesh(cls, mesh: Any, machine: Any, *, up: Any = None) -> Source:
+    def of_mesh(cls, mesh: Any, machine: Any, *, up: Any = None, name: str | None = None) -> Source:
         """The viewer of one mesh (a :class:`renderer.Mesh` or anything
-        :func:`renderer.as_mesh` takes; on MPI ranks, this rank's share)."""
+        :func:`renderer.as_mesh` takes; on MPI ranks, this rank's share), shown as
+        ``name`` (default: the mesh's)."""
         if getattr(machine, "ranks", None) is None:
             mesh = as_mesh(mesh)
-        return cls(getattr(mesh, "name", "mesh"), machine, mesh=mesh, up=up)
+        return cls(name or getattr(mesh, "name", "mesh"), machine, mesh=mesh, up=up)
 
     @classmethod
     def of_volume(cls, volume: Any, machine: Any, *, up: Any = None) -> Source:
