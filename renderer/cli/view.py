@@ -26,7 +26,7 @@ from renderer.cli.arguments import (
 )
 from renderer.cli.common import check_source_options, dataset_size, fail, picture_options
 
-__all__ = ["DEFAULT_PORT", "PROGRAM", "register", "run"]
+__all__ = ["DEFAULT_PORT", "PROGRAM", "check_view_options", "register", "run"]
 
 #: The command, as its messages start.
 PROGRAM = "simd-emu view"
@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         check_source_options(args)
+        check_view_options(args)
     except ValueError as err:
         return fail(err, say=launched_rank() == 0, program=PROGRAM)
     try:
@@ -168,6 +169,23 @@ def _run_ranks(args: argparse.Namespace, comm: Any) -> int:
         stop(comm)
 
 
+def check_view_options(args: argparse.Namespace) -> None:
+    """Refuse a first view the page could not ask for (an elevation beyond 90 degrees, a
+    magnification out of range, an unknown colour map, a light of no direction), in one
+    line before anything is read."""
+    from renderer.scene.camera import unit_vector
+    from renderer.viewer.requests import Choices, ViewRequest
+
+    view = {"azimuth": args.view[0], "elevation": args.view[1]}
+    ViewRequest.parse({**view, "magnification": args.magnification}, Choices())
+    if args.colormap is not None:
+        from renderer.stages.shading import surface_colours
+
+        surface_colours(1, values=[0.0], colormap=args.colormap)  # a name matplotlib knows
+    if args.light is not None:
+        unit_vector(args.light, "--light")
+
+
 def warn_host(host: str) -> None:
     """A warning when the viewer listens beyond this machine."""
     from renderer.viewer.serving import LOCAL_HOST
@@ -228,22 +246,16 @@ def prepare(args: argparse.Namespace, source: Any) -> Any:
     """
     import dataclasses
 
-    from renderer.scene.camera import EYE_LIGHT, unit_vector
+    from renderer.scene.camera import EYE_LIGHT
     from renderer.viewer.frames import FrameMaker
     from renderer.viewer.requests import ViewRequest
     from renderer.viewer.sessions import Viewer
 
     fixed = argparse.Namespace(**{**vars(args), "colormap": None, "light": None})
     picture = picture_options(fixed, None)
-    if args.colormap is not None:
-        from renderer.stages.shading import surface_colours
-
-        surface_colours(1, values=[0.0], colormap=args.colormap)  # a name matplotlib knows
-        if args.colormap not in source.choices.colormaps:
-            more = (*source.choices.colormaps, args.colormap)
-            source.choices = dataclasses.replace(source.choices, colormaps=more)
-    if args.light is not None:
-        unit_vector(args.light, "--light")
+    if args.colormap is not None and args.colormap not in source.choices.colormaps:
+        more = (*source.choices.colormaps, args.colormap)
+        source.choices = dataclasses.replace(source.choices, colormaps=more)
     if args.colormap is not None and args.colour_by not in source.choices.colour_by:
         raise ValueError(
             f"--colour-by {args.colour_by} needs the whole mesh's box; not on several MPI "
@@ -275,15 +287,17 @@ def serve(viewer: Any, sock: Any, *, open_browser: bool) -> int:
     token = new_token()
     server = Server(make_app(viewer, token), sock)
     url = address(sock, token)
-    surface = viewer.maker.source
-    print(f"{PROGRAM}: {surface.name} at {url}", flush=True)
-    print(f"{PROGRAM}: open that address in a browser; Ctrl-C stops the viewer", flush=True)
-    if open_browser:
-        import webbrowser
 
-        webbrowser.open(url)  # the socket listens already: the page waits for the server
+    def announce() -> None:
+        print(f"{PROGRAM}: {viewer.maker.source.name} at {url}", flush=True)
+        print(f"{PROGRAM}: open that address in a browser; Ctrl-C stops the viewer", flush=True)
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(url)
+
     try:
-        server.run()
+        server.run(announce)
     finally:
         viewer.close()
     frames = f"{viewer.frames} frame{'' if viewer.frames == 1 else 's'}"

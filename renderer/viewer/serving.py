@@ -121,13 +121,17 @@ class Server:
         """Whether it serves (started and not stopped)."""
         return self._server.started and not self._server.should_exit
 
-    def run(self) -> None:
+    def run(self, announce: Any = None) -> None:
         """Serve in this thread (the main thread) until Ctrl-C (SIGINT) or SIGTERM (what
         ``mpiexec`` sends its ranks on Ctrl-C), then return: uvicorn stops serving on
         either, closing the pages' websockets, and raises the signal again once stopped,
-        which here ends in a return, not the process."""
+        which here ends in a return, not the process. ``announce()`` is called first,
+        where either signal already stops the server cleanly (the socket listens, so a
+        browser it opens waits for the server)."""
         previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
+            if announce is not None:
+                announce()
             self._server.run(sockets=[self.socket])
         except KeyboardInterrupt:
             pass

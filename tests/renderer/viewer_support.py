@@ -3,6 +3,7 @@ websocket, and PNG bytes as pixels."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -41,7 +42,10 @@ def port_of(url: str) -> int:
 
 
 def port_is_free(port: int) -> bool:
+    """Whether nothing listens on ``port`` (connections closing may linger in TIME_WAIT,
+    which a new server may take over, as uvicorn's socket does)."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
@@ -56,7 +60,10 @@ class Page:
         from websockets.sync.client import connect
 
         self.timeout = timeout
-        self.socket = connect(socket_url(url), open_timeout=timeout, max_size=2**26)
+        self._stack = contextlib.ExitStack()
+        self.socket = self._stack.enter_context(
+            connect(socket_url(url), open_timeout=timeout, max_size=2**26)
+        )
         self.hello = json.loads(self.socket.recv(timeout=timeout))
 
     def send(self, **fields) -> None:
@@ -77,7 +84,7 @@ class Page:
         return header, png
 
     def close(self) -> None:
-        self.socket.close()
+        self._stack.close()
 
     def __enter__(self) -> Page:
         return self

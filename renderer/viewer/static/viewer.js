@@ -148,7 +148,10 @@
     slider.max = high;
     slider.step = step;
     $("level-row").hidden = false;
-    slider.oninput = () => wantPreviewThenStill({ level: Number(slider.value) });
+    slider.oninput = () => {
+      showLevel(Number(slider.value));
+      wantPreviewThenStill({ level: Number(slider.value) });
+    };
     slider.onchange = () => {
       state.level = Number(slider.value);
       wantStill();
@@ -161,7 +164,14 @@
     $("colormap").value = state.colormap || "";
     $("colour-by").value = state.colour_by;
     ["x", "y", "z"].forEach((axis, i) => ($(`light-${axis}`).value = state.light[i]));
-    if (state.level !== null) $("level").value = state.level;
+    if (state.level !== null) {
+      $("level").value = state.level;
+      showLevel(state.level);
+    }
+  }
+
+  function showLevel(level) {
+    $("level-value").textContent = Number(level.toPrecision(5)).toString();
   }
 
   function changeLight() {
