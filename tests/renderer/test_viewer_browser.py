@@ -21,20 +21,25 @@ pytest.importorskip("starlette", reason="the viewer's tests need the view extra"
 
 SIZE = 96  # SMALL's frame size
 
-#: The canvas's pixels (RGB) and the last PNG file's bytes, read in the page.
-_CANVAS = """() => {
+#: Bytes in the page as base64, a slice at a time (JavaScript's argument lists are short).
+_BASE64 = """const base64 = (d) => {
+  let s = "";
+  for (let i = 0; i < d.length; i += 8192) {
+    s += String.fromCharCode.apply(null, d.subarray(i, i + 8192));
+  }
+  return btoa(s);
+};"""
+#: The canvas's pixels (RGBA) and the last PNG file's bytes, read in the page.
+_CANVAS = f"""() => {{
+  {_BASE64}
   const c = document.getElementById("frame");
   const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
-  let s = "";
-  for (let i = 0; i < d.length; i += 8192) s += String.fromCharCode.apply(null, d.subarray(i, i + 8192));
-  return [c.width, c.height, btoa(s)];
-}"""
-_PNG = """() => {
-  const d = window.simdView.png;
-  let s = "";
-  for (let i = 0; i < d.length; i += 8192) s += String.fromCharCode.apply(null, d.subarray(i, i + 8192));
-  return btoa(s);
-}"""
+  return [c.width, c.height, base64(d)];
+}}"""
+_PNG = f"""() => {{
+  {_BASE64}
+  return base64(window.simdView.png);
+}}"""
 
 
 @pytest.fixture(scope="module")
