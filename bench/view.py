@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -70,6 +71,7 @@ def measure(
     from simd.info import environment
 
     plan = SIZES[quick]
+    load_before = os.getloadavg()
     machine = Machine(backend=backend)
     mesh = renderer.load_dataset("balanced", plan["dataset"])
     size = plan["size"]
@@ -94,6 +96,8 @@ def measure(
     else:
         record["page"] = _through_the_page(mesh, machine, size, seconds)
         record["level"] = _level_changes(machine, plan["grid"], plan["levels"], size)
+    # the host's load: on a shared machine other work slows every part
+    record["load_average"] = {"before": load_before, "after": os.getloadavg()}
     for line in table(record) if echo is not None else ():
         echo(line)
     return record
@@ -215,6 +219,11 @@ def table(record: dict) -> list[str]:
             f"level change on {level['grid']}^3: median {level['median_s']:.3f} s, "
             f"slowest {level['max_s']:.3f} s over {len(level['levels'])} new levels"
         )
+    load = record["load_average"]
+    lines.append(
+        f"load average of the host (1 minute): {load['before'][0]:.1f} before, "
+        f"{load['after'][0]:.1f} after, on {os.cpu_count()} cores"
+    )
     return lines
 
 

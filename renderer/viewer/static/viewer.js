@@ -264,7 +264,7 @@
     $("loops").tBodies[0].replaceChildren(
       ...numbers.loops.map((l) =>
         row(l.name, [
-          cell(`${l.name} (${l.form})`, "form", l.form),
+          cell(l.name, "form", l.form),
           cell(String(l.iterations), "iterations", l.iterations),
           cell(String(l.without), "without", l.without),
           cell(String(l.decisions), "decisions", l.decisions),
@@ -279,10 +279,13 @@
     const now = performance.now();
     arrivals.push(now);
     while (arrivals.length && arrivals[0] < now - 2000) arrivals.shift();
-    const rate = arrivals.length > 1 ? (arrivals.length - 1) / ((now - arrivals[0]) / 1000) : 0;
+    const rate =
+      arrivals.length > 1
+        ? `${((arrivals.length - 1) / ((now - arrivals[0]) / 1000)).toFixed(1)} frames/s · `
+        : "";
     const s = header.server;
     $("rate").textContent =
-      `${rate.toFixed(1)} frames/s · last ${header.preview ? "preview" : "frame"} ` +
+      `${rate}last ${header.preview ? "preview" : "frame"} ` +
       `${header.size[0]} x ${header.size[1]}: rendered in ${ms(s.render)} ms, ` +
       `PNG ${ms(s.png)} ms`;
   }
