@@ -121,9 +121,10 @@ CHROMIUM_FLAGS = (
 )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
-    """A headless Chromium driven by Playwright (one per test process); skips without
+    """A headless Chromium driven by Playwright (one per test module: Playwright's
+    synchronous API keeps an event loop running in the thread while it lives); skips without
     Chromium or Playwright, or fails when ``REQUIRE_BROWSER=1``."""
     problem = None
     if not os.path.exists(CHROMIUM):

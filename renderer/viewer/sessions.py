@@ -95,12 +95,10 @@ class Session:
 
     Examples
     --------
-    >>> async def newest():
-    ...     session = Session()
-    ...     for azimuth in (10, 20, 30):
-    ...         session.ask(ViewRequest(azimuth=azimuth))
-    ...     return (await session.next()).azimuth, session.replaced
-    >>> asyncio.run(newest())
+    >>> session = Session()
+    >>> for azimuth in (10, 20, 30):
+    ...     session.ask(ViewRequest(azimuth=azimuth))
+    >>> session.waiting.azimuth, session.replaced
     (30, 2)
     """
 
@@ -108,6 +106,11 @@ class Session:
         self._waiting: ViewRequest | None = None
         self._wake = asyncio.Event()
         self.replaced = 0  # requests dropped for a newer one
+
+    @property
+    def waiting(self) -> ViewRequest | None:
+        """The request to be rendered next, if any."""
+        return self._waiting
 
     def ask(self, request: ViewRequest) -> None:
         """Render ``request`` next, in place of any request still waiting."""
