@@ -15,9 +15,10 @@ frame (the header and the PNG), and asks for the next. Measured, each for ``--se
     full frame (the isosurface extracted again on the machine, prepared, rendered, sent),
     for 8 levels never asked for before.
 
-Beside them, in the same run, ``render only``: :func:`renderer.render` of the prepared
-scene at each size with nothing else, so that the viewer's own cost (the panel's numbers
-and work chart, the PNG, the websocket) shows as the difference. Goals on a 2-core machine
+Beside them, in the same run: ``frames only``, the viewer's frame messages made with no
+server or socket (the frame, its workloads, panel and work charts, the PNG), and ``render
+only``, :func:`renderer.render` of the prepared scene at each size with nothing else; the
+differences are the viewer's own costs. Goals on a 2-core machine
 with NumPy: a drag at 10 frames per second or more, a level change within 0.5 s; on an
 H100 or H200, a drag at 60 frames per second or more.
 
@@ -25,7 +26,7 @@ Run ``python -m bench.view [--backend B] [--seconds S] [--quick] [--out DIR | --
 the JSON goes to the current folder (or ``--out DIR``, or with ``--save`` this source
 tree's ``bench/results``) as ``view[-quick].json``. :func:`measure` is what
 ``python -m bench.gpu_check`` may call on a GPU machine; without the ``view`` extra's web
-packages it measures the frames alone and says why it measured no page.
+packages it measures the frames without the page and says why it measured no page.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def measure(
         "seconds": seconds,
         "goals": GOALS,
         "render_only": _render_only(mesh, machine, size, seconds),
+        "frames_only": _frames_only(mesh, machine, size, seconds),
     }
     try:
         from simd.errors import require
@@ -114,6 +116,25 @@ def _render_only(mesh: Any, machine: Any, size: int, seconds: float) -> dict:
         frames, start, azimuth = 0, time.perf_counter(), 45.0
         while time.perf_counter() - start < seconds:
             renderer.render(scene, view=(azimuth, 45.0), size=pixels)
+            frames, azimuth = frames + 1, azimuth + 2.0
+        out[name] = {"fps": frames / (time.perf_counter() - start), "frames": frames}
+    return out
+
+
+def _frames_only(mesh: Any, machine: Any, size: int, seconds: float) -> dict:
+    """Frames per second of the viewer's frame messages made in this thread, with no
+    server or socket (and no web package): render, workloads, panel, work charts, PNG."""
+    from renderer.viewer.frames import FrameMaker
+    from renderer.viewer.requests import ViewRequest
+    from renderer.viewer.source import Source
+
+    maker = FrameMaker(Source.of_mesh(mesh, machine), (size, size))
+    out = {}
+    for name, preview in (("drag", True), ("still", False)):
+        maker.message(ViewRequest(preview=preview))  # warm
+        frames, start, azimuth = 0, time.perf_counter(), 45.0
+        while time.perf_counter() - start < seconds:
+            maker.message(ViewRequest(azimuth=azimuth, preview=preview))
             frames, azimuth = frames + 1, azimuth + 2.0
         out[name] = {"fps": frames / (time.perf_counter() - start), "frames": frames}
     return out
@@ -205,12 +226,13 @@ def table(record: dict) -> list[str]:
     """The printed table of a record."""
     w, h = record["size"]
     lines = [f"{record['triangles']:,} triangles at {w}x{h} on {record['backend']}"]
-    lines.append(f"{'':<22} {'viewer fps':>10} {'render only fps':>16}")
+    lines.append(f"{'frames per second':<22} {'page':>8} {'frames only':>12} {'render only':>12}")
     page = record["page"]
     for name, what in (("drag", "drag (previews)"), ("still", "full frames")):
         viewer = "-" if "skipped" in page else f"{page[name]['fps']:.1f}"
+        frames = record["frames_only"][name]["fps"]
         alone = record["render_only"][name]["fps"]
-        lines.append(f"{what:<22} {viewer:>10} {alone:>16.1f}")
+        lines.append(f"{what:<22} {viewer:>8} {frames:>12.1f} {alone:>12.1f}")
     if "skipped" in page:
         lines.append(f"no page measured: {page['skipped']}")
     else:
