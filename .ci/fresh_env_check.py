@@ -30,6 +30,8 @@ COMMANDS = (
     ["render", "--table1"],
     ["diffuse"],
     ["bench", "mimd", "--quick"],
+    # serves until stopped where its extra is installed; here it must name the extra
+    ["view", "--no-browser"],
 )
 
 #: The one line of a command that needs an extra.

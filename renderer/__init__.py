@@ -16,6 +16,10 @@ gets the frame (see :mod:`renderer.ranks.sortlast`).
 Meshes to render come from files (``load_mesh``), the built-in data sets
 (``load_dataset``), or volumes: ``isosurface`` extracts a surface by data-parallel
 marching cubes on the emulated machine, from an array or a volume file (``read_volume``).
+
+``view`` serves the viewer of ``simd-emu view`` from this process and shows it in a
+notebook cell: turn the surface, move a volume's level, watch the balancing work. A
+``Frame`` shows itself as its picture in a notebook.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from renderer.pipeline import (
 from renderer.scene.camera import Camera, default_camera
 from renderer.scene.mesh import DeviceMesh, Mesh, as_mesh, load_mesh, mesh_share
 from renderer.scene.prepared import Scene
+from renderer.viewer.notebook import view
 
 __all__ = [
     "Camera",
@@ -60,4 +65,5 @@ __all__ = [
     "render",
     "save_depth",
     "save_image",
+    "view",
 ]

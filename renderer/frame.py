@@ -170,6 +170,24 @@ class Frame:
 
         save_image(self.image, path)
 
+    def _repr_png_(self) -> bytes | None:
+        """The image as PNG bytes: Jupyter shows a frame that ends a cell as its picture.
+        None (Jupyter then shows the text) where Pillow is not installed.
+
+        Examples
+        --------
+        >>> import numpy as np, renderer
+        >>> quad = ([[0.0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], [[0, 1, 2], [0, 2, 3]])
+        >>> renderer.render(quad, size=8)._repr_png_()[:4]
+        b'\\x89PNG'
+        """
+        try:
+            from renderer.image import png_bytes
+
+            return png_bytes(self.image)
+        except ImportError:
+            return None
+
 
 @dataclass(frozen=True)
 class LoopWorkloads:

@@ -6,7 +6,9 @@ With ``--gpu-standin`` they run instead on the counting stand-in for CuPy
 (:mod:`kernels.counting`: CuPy's API on NumPy, the CUDA kernels emulated), so that every
 ``gpu`` test is exercised without a GPU; a test that needs real CUDA says so and skips
 there (``tests.gpu_standin``). Tests using the ``gl`` fixture likewise skip where no
-headless OpenGL context can be made, and fail instead with ``REQUIRE_GL=1`` (as CI sets).
+headless OpenGL context can be made, and fail instead with ``REQUIRE_GL=1`` (as CI sets);
+tests using the ``chromium`` fixture skip where Debian's Chromium or Playwright's Python
+package is missing, and fail instead with ``REQUIRE_BROWSER=1`` (as CI sets).
 
 The tests write nothing outside temporary folders, and leave none behind: the data sets and
 GPU kernels they make, Numba's compiled CPU kernels and the temporary files of the test
@@ -128,3 +130,41 @@ def gl():
             pytest.fail(f"REQUIRE_GL=1 but no OpenGL context can be made: {err}")
         pytest.skip(f"no OpenGL context: {err} (REQUIRE_GL=1 makes this a failure)")
     return opengl
+
+
+#: The browser the viewer's tests drive: Debian's chromium package (.ci/run installs it).
+CHROMIUM = "/usr/bin/chromium"
+
+#: Chromium's flags for the tests: headless, no sandbox (CI runs as root), no GPU and none
+#: of the browser's own network traffic.
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A headless Chromium driven by Playwright (one per test module: Playwright's
+    synchronous API keeps an event loop running in the thread while it lives); skips without
+    Chromium or Playwright, or fails when ``REQUIRE_BROWSER=1``."""
+    problem = None
+    if not os.path.exists(CHROMIUM):
+        problem = f"no {CHROMIUM} (apt-get install chromium)"
+    else:
+        try:
+            from playwright.sync_api import sync_playwright
+        except ImportError:
+            problem = "Playwright's Python package is not installed (pip install '.[test]')"
+    if problem:
+        if _required("REQUIRE_BROWSER"):
+            pytest.fail(f"REQUIRE_BROWSER=1 but {problem}")
+        pytest.skip(f"no browser: {problem} (REQUIRE_BROWSER=1 makes this a failure)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_FLAGS))
+        yield browser
+        browser.close()

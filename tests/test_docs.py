@@ -105,6 +105,8 @@ def test_no_private_references_anywhere():
 #: Quoted blocks of program output that no test here can produce, and why.
 NOT_RUN = {
     ("gpu.md", "backend : cupy"): "what simd-emu info prints on a GPU machine",
+    ("view.md", "$ simd-emu view"): "the viewer serves until it is stopped; its lines are "
+    "tests/renderer/test_viewer_cli.py's",
 }
 
 #: Quoted runs that take more than a few seconds (they build the 250k data sets, or run

@@ -19,6 +19,7 @@ __all__ = [
     "PROGRAM",
     "check_options",
     "check_outputs",
+    "check_source_options",
     "dataset_size",
     "default_output",
     "fail",
@@ -39,15 +40,15 @@ PROGRAM = "simd-emu render"
 DEPTH_SUFFIXES = (".png", ".npy", ".tif", ".tiff")
 
 
-def fail(err: Exception, *, say: bool = True) -> int:
-    """Print ``simd-emu render: <err>`` on stderr (when ``say``) and return the exit
-    status of a bad input or a failed write, 2.
+def fail(err: Exception, *, say: bool = True, program: str = PROGRAM) -> int:
+    """Print ``<program>: <err>`` on stderr (when ``say``) and return the exit status of a
+    bad input or a failed write, 2.
 
     >>> fail(ValueError("--size: too big"), say=False)
     2
     """
     if say:
-        print(f"{PROGRAM}: {err}", file=sys.stderr)
+        print(f"{program}: {err}", file=sys.stderr)
     return 2
 
 
@@ -103,16 +104,7 @@ def check_options(args: argparse.Namespace) -> None:
     >>> args.dataset, args.dataset_size
     ('balanced', '250k')
     """
-    from renderer.cli.volumes import check_volume_options
-
-    check_volume_options(args)
-    if args.mesh is not None and not args.mesh.strip():
-        raise ValueError("--mesh: empty file name")
-    if args.mesh is not None:
-        given = _given((("--dataset", args.dataset), ("--dataset-size", args.dataset_size)))
-        if given:
-            verb = "chooses" if len(given) == 1 else "choose"
-            raise ValueError(f"{names(given)} {verb} a built-in data set; not with --mesh FILE")
+    check_source_options(args)
     if args.table1:
         given = _given(
             (
@@ -127,6 +119,29 @@ def check_options(args: argparse.Namespace) -> None:
             raise ValueError(
                 f"--table1 prints a table and writes nothing; it takes no {names(given)}"
             )
+
+
+def check_source_options(args: argparse.Namespace) -> None:
+    """Refuse a volume, mesh file or built-in data set chosen in contradicting ways (one
+    line, before anything is read); then fill in the built-in data set's defaults where
+    neither a volume nor a mesh file is given.
+
+    >>> args = argparse.Namespace(volume=None, level=None, mesh="part.ply", dataset="oilwell",
+    ...                           dataset_size=None)
+    >>> check_source_options(args)
+    Traceback (most recent call last):
+    ValueError: --dataset chooses a built-in data set; not with --mesh FILE
+    """
+    from renderer.cli.volumes import check_volume_options
+
+    check_volume_options(args)
+    if args.mesh is not None and not args.mesh.strip():
+        raise ValueError("--mesh: empty file name")
+    if args.mesh is not None:
+        given = _given((("--dataset", args.dataset), ("--dataset-size", args.dataset_size)))
+        if given:
+            verb = "chooses" if len(given) == 1 else "choose"
+            raise ValueError(f"{names(given)} {verb} a built-in data set; not with --mesh FILE")
     if getattr(args, "volume", None) is None:
         args.dataset = args.dataset or "balanced"
         args.dataset_size = args.dataset_size or "250k"

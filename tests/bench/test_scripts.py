@@ -40,6 +40,7 @@ SCRIPTS = {
     "balance_speed": ("measure", "balance_speed-quick.json"),
     "scaling": ("measure", "scaling-quick.json"),
     "table1": ("measure", "table1-quick.json"),
+    "view": ("measure", "view-quick.json"),
 }
 
 
@@ -228,3 +229,19 @@ def test_diffusion_throughput_without_medpy_measures_ours_alone(monkeypatch, cap
     assert row["medpy_pixels_per_s"] is None and row["speedup"] is None
     out = capsys.readouterr().out
     assert "ours alone, medpy is not installed" in out and "dense 512x512: ours " in out
+
+
+def test_view_quickest_real_run():
+    """bench.view.measure, as bench.gpu_check may call it: the viewer served, a scripted
+    page's drag, full frames and level changes, all measured."""
+    pytest.importorskip("starlette", reason="the viewer needs the view extra")
+    script = _load("view")
+    lines: list[str] = []
+    record = script.measure("numpy", 0.2, quick=True, echo=lines.append)
+    page = record["page"]
+    assert page["drag"]["frames"] >= 1 and page["drag"]["size"] == [64, 64]
+    assert page["still"]["fps"] > 0 and page["still"]["size"] == [128, 128]
+    level = record["level"]
+    assert len(level["seconds"]) == 3 and all(t > 0 for t in level["triangles"])
+    assert record["render_only"]["drag"]["fps"] > 0
+    assert lines[0].startswith(f"{record['triangles']:,} triangles at 128x128 on numpy")

@@ -26,6 +26,7 @@ def test_pyproject_declares_the_programs_commands():
     assert commands == {
         "render": "renderer.cli.render:register",
         "isosurface": "renderer.cli.isosurface:register",
+        "view": "renderer.cli.view:register",
         "diffuse": "diffusion.cli:register",
         "bench": "mimd.cli:register",
     }
