@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable
 
@@ -14,9 +15,14 @@ def calls_of(fn: Callable[[], object]) -> dict[str, int]:
         if event in events:
             events[event] += 1
 
+    # A collection inside fn() would run other objects' finalizers and count their calls.
+    collecting = gc.isenabled()
+    gc.disable()
     sys.setprofile(profile)
     try:
         fn()
     finally:
         sys.setprofile(None)
+        if collecting:
+            gc.enable()
     return events
