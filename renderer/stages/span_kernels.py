@@ -58,12 +58,13 @@ def task_ints(*arrays: Any) -> bool:
 def span_of(items, tasks, p, row0, col0, col1, xs, ys):
     """The scan line, first pixel and length (<= 0: no pixel) of task ``p``'s span."""
     t = items[p]
-    r = row0[t] + tasks[p]
+    u = np.uint64(t)  # an unsigned index: no test for one counted from the array's end
+    r = row0[u] + tasks[p]
     big_y = r * SUBPIXEL
-    first = col0[t]
-    last = col1[t]
+    first = col0[u]
+    last = col1[u]
     for k in range(3):
-        ak, bk, ck = edge_function(xs, ys, t, k)
+        ak, bk, ck = edge_function(xs, ys, u, k)
         kk = bk * big_y + (ck + fill_bias(ak, bk))  # with the fill rule's bias
         # a > 0: i >= floor(-K / step) + 1; a < 0: i <= ~floor(K / step); a == 0: the
         # edge is horizontal and the whole row is in or out
