@@ -30,7 +30,7 @@ def classify_one(clip, faces, f, gx, gy, rejected, crossing):
     lx = ly = lz = hx = hy = hz = True
     beyond = False
     for k in range(3):
-        v = faces[f, k]
+        v = np.uint64(faces[f, k])  # unsigned: no test for an index from the array's end
         x = clip[v, 0]
         y = clip[v, 1]
         z = clip[v, 2]
