@@ -9,7 +9,10 @@ the view. A third column times our frame from the view itself
 (``render(mesh, view=...)``), whose camera frames the mesh's bounding sphere first, work
 OpenGL is not given. Each is warmed up once, then timed over several frames; the table
 gives the medians and the ratio ours / OpenGL (from the same matrix), which is what to
-compare across machines (absolute times only mean something on one host).
+compare across machines (absolute times only mean something on one host). The machine's
+load average before and after goes with them: other work on the machine slows both, and
+llvmpipe's several rendering threads differently from our one, so only a run on an
+otherwise idle machine compares them fairly.
 
 The goal on the CPU: every loop form's frame at most llvmpipe's time.
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -100,6 +104,7 @@ def measure(args: argparse.Namespace, frames: int) -> dict | None:
     print(header)
     print("-" * len(header))
     rows = []
+    load_before = os.getloadavg()
     for form in ("expand", "cost-effective", "original"):
 
         def from_view(form: str = form):
@@ -147,6 +152,8 @@ def measure(args: argparse.Namespace, frames: int) -> dict | None:
             f"{goal_text:>6} {1e3 * view_s:>13.1f}"
         )
 
+    load_after = os.getloadavg()
+    print(f"load average (1 min): {load_before[0]:.2f} before, {load_after[0]:.2f} after")
     return {
         "benchmark": "render_speed",
         "environment": environment(),
@@ -156,6 +163,7 @@ def measure(args: argparse.Namespace, frames: int) -> dict | None:
         "view": [45, 45],
         "frames": frames,
         "rows": rows,
+        "load_average": {"before": list(load_before), "after": list(load_after)},
     }
 
 
