@@ -30,25 +30,26 @@ def classify_one(clip, faces, f, gx, gy, rejected, crossing):
     lx = ly = lz = hx = hy = hz = True
     beyond = False
     for k in range(3):
-        v = faces[f, k]
+        v = np.uint64(faces[f, k])  # unsigned: no test for an index from the array's end
         x = clip[v, 0]
         y = clip[v, 1]
         z = clip[v, 2]
         w = clip[v, 3]
         # Cohen-Sutherland: outside one side of the view volume (-w <= x, y, z <= w)
-        lx = lx and x < -w
-        ly = ly and y < -w
-        lz = lz and z < -w
-        hx = hx and x > w
-        hy = hy and y > w
-        hz = hz and z > w
+        # (& and |, not and and or: no branch per test)
+        lx = lx & (x < -w)
+        ly = ly & (y < -w)
+        lz = lz & (z < -w)
+        hx = hx & (x > w)
+        hy = hy & (y > w)
+        hz = hz & (z > w)
         # outside a clipping plane: near, far, the guard band (gx w - x < 0, ...)
         gxw = fmul(w, gx)
         gyw = fmul(w, gy)
-        if z + w < 0 or w - z < 0 or gxw - x < 0 or gyw - y < 0 or gxw + x < 0 or gyw + y < 0:
-            beyond = True
-    rej = lx or ly or lz or hx or hy or hz
-    cross = beyond and not rej
+        beyond = beyond | (z + w < 0) | (w - z < 0) | (gxw - x < 0) | (gyw - y < 0)
+        beyond = beyond | (gxw + x < 0) | (gyw + y < 0)
+    rej = lx | ly | lz | hx | hy | hz
+    cross = beyond & (not rej)
     rejected[f] = rej
     crossing[f] = cross
     code = 0

@@ -73,9 +73,10 @@ def setup_one(points, corners, t, width, height, sx, sy, xs, ys, row0, workload,
         1 when the triangle has zero area after snapping, else 0.
     """
     # to_window: x * (1 / w) * (W / 2) + W / 2 (renderer.stages.transform.to_window)
-    v0 = corners[t, 0]
-    v1 = corners[t, 1]
-    v2 = corners[t, 2]
+    # unsigned indices: no test for one counted from the array's end on every read
+    v0 = np.uint64(corners[t, 0])
+    v1 = np.uint64(corners[t, 1])
+    v2 = np.uint64(corners[t, 2])
     w0 = 1.0 / points[v0, 3]
     w1 = 1.0 / points[v1, 3]
     w2 = 1.0 / points[v2, 3]

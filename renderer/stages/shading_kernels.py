@@ -38,7 +38,8 @@ def shade_one(tri, pix, p, width, xs, ys, order, points, colours, corners, out):
     """Write the colour of pixel ``pix[p]`` drawn by triangle ``tri[p]`` to ``out[p]``; the
     clip coordinates and colour of the triangle's vertex ``k`` are row ``corners[t, k]``
     of ``points`` and ``colours``."""
-    t = tri[p]
+    # unsigned indices: no test for one counted from the array's end on every read
+    t = np.uint64(tri[p])
     q = pix[p]
     j = q // width
     i = q - j * width
@@ -54,9 +55,9 @@ def shade_one(tri, pix, p, width, xs, ys, order, points, colours, corners, out):
     # twice the area, (x1 - x0) (y2 - y0) - (x2 - x0) (y1 - y0), positive (the vertices
     # are counter-clockwise)
     area = float(b0 * a2 - b2 * a0)
-    v0 = corners[t, order[t, 0]]
-    v1 = corners[t, order[t, 1]]
-    v2 = corners[t, order[t, 2]]
+    v0 = np.uint64(corners[t, np.uint64(order[t, 0])])
+    v1 = np.uint64(corners[t, np.uint64(order[t, 1])])
+    v2 = np.uint64(corners[t, np.uint64(order[t, 2])])
     # edge k is opposite vertex k + 2: the weight of vertex v is edge v + 1's function;
     # 1 / w as setup computes it
     p0 = fmul(l1 / area, 1.0 / points[v0, 3])

@@ -58,12 +58,13 @@ def task_ints(*arrays: Any) -> bool:
 def span_of(items, tasks, p, row0, col0, col1, xs, ys):
     """The scan line, first pixel and length (<= 0: no pixel) of task ``p``'s span."""
     t = items[p]
-    r = row0[t] + tasks[p]
+    u = np.uint64(t)  # an unsigned index: no test for one counted from the array's end
+    r = row0[u] + tasks[p]
     big_y = r * SUBPIXEL
-    first = col0[t]
-    last = col1[t]
+    first = col0[u]
+    last = col1[u]
     for k in range(3):
-        ak, bk, ck = edge_function(xs, ys, t, k)
+        ak, bk, ck = edge_function(xs, ys, u, k)
         kk = bk * big_y + (ck + fill_bias(ak, bk))  # with the fill rule's bias
         # a > 0: i >= floor(-K / step) + 1; a < 0: i <= ~floor(K / step); a == 0: the
         # edge is horizontal and the whole row is in or out
@@ -112,26 +113,27 @@ def _compact_rows(sel, items, row, lo, length, z0, dzdy, y0, tri_out, row_out, c
 
 def _kept_rows(items, tasks, row0, col0, col1, xs, ys, z0, dzdy, y0, tri_out, row_out,
                col_out, len_out, zrow_out):  # fmt: skip
-    """The CPU's spans and compaction in one loop over the tasks: without outputs (size 0)
-    the number of kept spans and their lengths' sum and maximum; with outputs sized for
-    them, the kept spans written in task order (the same figures returned)."""
-    write = tri_out.shape[0] > 0
+    """The CPU's spans and compaction in one pass over the tasks: the kept spans written in
+    task order to outputs of one more element than the tasks; returns their number and
+    their lengths' sum and maximum.
+
+    Every task writes its span at the number kept so far, which only a kept one then
+    advances: no branch on whether a span is kept, which no predictor can guess (about
+    half of the expand frame's tasks are kept)."""
     count = 0
     total = 0
     high = 0
     for p in range(items.shape[0]):
         r, first, n = span_of(items, tasks, p, row0, col0, col1, xs, ys)
-        if n > 0:
-            if write:
-                t = items[p]
-                tri_out[count] = t
-                row_out[count] = r
-                col_out[count] = first
-                len_out[count] = n
-                zrow_out[count] = span_depth(z0, dzdy, y0, t, r)
-            count += 1
-            total += n
-            high = max(high, n)
+        t = items[p]
+        tri_out[count] = t
+        row_out[count] = r
+        col_out[count] = first
+        len_out[count] = n
+        zrow_out[count] = span_depth(z0, dzdy, y0, t, r)
+        count += n > 0
+        total += max(n, 0)
+        high = max(high, n)
     return count, total, high
 
 
@@ -177,8 +179,9 @@ def kept_spans_cpu(setup: Any, items: np.ndarray, tasks: np.ndarray) -> tuple:
     col, length, zrow), (count, total, high)``: the kept spans as
     :func:`compact_cpu` gives them, their number and their lengths' sum and maximum.
 
-    Two passes over the tasks (the first counts, the second writes the kept spans to
-    outputs of their exact size): no per-task array is made, only the spans.
+    One pass over the tasks, no task's span computed twice: into the spans' arrays made
+    one element longer than the tasks (the pages past the last kept span are never
+    written, so never resident) and cut to the kept spans after, in place.
 
     Examples
     --------
@@ -189,13 +192,13 @@ def kept_spans_cpu(setup: Any, items: np.ndarray, tasks: np.ndarray) -> tuple:
     >>> [x.tolist() for x in out], figures  # task 2 is above the triangle: no span
     ([[0, 0], [4, 10], [4, 7], [8, 2], [0.5, 0.5]], (2, 10, 8))
     """
+    n = items.shape[0] + 1
+    out = [np.empty(n, dtype=SPAN_INT) for _ in range(4)]
+    out.append(np.empty(n))
     args = (items, tasks, *_setup_args(setup), *compact_args(setup))
-    none_i, none_f = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-    count, total, high = _cpu_kept()(*args, none_i, none_i, none_i, none_i, none_f)
-    out = [np.empty(count, dtype=SPAN_INT) for _ in range(4)]
-    out.append(np.empty(count))
-    if count:
-        _cpu_kept()(*args, *out)
+    count, total, high = _cpu_kept()(*args, *out)
+    for a in out:
+        a.resize(count, refcheck=False)  # realloc: the kept spans stay where they are
     return tuple(out), (int(count), int(total), int(high))
 
 

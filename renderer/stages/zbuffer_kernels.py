@@ -51,10 +51,11 @@ def f32_of_bits(b):
 def fragment_one(items, tasks, p, tri, row, col, zrow, dzdx, x0, width, bits, first, keys,
                  dest):  # fmt: skip
     """Write the depth key ``keys[p]`` and z-buffer address ``dest[p]`` of task ``p``."""
-    s = items[p]
+    s = np.uint64(items[p])  # unsigned indices: no test for one counted from the end
     t = tri[s]
+    u = np.uint64(t)
     c = col[s] + tasks[p]
-    z = zrow[s] + fmul(dzdx[t], float(c) - x0[t])  # the triangle's slope and reference x
+    z = zrow[s] + fmul(dzdx[u], float(c) - x0[u])  # the triangle's slope and reference x
     if not z >= FLOAT32_TINY:  # clamped to [0, 1]: NaN, -0.0 and subnormals become +0.0
         z = 0.0
     if not z < 1.0:
