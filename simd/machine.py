@@ -38,6 +38,7 @@ from simd import accounting, distributed, graphs, mesh, router, scans, transfers
 from simd.accounting import OUTSIDE
 from simd.backend import resolve_backend
 from simd.cost import CostModel
+from simd.host_memory import keep_freed_memory
 from simd.mesh import XNET
 from simd.operands import check_pes_shape, is_scalar, resolve_cost, scalar
 from simd.router import COMBINERS
@@ -128,6 +129,8 @@ class Machine:
             # Numba's import and the JIT compilation of the CPU kernels, once per process
             # here rather than inside the first phase's wall time.
             warm_up("numpy")
+            # A frame's freed work arrays kept for the next frame, not faulted in again.
+            keep_freed_memory()
         # The counting stand-in for CuPy attributes its counts to the open phases.
         self._scopes = self.xp if hasattr(self.xp, "push_scope") else None
         # Its list of open scopes, appended to and popped by the phases (no calls).

@@ -198,14 +198,15 @@ def as_mesh(mesh: Any, *, name: str | None = None, allow_empty: bool = False) ->
             raise ValueError(f"mesh faces must be integer indices, got dtype {faces.dtype}")
     vertices = vertices.astype(np.float64)
     faces = faces.astype(np.int64)
-    bad = ~np.isfinite(vertices).all(axis=1)
-    if bad.any():
-        raise ValueError(
-            f"mesh has {int(bad.sum())} vertices with NaN or infinite coordinates "
-            f"(first at index {int(np.argmax(bad))})"
-        )
-    largest = float(np.abs(vertices).max()) if vertices.size else 0.0
-    if largest > MAX_COORDINATE:
+    with np.errstate(invalid="ignore"):  # one pass: a NaN or an infinity fails the bound too
+        largest = float(np.abs(vertices).max()) if vertices.size else 0.0
+    if not largest <= MAX_COORDINATE:
+        bad = ~np.isfinite(vertices).all(axis=1)
+        if bad.any():
+            raise ValueError(
+                f"mesh has {int(bad.sum())} vertices with NaN or infinite coordinates "
+                f"(first at index {int(np.argmax(bad))})"
+            )
         raise ValueError(
             f"mesh coordinates too large ({largest:.3g}): the renderer squares them in float64, "
             f"so they must stay within +-{MAX_COORDINATE:g}; scale the mesh down"

@@ -151,7 +151,7 @@ class Scene:
             self.vertices = machine.asarray(self.mesh.vertices, dtype=np.float64)
             self.faces = machine.asarray(self.mesh.faces, dtype=np.int64)
             self.normals = vertex_normals(self.mesh)
-            self._sphere = bounding_sphere(self.mesh)
+            self._sphere = None  # made when a default camera first needs it
         self._face_normals: np.ndarray | None = None
         self._corner_normals: dict[float, np.ndarray] = {}
         self._colours: dict[tuple, Any] = {}
@@ -172,6 +172,8 @@ class Scene:
 
     def bounding_sphere(self) -> tuple[np.ndarray, float]:
         """Centre and radius that frame the default camera (see ``renderer.default_camera``)."""
+        if self._sphere is None:
+            self._sphere = bounding_sphere(self.mesh)
         return self._sphere
 
     def default_camera(
