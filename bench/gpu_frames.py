@@ -15,6 +15,9 @@ renderer and the other programs beyond its smoke test (the step ``frames``).
   512 to 2048 pixels a side, with the memory pool's growth per triangle (the frame's
   peak device bytes);
 * ``orbit``: 36 frames of a turntable, frames per second;
+* ``view``: ``simd-emu view`` driven by a scripted page (:func:`bench.view.measure`): a
+  drag's frames per second (goal on a GPU: at least 60), full frames, level changes; where
+  the ``view`` extra's web packages are missing, the viewer's frames without the page;
 * ``isosurface``: the extraction at 512^3 and 1024^3 on the device, the whole call with
   the mesh read back to the host (float32 and int32, page-locked), and an extraction
   rendered without leaving the device; budgets: 1024^3 at most 4.3 ms on the device, the
@@ -67,6 +70,7 @@ def measure(backend: str, reference: dict | None, key: Callable[[str], None],
         "breakdown": lambda: breakdown(backend, key),
         "isosurface": lambda: isosurface(backend, key),
         "orbit": lambda: orbit(backend, key),
+        "view": lambda: view(backend, key),
         "mesh_diffusion": lambda: mesh_diffusion(backend, key),
         "balance": lambda: balance(backend, key),
         "scale": lambda: scale(backend, key, deadline=time.monotonic() + budget / 3),
@@ -335,6 +339,20 @@ def orbit(backend: str, key: Callable[[str], None]) -> dict:
         out[form] = {"frames_per_second": fps}
         key(f"orbit of 36 frames, {form}: {fps:.1f} frames/s")
     return out
+
+
+def view(backend: str, key: Callable[[str], None]) -> dict:
+    """The viewer's frames per second with a scripted page (bench.view), 2 s a part."""
+    from bench import view as viewer
+
+    record = viewer.measure(backend, seconds=2.0, quick=backend != "cupy")
+    drag = record["page"].get("drag") or record["frames_only"]["drag"]
+    goal = viewer.GOALS["drag_fps_gpu"]
+    verdict = "" if backend != "cupy" else f": {'met' if drag['fps'] >= goal else 'NOT met'}"
+    key(f"view: a drag at {drag['fps']:.1f} frames/s (goal {goal:g}{verdict})")
+    for line in viewer.table(record):
+        key(f"view: {line}")
+    return record
 
 
 def mesh_diffusion(backend: str, key: Callable[[str], None]) -> dict:

@@ -53,9 +53,10 @@ def test_the_frames_step_measures_every_part_on_the_stand_in(monkeypatch):
     keys: list[str] = []
     got = gpu_frames.measure("counting", None, keys.append, budget=120)
     assert set(got) == {"replayed", "redistributing", "breakdown", "isosurface", "orbit",
-                        "mesh_diffusion", "balance", "scale"}  # fmt: skip
+                        "view", "mesh_diffusion", "balance", "scale"}  # fmt: skip
     failed = {name: part for name, part in got.items() if "error" in part or "skipped" in part}
     assert not failed, failed
     assert all(got["replayed"][form]["replayed"] for form in gpu_frames.FORMS)
     assert sum(v["decisions"] for v in got["redistributing"]["usual"]["loops"].values()) > 0
-    assert not any("budget" in k for k in keys)  # no verdicts without a GPU
+    assert not any("budget" in k or "met" in k for k in keys)  # no verdicts without a GPU
+    assert got["view"]["page"]["drag"]["frames"] > 0  # the scripted page got frames
