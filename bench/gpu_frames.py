@@ -132,6 +132,10 @@ def _same(frame: Any, reference: dict | None, form: str) -> bool | None:
     return bool(np.array_equal(frame.image, reference[f"{form}-image"]))
 
 
+def _said(same: bool | None) -> str:
+    return "(not compared)" if same is None else str(same)
+
+
 def _dataset(kind: str, backend: str) -> Any:
     import renderer
 
@@ -165,7 +169,7 @@ def replayed(backend: str, reference: dict | None, key: Callable[[str], None]) -
         key(
             f"scene {form}: {statistics.median(usual):.2f} ms run as usual, {med:.2f} ms "
             f"replayed as CUDA graphs{_verdict(f'scene {form}', med)}; replayed "
-            f"{frame.stats.replayed}, identical to numpy {row['identical_to_numpy']}"
+            f"{frame.stats.replayed}, identical to numpy {_said(row['identical_to_numpy'])}"
         )
     m = Machine(backend=backend)
     renderer.render(mesh, size=size, loop="expand", machine=m)
