@@ -38,25 +38,8 @@ def _plane_distances(xp: Any, v: Any, gx: float, gy: float) -> list[Any]:
 def legacy_clip_triangles(
     xp: Any, clip: Any, faces: Any, attrs: Any, width: int, height: int, *, machine: Any = None
 ) -> ClippedTriangles:
-    """Clip the triangles ``faces`` of vertices ``clip`` (clip space) against the view volume.
-
-    Parameters
-    ----------
-    xp : module
-    clip : (N, 4) float64 xp array
-    faces : (M, 3) int64 xp array
-    attrs : (N, A) float64 xp array
-        Per-vertex attributes (for example colours) carried through clipping.
-    width, height : int
-        Viewport size, which sets the guard band in clip space.
-    machine : Machine, optional
-        Charged for the elementwise work and used for the scans that place the output.
-
-    Returns
-    -------
-    ClippedTriangles
-
-    """
+    """:func:`renderer.stages.clip.clip_triangles` as it was written before its fused
+    kernels, plane by plane in array code: the oracle its kernels are checked against."""
     m = len(faces)
     gx = 1.0 + 2.0 * GUARD_BAND / width
     gy = 1.0 + 2.0 * GUARD_BAND / height
