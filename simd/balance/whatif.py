@@ -164,6 +164,9 @@ class Sweep:
             note = (
                 f"the same at every factor: {self.flat[kind, b]}" if (kind, b) in self.flat else ""
             )
+            decided = any(p.decisions for p in self.points if (p.kind, p.balancer) == (kind, b))
+            if not note and b == "cost-effective" and not decided:
+                note = "never redistributes: its estimate of balancing's cost exceeds the gain"
             lines.append(f"{kind:<12} {b:<18} {vals}  {pays:<10}  {note}".rstrip())
         return lines
 

@@ -94,6 +94,19 @@ def test_only_what_a_factor_changes_is_run(monkeypatch):
         assert got == pytest.approx(c.find("cost-effective").speedup)
 
 
+def test_a_row_of_a_balancer_that_never_redistributes_says_so():
+    # on the calibrated CM-5 the cost-effective balancer of this Zipf workload decides
+    # against redistributing at every scan factor; balance-always redistributes at each
+    counts = generate("zipf", 64, seed=1)
+    s = sweep(counts, machine="cm5_calibrated", kinds=["scan"], factors=[0.5, 1.0, 2.0])
+    decided = {b: [p.decisions for p in s.points if p.balancer == b] for b in s.balancers}
+    assert decided["cost-effective"] == [0, 0, 0] and all(decided["balance-always"])
+    rows = dict(zip(s.balancers, s.rows("scan"), strict=True))
+    assert rows["cost-effective"].endswith("never redistributes: its estimate of balancing's "
+                                           "cost exceeds the gain")  # fmt: skip
+    assert "redistributes" not in rows["balance-always"]
+
+
 def test_a_kind_the_runs_do_not_issue_is_flat():
     # the mesh's scan-directed balancing uses no router: its rows do not move, and say so
     counts = generate("hotspot", (16, 16), mean=6)
