@@ -76,7 +76,8 @@ def environment() -> dict[str, Any]:
 
 
 def load(name: str, size: tuple[int, int]) -> np.ndarray:
-    """A bundled image at ``size``, scaled to 0..255 like the paper's 8-bit images."""
+    """A bundled image at ``size``, scaled to 0..255 (our choice of range: the paper does not
+    give its images' value range)."""
     img = builtin_image(name, size=size).astype(np.float64)
     lo, hi = img.min(), img.max()
     return ((img - lo) / (hi - lo) * 255.0).astype(np.float32)

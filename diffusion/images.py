@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import re
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,10 +175,10 @@ def read_image(path: str | Path) -> SourceImage:
             raise ValueError(
                 f"cannot read {path} as an image: {one_line(exc) or type(exc).__name__}"
             ) from exc
-    a = np.asarray(a)
-    if a.size == 0:  # a damaged file some readers give back as no values, saying why
-        why = f" ({said[0]})" if said else ""
-        raise ValueError(f"cannot read {path} as an image: it holds no image data{why}")
+        a = np.asarray(a)
+        if a.size == 0:  # a damaged file some readers give back as no values, saying why
+            why = f" ({said[0]})" if said else ""
+            raise ValueError(f"cannot read {path} as an image: it holds no image data{why}")
     if a.dtype.kind not in "biuf":
         raise ValueError(f"{path}: not a numeric image (dtype {a.dtype})")
     if ds is not None:
@@ -195,8 +196,21 @@ _READER_LOGGERS = ("tifffile", "imageio")
 def _readers_log() -> Iterator[list[str]]:
     """Within it, what the image readers log goes to the list yielded (each message on one
     line, without the reader's ``<object>`` prefixes), not to stderr: a damaged file is
-    then reported in the one line of the error, not by the reader's raw lines before it."""
+    then reported in the one line of the error, not by the reader's raw lines before it.
+    The readers' warnings (Pillow's) are held too, and given again only if the read
+    succeeds."""
     said: list[str] = []
+    with warnings.catch_warnings(record=True) as held:
+        warnings.simplefilter("always")
+        with _readers_logging(said):
+            yield said
+    for w in held:  # reached only when the block raised nothing
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+@contextlib.contextmanager
+def _readers_logging(said: list[str]) -> Iterator[None]:
+    """What the readers log, appended to ``said`` within the block."""
 
     class Keep(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
@@ -210,7 +224,7 @@ def _readers_log() -> Iterator[list[str]]:
         lg.addHandler(keep)
         lg.propagate = False
     try:
-        yield said
+        yield
     finally:
         for lg, propagate in zip(loggers, propagated, strict=True):
             lg.removeHandler(keep)

@@ -359,8 +359,8 @@ def _add_camera_arguments(group: argparse._ArgumentGroup) -> None:
     place.add_argument(
         "--fit",
         action="store_true",
-        help="centre the object in the picture and fill it, leaving 5%% of the smaller side "
-        "free at the closest sides (with --orbit, each frame is fitted on its own)",
+        help="centre the object in each frame and fill it, leaving 5%% of the smaller side "
+        "free at the closest sides",
     )
     group.add_argument(
         "--up",

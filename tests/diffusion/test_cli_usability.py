@@ -425,28 +425,32 @@ def test_bad_input_is_one_line_before_any_work(tmp_path, capsys, calls, argv, ma
 
 
 def _damaged_tiffs(folder):
-    """A good TIFF cut short, and one whose header points at no page (as tifffile logs
-    and then returns no values for)."""
+    """A good TIFF cut short, one whose header points at no page (as tifffile logs and
+    then returns no values for), one whose directory is garbage."""
     tifffile = pytest.importorskip("tifffile")
     good = folder / "good.tif"
     tifffile.imwrite(good, np.arange(32 * 32, dtype=np.uint8).reshape(32, 32))
     data = good.read_bytes()
     (folder / "cut.tif").write_bytes(data[:200])
     (folder / "nopage.tif").write_bytes(b"II*\x00" + b"\xff" * 100)
+    # a header and then no directory: Pillow warns of corrupt EXIF data before failing
+    (folder / "nodirectory.tif").write_bytes(b"II*\x00\x08\x00\x00\x00garbagegarbage")
     return {
+        "nodirectory.tif": "cannot read nodirectory.tif as an image: ",
         "cut.tif": "cannot read cut.tif as an image: failed to read",
         "nopage.tif": "cannot read nopage.tif as an image: it holds no image data (invalid "
         "offset to first page 4294967295)",
     }
 
 
-def test_a_damaged_tiff_is_one_line_saying_why(tmp_path, capsys, calls, monkeypatch):
+def test_a_damaged_tiff_is_one_line_saying_why(tmp_path, capsys, calls, monkeypatch, recwarn):
     monkeypatch.chdir(tmp_path)
     for name, says in _damaged_tiffs(tmp_path).items():
         assert _diffuse(name, "-o", "o.png") == 2
         captured = capsys.readouterr()
         assert captured.err.startswith(f"simd-emu diffuse: {says}"), captured.err
         assert captured.err.count("\n") == 1 and captured.out == ""  # no reader's raw line
+        assert not recwarn.list, [str(w.message) for w in recwarn]  # nor a reader's warning
     assert calls == [] and not (tmp_path / "o.png").exists()
 
 
