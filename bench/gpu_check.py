@@ -570,10 +570,11 @@ def step_frames(work: Path, backend: str) -> None:
     reference = dict(np.load(path)) if path.exists() and backend == "cupy" else None
     result = gpu_frames.measure(backend, reference, _key, budget=FRAMES_LIMIT - 20)
     _save(work, "frames", result)
+    failed = [name for name, part in result.items() if "error" in part]
     replayed = result.get("replayed", {})
     differ = [name for name, row in replayed.items() if row.get("identical_to_numpy") is False]
-    if differ:
-        sys.exit(f"frames differ from NumPy's: {differ}")
+    if failed or differ:
+        sys.exit(f"parts failed: {failed}; frames differ from NumPy's: {differ}")
 
 
 def step_timings(work: Path, backend: str) -> None:

@@ -46,6 +46,16 @@ def test_an_output_that_is_a_file_is_refused_before_any_work(tmp_path):
     assert blocker.read_text() == ""
 
 
+def test_the_frames_step_fails_on_a_part_that_failed(tmp_path, monkeypatch):
+    from bench import gpu_frames
+
+    got = {"orbit": {"expand": {"frames_per_second": 9.0}}, "view": {"error": "OSError: x"}}
+    monkeypatch.setattr(gpu_frames, "measure", lambda *a, **k: got)
+    with pytest.raises(SystemExit, match=r"parts failed: \['view'\]"):
+        gpu_check.step_frames(tmp_path, "counting")
+
+
+@pytest.mark.slow  # about 40 s; CI's GPU machine rehearsal runs this step, failing on an error
 def test_the_frames_step_measures_every_part_on_the_stand_in(monkeypatch):
     from bench import gpu_frames
 
